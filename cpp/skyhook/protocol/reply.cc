@@ -1,0 +1,38 @@
+#include "skyhook/protocol/reply.h"
+
+#include <arrow/array/util.h>
+#include <arrow/record_batch.h>
+#include <arrow/scalar.h>
+
+#include "skyhook/protocol/frame.h"
+
+namespace skyhook {
+
+Reply Reply::FromStatus(const arrow::Status& status) {
+  Reply reply;
+  reply.code = CodeOf(status);
+  reply.message = status.message();
+  return reply;
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeReply(const Reply& reply) {
+  std::vector<std::shared_ptr<arrow::Field>> fields;
+  std::vector<std::shared_ptr<arrow::Array>> columns;
+  auto add = [&](const std::string& name, const std::shared_ptr<arrow::Scalar>& value)
+      -> arrow::Status {
+    fields.push_back(arrow::field(name, value->type, /*nullable=*/false));
+    ARROW_ASSIGN_OR_RAISE(auto array, arrow::MakeArrayFromScalar(*value, 1));
+    columns.push_back(std::move(array));
+    return arrow::Status::OK();
+  };
+  ARROW_RETURN_NOT_OK(add("status", arrow::MakeScalar(static_cast<int32_t>(reply.code))));
+  ARROW_RETURN_NOT_OK(add("message", std::make_shared<arrow::StringScalar>(reply.message)));
+  for (const auto& [name, value] : reply.statistics) {
+    ARROW_RETURN_NOT_OK(add(name, arrow::MakeScalar(value)));
+  }
+  auto header = arrow::RecordBatch::Make(arrow::schema(fields), 1, columns);
+  auto body = reply.body ? reply.body : std::make_shared<arrow::Buffer>(nullptr, 0);
+  return EncodeFrame(kReplyMagic, *header, *body);
+}
+
+}  // namespace skyhook

@@ -1,0 +1,31 @@
+// What a storage-side method answers: a status, a message a person can read,
+// execution statistics, and a body (an Arrow IPC stream). Failures travel in a
+// successful reply too, because a Ceph method's error return loses its output.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <arrow/buffer.h>
+#include <arrow/result.h>
+#include <arrow/status.h>
+
+#include "skyhook/protocol/error.h"
+
+namespace skyhook {
+
+struct Reply {
+  ErrorCode code = ErrorCode::kOk;
+  std::string message;
+  std::vector<std::pair<std::string, int64_t>> statistics;
+  std::shared_ptr<arrow::Buffer> body;
+
+  static Reply FromStatus(const arrow::Status& status);
+};
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeReply(const Reply& reply);
+
+}  // namespace skyhook

@@ -1,0 +1,32 @@
+// The registry of storage-side methods, by the name both adapters expose them
+// under ("scan", "describe").
+#pragma once
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include <arrow/buffer.h>
+
+#include "skyhook/protocol/reply.h"
+#include "skyhook/storage/object_context.h"
+
+namespace skyhook {
+
+using Method = Reply (*)(ObjectContext* object,
+                         const std::shared_ptr<arrow::Buffer>& request);
+
+struct MethodInfo {
+  std::string_view name;
+  Method method;
+  bool writes;  // adapters register writers with write permission
+};
+
+const std::vector<MethodInfo>& Methods();
+
+/// Runs one method and encodes its reply. Never throws: a storage server must
+/// survive any request, so exceptions become kInternal replies.
+std::shared_ptr<arrow::Buffer> RunMethod(Method method, ObjectContext* object,
+                                         const std::shared_ptr<arrow::Buffer>& request);
+
+}  // namespace skyhook

@@ -1,0 +1,175 @@
+#include "skyhook/storage/object_reader.h"
+
+#include <arrow/ipc/reader.h>
+#include <arrow/util/iterator.h>
+#include <parquet/arrow/reader.h>
+#include <parquet/arrow/schema.h>
+
+#include "skyhook/protocol/error.h"
+
+namespace skyhook {
+namespace {
+
+arrow::Status Corrupt(const std::string& format, const arrow::Status& cause) {
+  return Error(ErrorCode::kCorruptObject, "object is not a readable ", format,
+               " partition: ", cause.message());
+}
+
+// Reads failing mid-stream also mean the object is damaged; say so, once.
+class CorruptionReportingReader : public arrow::RecordBatchReader {
+ public:
+  CorruptionReportingReader(std::shared_ptr<arrow::RecordBatchReader> inner,
+                            std::string format)
+      : inner_(std::move(inner)), format_(std::move(format)) {}
+  std::shared_ptr<arrow::Schema> schema() const override { return inner_->schema(); }
+  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* batch) override {
+    auto status = inner_->ReadNext(batch);
+    return status.ok() ? status : Corrupt(format_, status);
+  }
+
+ private:
+  std::shared_ptr<arrow::RecordBatchReader> inner_;
+  std::string format_;
+};
+
+void CollectLeaves(const parquet::arrow::SchemaField& field, std::vector<int>* leaves) {
+  if (field.is_leaf()) leaves->push_back(field.column_index);
+  for (const auto& child : field.children) CollectLeaves(child, leaves);
+}
+
+class ParquetObjectReader : public ObjectReader {
+ public:
+  static arrow::Result<std::unique_ptr<ObjectReader>> Open(
+      std::shared_ptr<ObjectFile> file) {
+    parquet::ArrowReaderProperties properties;
+    properties.set_pre_buffer(false);  // pre-buffering reads on an I/O thread
+    properties.set_use_threads(false);  // storage methods run on the caller's thread
+    parquet::arrow::FileReaderBuilder builder;
+    auto opened = builder.Open(file);
+    if (!opened.ok()) return Corrupt("Parquet", opened);
+    auto reader = builder.properties(properties)->Build();
+    if (!reader.ok()) return Corrupt("Parquet", reader.status());
+    std::shared_ptr<arrow::Schema> schema;
+    auto schema_status = (*reader)->GetSchema(&schema);
+    if (!schema_status.ok()) return Corrupt("Parquet", schema_status);
+    return std::unique_ptr<ObjectReader>(
+        new ParquetObjectReader(std::move(file), std::move(*reader), std::move(schema)));
+  }
+
+  std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
+  int64_t num_rows() const override { return reader_->parquet_reader()->metadata()->num_rows(); }
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
+      const std::vector<int>& field_indices, int64_t batch_size) override {
+    reader_->set_batch_size(batch_size);
+    std::vector<int> leaves;
+    for (int index : field_indices) {
+      CollectLeaves(reader_->manifest().schema_fields.at(index), &leaves);
+    }
+    std::vector<int> row_groups(reader_->num_row_groups());
+    for (int i = 0; i < reader_->num_row_groups(); ++i) row_groups[i] = i;
+    auto batches = reader_->GetRecordBatchReader(row_groups, leaves);
+    if (!batches.ok()) return Corrupt("Parquet", batches.status());
+    return std::make_shared<CorruptionReportingReader>(std::move(*batches), "Parquet");
+  }
+
+ private:
+  ParquetObjectReader(std::shared_ptr<ObjectFile> file,
+                      std::unique_ptr<parquet::arrow::FileReader> reader,
+                      std::shared_ptr<arrow::Schema> schema)
+      : ObjectReader(std::move(file)), reader_(std::move(reader)), schema_(std::move(schema)) {}
+
+  std::unique_ptr<parquet::arrow::FileReader> reader_;
+  std::shared_ptr<arrow::Schema> schema_;
+};
+
+// Yields the record batches of an IPC file, re-sliced to at most batch_size rows.
+class IpcBatchReader : public arrow::RecordBatchReader {
+ public:
+  IpcBatchReader(std::shared_ptr<arrow::ipc::RecordBatchFileReader> file,
+                 std::shared_ptr<arrow::Schema> schema, int64_t batch_size)
+      : file_(std::move(file)), schema_(std::move(schema)), batch_size_(batch_size) {}
+
+  std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
+
+  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* out) override {
+    while (current_ == nullptr || offset_ >= current_->num_rows()) {
+      if (next_batch_ >= file_->num_record_batches()) {
+        *out = nullptr;
+        return arrow::Status::OK();
+      }
+      auto batch = file_->ReadRecordBatch(next_batch_++);
+      if (!batch.ok()) return Corrupt("Arrow IPC", batch.status());
+      auto valid = (*batch)->ValidateFull();  // corrupt offsets must not reach compute
+      if (!valid.ok()) return Corrupt("Arrow IPC", valid);
+      current_ = std::move(*batch);
+      offset_ = 0;
+    }
+    *out = current_->Slice(offset_, batch_size_);
+    offset_ += (*out)->num_rows();
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::shared_ptr<arrow::ipc::RecordBatchFileReader> file_;
+  std::shared_ptr<arrow::Schema> schema_;
+  int64_t batch_size_;
+  int next_batch_ = 0;
+  std::shared_ptr<arrow::RecordBatch> current_;
+  int64_t offset_ = 0;
+};
+
+class IpcObjectReader : public ObjectReader {
+ public:
+  static arrow::Result<std::unique_ptr<ObjectReader>> Open(
+      std::shared_ptr<ObjectFile> file) {
+    auto reader = arrow::ipc::RecordBatchFileReader::Open(file);
+    if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
+    return std::unique_ptr<ObjectReader>(new IpcObjectReader(std::move(file), *reader));
+  }
+
+  std::shared_ptr<arrow::Schema> schema() const override { return reader_->schema(); }
+
+  int64_t num_rows() const override {
+    auto rows = reader_->CountRows();
+    return rows.ok() ? *rows : -1;
+  }
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
+      const std::vector<int>& field_indices, int64_t batch_size) override {
+    auto options = arrow::ipc::IpcReadOptions::Defaults();
+    options.included_fields = field_indices;
+    options.use_threads = false;
+    auto reader = arrow::ipc::RecordBatchFileReader::Open(file_, options);
+    if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
+    std::vector<std::shared_ptr<arrow::Field>> fields;
+    for (int index : field_indices) fields.push_back(schema()->field(index));
+    return std::make_shared<IpcBatchReader>(*reader, arrow::schema(fields), batch_size);
+  }
+
+ private:
+  IpcObjectReader(std::shared_ptr<ObjectFile> file,
+                  std::shared_ptr<arrow::ipc::RecordBatchFileReader> reader)
+      : ObjectReader(std::move(file)), reader_(std::move(reader)) {}
+
+  std::shared_ptr<arrow::ipc::RecordBatchFileReader> reader_;
+};
+
+}  // namespace
+
+arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(ObjectContext* object) {
+  auto file = ObjectFile::Open(object);
+  if (!file.ok()) {
+    return Error(ErrorCode::kNotFound, "object cannot be opened: ", file.status().message());
+  }
+  ARROW_ASSIGN_OR_RAISE(auto format, object->GetXattr(kFormatAttribute));
+  if (!format) {
+    return Error(ErrorCode::kCorruptObject, "object has no ", kFormatAttribute,
+                 " attribute: it was not written as a skyhook partition");
+  }
+  if (*format == "parquet") return ParquetObjectReader::Open(std::move(*file));
+  if (*format == "ipc") return IpcObjectReader::Open(std::move(*file));
+  return Error(ErrorCode::kCorruptObject, "object has unknown format '", *format, "'");
+}
+
+}  // namespace skyhook

@@ -1,0 +1,177 @@
+#include "skyhook/storage/scan.h"
+
+#include <set>
+#include <vector>
+
+#include <arrow/array/util.h>
+#include <arrow/compute/api_vector.h>
+#include <arrow/compute/expression.h>
+#include <arrow/io/memory.h>
+#include <arrow/ipc/writer.h>
+#include <arrow/scalar.h>
+
+#include "skyhook/protocol/scan_request.h"
+#include "skyhook/storage/cpu_timer.h"
+#include "skyhook/storage/object_reader.h"
+
+namespace skyhook {
+namespace {
+
+using arrow::engine::BoundExpressions;
+
+// The object's fields an expression set reads. Each must exist in the object
+// with the type the client bound the expression to.
+arrow::Status AddReferencedFields(const BoundExpressions& bound,
+                                  const arrow::Schema& object_schema,
+                                  std::set<int>* indices) {
+  for (const auto& named : bound.named_expressions) {
+    for (const auto& ref : arrow::compute::FieldsInExpression(named.expression)) {
+      ARROW_ASSIGN_OR_RAISE(auto path, ref.FindOne(*bound.schema));
+      const auto& requested = bound.schema->field(path[0]);
+      int index = object_schema.GetFieldIndex(requested->name());
+      if (index < 0) {
+        return Error(ErrorCode::kUnknownColumn, "column '", requested->name(),
+                     "' does not exist in the object");
+      }
+      const auto& stored = object_schema.field(index)->type();
+      if (!stored->Equals(*requested->type())) {
+        return Error(ErrorCode::kTypeMismatch, "column '", requested->name(),
+                     "' is ", stored->ToString(), " in the object but the request uses ",
+                     requested->type()->ToString());
+      }
+      indices->insert(index);
+    }
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Result<std::shared_ptr<arrow::Array>> Evaluate(
+    const arrow::compute::Expression& expression, const arrow::Schema& bound_schema,
+    const std::shared_ptr<arrow::RecordBatch>& batch) {
+  ARROW_ASSIGN_OR_RAISE(auto datum,
+                        arrow::compute::ExecuteScalarExpression(expression, bound_schema, batch));
+  if (datum.is_array()) return datum.make_array();
+  return arrow::MakeArrayFromScalar(*datum.scalar(), batch->num_rows());
+}
+
+// Evaluation errors (overflow, division by zero, bad casts) come from the
+// client's expressions, so they are the client's to fix.
+template <typename T>
+arrow::Result<T> AsInvalidRequest(const char* what, arrow::Result<T> result) {
+  if (result.ok() || CodeOf(result.status()) != ErrorCode::kInternal) return result;
+  return Error(ErrorCode::kInvalidRequest, "evaluating the ", what, " failed: ",
+               result.status().message());
+}
+
+class ScanExecution {
+ public:
+  explicit ScanExecution(ScanRequest request) : request_(std::move(request)) {}
+
+  arrow::Status Run(ObjectContext* object, Reply* reply) {
+    ARROW_ASSIGN_OR_RAISE(auto reader, ObjectReader::Open(object));
+    auto object_schema = reader->schema();
+    std::set<int> needed;
+    if (request_.filter) {
+      ARROW_RETURN_NOT_OK(AddReferencedFields(*request_.filter, *object_schema, &needed));
+    }
+    std::shared_ptr<arrow::Schema> output_schema;
+    if (request_.projection) {
+      ARROW_RETURN_NOT_OK(AddReferencedFields(*request_.projection, *object_schema, &needed));
+      arrow::FieldVector fields;
+      for (const auto& named : request_.projection->named_expressions) {
+        fields.push_back(arrow::field(named.name, named.expression.type()->GetSharedPtr()));
+      }
+      output_schema = arrow::schema(fields);
+    } else {
+      for (int i = 0; i < object_schema->num_fields(); ++i) needed.insert(i);
+      output_schema = object_schema;
+    }
+
+    ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
+    auto options = arrow::ipc::IpcWriteOptions::Defaults();
+    if (request_.compression != arrow::Compression::UNCOMPRESSED) {
+      ARROW_ASSIGN_OR_RAISE(options.codec, arrow::util::Codec::Create(request_.compression));
+    }
+    ARROW_ASSIGN_OR_RAISE(auto writer,
+                          arrow::ipc::MakeStreamWriter(sink, output_schema, options));
+    ARROW_ASSIGN_OR_RAISE(
+        auto batches, reader->ReadFields({needed.begin(), needed.end()}, request_.batch_size));
+    while (true) {
+      ARROW_ASSIGN_OR_RAISE(auto batch, batches->Next());
+      if (batch == nullptr) break;
+      rows_scanned_ += batch->num_rows();
+      ARROW_ASSIGN_OR_RAISE(batch, AsInvalidRequest("filter", Filter(batch)));
+      if (batch->num_rows() == 0) continue;
+      ARROW_ASSIGN_OR_RAISE(batch, AsInvalidRequest("projection", Project(batch, output_schema)));
+      ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*batch));
+      rows_returned_ += batch->num_rows();
+      ARROW_ASSIGN_OR_RAISE(int64_t written, sink->Tell());
+      if (written > request_.max_result_bytes) {
+        return Error(ErrorCode::kResultTooLarge, "the result exceeds the request's limit of ",
+                     request_.max_result_bytes, " bytes per object");
+      }
+    }
+    ARROW_RETURN_NOT_OK(writer->Close());
+    ARROW_ASSIGN_OR_RAISE(reply->body, sink->Finish());
+    bytes_read_ = reader->bytes_read();
+    return arrow::Status::OK();
+  }
+
+  void AddStatistics(Reply* reply, const CpuTimer& timer) const {
+    reply->statistics = {{"rows_scanned", rows_scanned_},
+                         {"rows_returned", rows_returned_},
+                         {"bytes_read", bytes_read_},
+                         {"bytes_returned", reply->body ? reply->body->size() : 0},
+                         {"storage_cpu_ns", timer.ElapsedNanos()}};
+  }
+
+ private:
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Filter(
+      const std::shared_ptr<arrow::RecordBatch>& batch) const {
+    if (!request_.filter) return batch;
+    const auto& bound = *request_.filter;
+    ARROW_ASSIGN_OR_RAISE(auto datum, arrow::compute::ExecuteScalarExpression(
+                                          bound.named_expressions[0].expression,
+                                          *bound.schema, batch));
+    if (datum.is_scalar()) {
+      const auto& keep = static_cast<const arrow::BooleanScalar&>(*datum.scalar());
+      return keep.is_valid && keep.value ? batch : batch->Slice(0, 0);
+    }
+    ARROW_ASSIGN_OR_RAISE(auto filtered, arrow::compute::Filter(batch, datum));
+    return filtered.record_batch();
+  }
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Project(
+      const std::shared_ptr<arrow::RecordBatch>& batch,
+      const std::shared_ptr<arrow::Schema>& output_schema) const {
+    if (!request_.projection) return batch;
+    const auto& bound = *request_.projection;
+    arrow::ArrayVector columns;
+    for (const auto& named : bound.named_expressions) {
+      ARROW_ASSIGN_OR_RAISE(auto column, Evaluate(named.expression, *bound.schema, batch));
+      columns.push_back(std::move(column));
+    }
+    return arrow::RecordBatch::Make(output_schema, batch->num_rows(), std::move(columns));
+  }
+
+  ScanRequest request_;
+  int64_t rows_scanned_ = 0;
+  int64_t rows_returned_ = 0;
+  int64_t bytes_read_ = 0;
+};
+
+}  // namespace
+
+Reply Scan(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& request) {
+  CpuTimer timer;
+  auto decoded = ScanRequest::Decode(request);
+  if (!decoded.ok()) return Reply::FromStatus(decoded.status());
+  ScanExecution execution(std::move(*decoded));
+  Reply reply;
+  auto status = execution.Run(object, &reply);
+  if (!status.ok()) reply = Reply::FromStatus(status);
+  execution.AddStatistics(&reply, timer);
+  return reply;
+}
+
+}  // namespace skyhook

@@ -1,0 +1,19 @@
+"""Skyhook: Arrow-native programmable storage. Filters and projections run
+inside storage; only results cross to the client."""
+
+from skyhook.dataset import Dataset
+from skyhook.errors import (CorruptObjectError, DatasetExistsError, DatasetNotFoundError,
+                            InvalidRequestError, ObjectNotFoundError, ResultTooLargeError,
+                            SkyhookError, StorageError, TypeMismatchError, UnknownColumnError,
+                            UnsupportedVersionError)
+from skyhook.scanner import Scanner, ScanStatistics
+from skyhook.store import Store, connect
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "connect", "Store", "Dataset", "Scanner", "ScanStatistics",
+    "SkyhookError", "InvalidRequestError", "UnsupportedVersionError", "UnknownColumnError",
+    "TypeMismatchError", "CorruptObjectError", "ResultTooLargeError", "ObjectNotFoundError",
+    "DatasetNotFoundError", "DatasetExistsError", "StorageError",
+]

@@ -1,0 +1,98 @@
+"""A stored dataset, usable wherever a ``pyarrow.dataset.Dataset`` is: DuckDB,
+for one, hands it projections and filters through ``scanner()``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+
+from skyhook.expressions import Columns
+from skyhook.manifest import Manifest
+from skyhook.scanner import Scanner
+
+if TYPE_CHECKING:
+    from skyhook.store import Store
+
+
+class Dataset(pads.Dataset):
+    # pyarrow's Dataset is a C++ object underneath; this subclass never builds
+    # one, so every public method of the base class is overridden here.
+    def __init__(self, store: Store, manifest: Manifest, filter: pc.Expression | None = None) -> None:
+        self.store = store
+        self.manifest = manifest
+        self._filter = filter
+        #: The most recent scanner made by this dataset (by you or by DuckDB).
+        self.last_scan: Scanner | None = None
+
+    def __repr__(self) -> str:
+        return (f"<skyhook.Dataset {self.name!r}: {self.manifest.num_rows} rows in "
+                f"{len(self.manifest.partitions)} objects, {self.manifest.format}>")
+
+    @property
+    def name(self) -> str:
+        return self.manifest.dataset
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.manifest.schema
+
+    @property
+    def partition_expression(self) -> pc.Expression:
+        return pc.scalar(True)
+
+    def scanner(self, columns: Columns = None, filter: pc.Expression | None = None,
+                batch_size: int | None = None, use_threads: bool = True, **options: Any) -> Scanner:
+        """options: pushdown (False reads whole objects and filters here),
+        max_result_bytes (per object reply)."""
+        if self._filter is not None:
+            filter = self._filter if filter is None else self._filter & filter
+        self.last_scan = Scanner(self, columns, filter, batch_size=batch_size,
+                                 use_threads=use_threads, **options)
+        return self.last_scan
+
+    def to_table(self, columns: Columns = None, filter: pc.Expression | None = None,
+                 **options: Any) -> pa.Table:
+        return self.scanner(columns, filter, **options).to_table()
+
+    def to_batches(self, columns: Columns = None, filter: pc.Expression | None = None,
+                   **options: Any) -> Iterator[pa.RecordBatch]:
+        return self.scanner(columns, filter, **options).to_batches()
+
+    def count_rows(self, filter: pc.Expression | None = None, **options: Any) -> int:
+        return self.scanner(None, filter, **options).count_rows()
+
+    def head(self, num_rows: int, columns: Columns = None, filter: pc.Expression | None = None,
+             **options: Any) -> pa.Table:
+        return self.scanner(columns, filter, **options).head(num_rows)
+
+    def take(self, indices: pa.Array | list[int], columns: Columns = None,
+             filter: pc.Expression | None = None, **options: Any) -> pa.Table:
+        return self.scanner(columns, filter, **options).take(indices)
+
+    def filter(self, expression: pc.Expression) -> Dataset:
+        combined = expression if self._filter is None else self._filter & expression
+        return Dataset(self.store, self.manifest, combined)
+
+    def get_fragments(self, filter: pc.Expression | None = None) -> Iterator[pads.Fragment]:
+        raise NotImplementedError("skyhook datasets are scanned in storage and have no pyarrow "
+                                  "fragments; use scanner(), to_table() or to_batches()")
+
+    def replace_schema(self, schema: pa.Schema) -> Dataset:
+        raise NotImplementedError("a stored dataset's schema is fixed; write a new dataset instead")
+
+    # Relational operations run in pyarrow on the materialised dataset.
+    def sort_by(self, sorting: Any, **kwargs: Any) -> pads.InMemoryDataset:
+        return self._materialized().sort_by(sorting, **kwargs)
+
+    def join(self, *args: Any, **kwargs: Any) -> pads.InMemoryDataset:
+        return self._materialized().join(*args, **kwargs)
+
+    def join_asof(self, *args: Any, **kwargs: Any) -> pads.InMemoryDataset:
+        return self._materialized().join_asof(*args, **kwargs)
+
+    def _materialized(self) -> pads.InMemoryDataset:
+        return pads.dataset(self.to_table())

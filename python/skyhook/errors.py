@@ -1,0 +1,66 @@
+"""Exceptions raised by skyhook; storage-side error codes map onto them."""
+
+from __future__ import annotations
+
+
+class SkyhookError(Exception):
+    """Base of every error skyhook raises."""
+
+
+class InvalidRequestError(SkyhookError, ValueError):
+    """A request (filter, projection, option) that storage cannot execute."""
+
+
+class UnsupportedVersionError(SkyhookError):
+    """The other side speaks a newer protocol version."""
+
+
+class UnknownColumnError(SkyhookError, KeyError):
+    """A column named in a request does not exist."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class TypeMismatchError(SkyhookError, TypeError):
+    """A value or column has a type the operation cannot use."""
+
+
+class CorruptObjectError(SkyhookError):
+    """An object in storage is not a readable partition."""
+
+
+class ResultTooLargeError(SkyhookError):
+    """A storage reply would exceed the configured size limit."""
+
+
+class ObjectNotFoundError(SkyhookError):
+    """An object the manifest names is missing from storage."""
+
+
+class DatasetNotFoundError(SkyhookError, KeyError):
+    """No dataset of that name exists in the store."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class DatasetExistsError(SkyhookError):
+    """A dataset of that name exists and the write did not ask to replace it."""
+
+
+class StorageError(SkyhookError):
+    """Storage failed for a reason of its own (a bug or an I/O failure)."""
+
+
+# Codes of cpp/skyhook/protocol/error.h, in order.
+ERROR_BY_CODE: dict[int, type[SkyhookError]] = {
+    1: InvalidRequestError,
+    2: UnsupportedVersionError,
+    3: UnknownColumnError,
+    4: TypeMismatchError,
+    5: CorruptObjectError,
+    6: ResultTooLargeError,
+    7: ObjectNotFoundError,
+    8: StorageError,
+}

@@ -1,0 +1,83 @@
+"""The manifest of a dataset: schema, format and per-partition statistics.
+
+It is stored as one Arrow IPC file (a row per partition) and replaced
+atomically, so a reader always sees a complete version of the dataset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+MANIFEST_VERSION = b"1"
+
+
+def statistics_type(schema: pa.Schema) -> pa.StructType:
+    """Per-partition statistics, the row the storage-side describe method returns."""
+    return pa.struct([
+        pa.field(field.name, pa.struct([("min", field.type), ("max", field.type),
+                                        ("null_count", pa.int64())]))
+        for field in schema
+    ])
+
+
+@dataclass(frozen=True)
+class Partition:
+    number: int
+    object_name: str
+    num_rows: int
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class Manifest:
+    dataset: str
+    schema: pa.Schema
+    format: str
+    generation: str
+    partitions: tuple[Partition, ...]
+    statistics: pa.StructArray  # one row per partition, of statistics_type(schema)
+
+    @property
+    def num_rows(self) -> int:
+        return sum(partition.num_rows for partition in self.partitions)
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(partition.size_bytes for partition in self.partitions)
+
+    def to_bytes(self) -> bytes:
+        table = pa.table({
+            "partition": pa.array([p.number for p in self.partitions], pa.int64()),
+            "object": pa.array([p.object_name for p in self.partitions], pa.string()),
+            "num_rows": pa.array([p.num_rows for p in self.partitions], pa.int64()),
+            "size_bytes": pa.array([p.size_bytes for p in self.partitions], pa.int64()),
+            "statistics": self.statistics,
+        }).replace_schema_metadata({
+            b"skyhook.manifest_version": MANIFEST_VERSION,
+            b"skyhook.dataset": self.dataset.encode(),
+            b"skyhook.format": self.format.encode(),
+            b"skyhook.generation": self.generation.encode(),
+            b"skyhook.schema": self.schema.serialize().to_pybytes(),
+        })
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        return sink.getvalue().to_pybytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> Manifest:
+        table = pa.ipc.open_file(pa.py_buffer(data)).read_all()
+        metadata = table.schema.metadata
+        if metadata.get(b"skyhook.manifest_version") != MANIFEST_VERSION:
+            raise ValueError("unsupported manifest version")
+        schema = pa.ipc.read_schema(pa.py_buffer(metadata[b"skyhook.schema"]))
+        partitions = tuple(
+            Partition(row["partition"], row["object"], row["num_rows"], row["size_bytes"])
+            for row in table.select(["partition", "object", "num_rows", "size_bytes"]).to_pylist())
+        statistics = table.column("statistics").combine_chunks()
+        if len(statistics) == 0:
+            statistics = pa.array([], statistics_type(schema))
+        return cls(metadata[b"skyhook.dataset"].decode(), schema, metadata[b"skyhook.format"].decode(),
+                   metadata[b"skyhook.generation"].decode(), partitions, statistics)

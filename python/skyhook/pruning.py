@@ -1,0 +1,58 @@
+"""Partition pruning: which partitions' statistics can satisfy a filter.
+
+Each partition's statistics become a guarantee (an expression known to be true
+of every row in it); Arrow's expression simplification then decides which
+partitions the filter can match, exactly as pyarrow prunes Hive partitions.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pyarrow.fs as pafs
+
+from skyhook.manifest import Manifest, Partition
+
+
+def partition_guarantee(schema: pa.Schema, statistics: pa.StructScalar, num_rows: int) -> pc.Expression:
+    if num_rows == 0:
+        return pc.scalar(False)
+    guarantee = pc.scalar(True)
+    for field in schema:
+        column = statistics[field.name]
+        guarantee = guarantee & _column_guarantee(pc.field(field.name), column, num_rows)
+    return guarantee
+
+
+def _column_guarantee(ref: pc.Expression, column: pa.StructScalar, num_rows: int) -> pc.Expression:
+    # Scalars stay Arrow scalars: a round trip through Python would lose
+    # precision (nanosecond timestamps) and so prune wrongly.
+    null_count = column["null_count"].as_py()
+    if null_count == num_rows:
+        return ref.is_null()
+    if not column["min"].is_valid or not column["max"].is_valid:
+        return ref.is_valid() if null_count == 0 else pc.scalar(True)
+    value_range = (ref >= pc.scalar(column["min"])) & (ref <= pc.scalar(column["max"]))
+    # With nulls present only the weaker "null or in range" holds, which Arrow
+    # does not use for pruning: correct, merely less selective.
+    return value_range if null_count == 0 else ref.is_null() | value_range
+
+
+def matching_partitions(manifest: Manifest, filter: pc.Expression | None) -> list[Partition]:
+    if filter is None or not manifest.partitions:
+        return list(manifest.partitions)
+    guarantees = []
+    for partition, statistics in zip(manifest.partitions, manifest.statistics):
+        try:
+            guarantees.append(partition_guarantee(manifest.schema, statistics, partition.num_rows))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            guarantees.append(pc.scalar(True))
+    candidates = pads.FileSystemDataset.from_paths(
+        [str(partition.number) for partition in manifest.partitions], schema=manifest.schema,
+        format=pads.IpcFileFormat(), filesystem=pafs.LocalFileSystem(), partitions=guarantees)
+    try:
+        kept = {int(fragment.path) for fragment in candidates.get_fragments(filter=filter)}
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return list(manifest.partitions)
+    return [partition for partition in manifest.partitions if partition.number in kept]

@@ -1,0 +1,160 @@
+"""Scans: prune partitions by statistics, push filter and projection into
+storage, stream the results back. Shaped like ``pyarrow.dataset.Scanner``."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+from skyhook.expressions import Columns, projected_schema, serialize_filter, serialize_projection
+from skyhook.parallel import ordered_map
+from skyhook.protocol import decode_reply, encode_request
+from skyhook.pruning import matching_partitions
+
+if TYPE_CHECKING:
+    from skyhook.dataset import Dataset
+    from skyhook.manifest import Partition
+
+DEFAULT_MAX_RESULT_BYTES = 1 << 30
+_client_pool = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="skyhook-read")
+
+
+@dataclass
+class ScanStatistics:
+    objects_scanned: int = 0
+    objects_pruned: int = 0
+    rows_scanned: int = 0       # rows storage read (client-side path: rows decoded)
+    rows_returned: int = 0
+    bytes_read: int = 0         # bytes read inside storage
+    bytes_returned: int = 0     # bytes that crossed from storage to the client
+    storage_cpu_s: float = 0.0
+    wall_s: float = 0.0
+    pushdown: bool = True       # False: whole objects read and filtered here
+    filter_in_storage: bool = True  # False: the filter was not expressible in Substrait
+
+    def as_dict(self) -> dict[str, int | float | bool]:
+        return asdict(self)
+
+
+class Scanner:
+    def __init__(self, dataset: Dataset, columns: Columns = None, filter: pc.Expression | None = None,
+                 *, batch_size: int | None = None, use_threads: bool = True, pushdown: bool = True,
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
+        schema = dataset.schema
+        self.dataset = dataset
+        self.dataset_schema = schema
+        self.projected_schema = projected_schema(schema, columns, filter)
+        self.columns = columns
+        self.filter = filter
+        self.batch_size = batch_size
+        self.use_threads = use_threads
+        self.pushdown = pushdown
+        self.max_result_bytes = max_result_bytes
+        self._filter_substrait = serialize_filter(filter, schema) if filter is not None else None
+        self._client_filter = filter is not None and self._filter_substrait is None
+        # A filter the client completes needs every column it may read.
+        self._projection_substrait = None if self._client_filter else serialize_projection(columns, schema)
+        self.stats = ScanStatistics(pushdown=pushdown, filter_in_storage=not self._client_filter)
+
+    def __repr__(self) -> str:
+        return f"<skyhook.Scanner of {self.dataset.name!r} filter={self.filter} columns={self.columns}>"
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        started = time.perf_counter()
+        try:
+            partitions = matching_partitions(self.dataset.manifest, self.filter)
+            self.stats.objects_pruned += len(self.dataset.manifest.partitions) - len(partitions)
+            tables = self._pushdown(partitions) if self.pushdown else self._read_whole(partitions)
+            for table in tables:
+                self.stats.objects_scanned += 1
+                if self._client_filter or not self.pushdown:
+                    table = pads.dataset(table).to_table(columns=self.columns, filter=self.filter)
+                if table.schema != self.projected_schema:  # e.g. nullability of computed columns
+                    table = table.cast(self.projected_schema)
+                self.stats.rows_returned += table.num_rows
+                yield from table.to_batches(max_chunksize=self.batch_size)
+        finally:
+            self.stats.wall_s += time.perf_counter() - started
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
+
+    def to_table(self) -> pa.Table:
+        return pa.Table.from_batches(list(self.to_batches()), self.projected_schema)
+
+    def count_rows(self) -> int:
+        if self.filter is None:
+            return self.dataset.manifest.num_rows
+        counter = Scanner(self.dataset, [], self.filter, use_threads=self.use_threads,
+                          pushdown=self.pushdown, max_result_bytes=self.max_result_bytes)
+        rows = sum(batch.num_rows for batch in counter.to_batches())
+        self.stats = counter.stats
+        return rows
+
+    def head(self, num_rows: int) -> pa.Table:
+        batches, remaining = [], num_rows
+        stream = self.to_batches()
+        try:
+            for batch in stream:
+                if remaining <= 0:
+                    break
+                batches.append(batch.slice(0, remaining))
+                remaining -= batches[-1].num_rows
+        finally:
+            stream.close()
+        return pa.Table.from_batches(batches, self.projected_schema)
+
+    def take(self, indices: pa.Array | list[int]) -> pa.Table:
+        return self.to_table().take(indices)
+
+    def _request(self) -> bytes:
+        return encode_request({
+            "method": "scan",
+            "filter": self._filter_substrait,
+            "projection": self._projection_substrait,
+            "compression": self.dataset.store.backend.reply_compression,
+            "batch_size": self.batch_size,
+            "max_result_bytes": self.max_result_bytes,
+        })
+
+    def _pushdown(self, partitions: list[Partition]) -> Iterator[pa.Table]:
+        request = self._request()
+        backend = self.dataset.store.backend
+        calls = ((partition.object_name, request) for partition in partitions)
+        replies = backend.call_many("scan", calls) if self.use_threads else \
+            (backend.call(name, "scan", body) for name, body in calls)
+        for partition, encoded in zip(partitions, replies):
+            reply = decode_reply(encoded)
+            reply.raise_for_status(f"scanning {self.dataset.name!r} partition {partition.number}")
+            self.stats.rows_scanned += reply.statistics["rows_scanned"]
+            self.stats.bytes_read += reply.statistics["bytes_read"]
+            self.stats.bytes_returned += reply.body.size
+            self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
+            yield reply.reader().read_all()
+
+    def _read_whole(self, partitions: list[Partition]) -> Iterator[pa.Table]:
+        """The baseline a pushdown must beat: move whole objects, decode them here."""
+        backend = self.dataset.store.backend
+        fmt = self.dataset.manifest.format
+
+        def read(partition: Partition) -> tuple[int, pa.Table]:
+            data = backend.read_object(partition.object_name)
+            if fmt == "parquet":
+                return data.size, pq.read_table(pa.BufferReader(data))
+            return data.size, pa.ipc.open_file(data).read_all()
+
+        window = 2 * (os.cpu_count() or 1) if self.use_threads else 1
+        for size, table in ordered_map(_client_pool, read, partitions, window):
+            self.stats.bytes_read += size
+            self.stats.bytes_returned += size
+            self.stats.rows_scanned += table.num_rows
+            yield table
