@@ -13,6 +13,7 @@ import pyarrow.dataset as pads
 from skyhook.expressions import Columns
 from skyhook.manifest import Manifest
 from skyhook.scanner import Scanner
+from skyhook.where import parse_where
 
 if TYPE_CHECKING:
     from skyhook.store import Store
@@ -44,36 +45,41 @@ class Dataset(pads.Dataset):
     def partition_expression(self) -> pc.Expression:
         return pc.scalar(True)
 
-    def scanner(self, columns: Columns = None, filter: pc.Expression | None = None,
+    def scanner(self, columns: Columns = None, filter: pc.Expression | str | None = None,
                 batch_size: int | None = None, use_threads: bool = True, **options: Any) -> Scanner:
-        """options: pushdown (False reads whole objects and filters here),
+        """filter is a pyarrow expression or text such as "price > 10 and flag == 'R'".
+        options: pushdown (False reads whole objects and filters here),
         max_result_bytes (per object reply)."""
+        if isinstance(filter, str):
+            filter = parse_where(filter, self.schema)
         if self._filter is not None:
             filter = self._filter if filter is None else self._filter & filter
         self.last_scan = Scanner(self, columns, filter, batch_size=batch_size,
                                  use_threads=use_threads, **options)
         return self.last_scan
 
-    def to_table(self, columns: Columns = None, filter: pc.Expression | None = None,
+    def to_table(self, columns: Columns = None, filter: pc.Expression | str | None = None,
                  **options: Any) -> pa.Table:
         return self.scanner(columns, filter, **options).to_table()
 
-    def to_batches(self, columns: Columns = None, filter: pc.Expression | None = None,
+    def to_batches(self, columns: Columns = None, filter: pc.Expression | str | None = None,
                    **options: Any) -> Iterator[pa.RecordBatch]:
         return self.scanner(columns, filter, **options).to_batches()
 
-    def count_rows(self, filter: pc.Expression | None = None, **options: Any) -> int:
+    def count_rows(self, filter: pc.Expression | str | None = None, **options: Any) -> int:
         return self.scanner(None, filter, **options).count_rows()
 
-    def head(self, num_rows: int, columns: Columns = None, filter: pc.Expression | None = None,
+    def head(self, num_rows: int, columns: Columns = None, filter: pc.Expression | str | None = None,
              **options: Any) -> pa.Table:
         return self.scanner(columns, filter, **options).head(num_rows)
 
     def take(self, indices: pa.Array | list[int], columns: Columns = None,
-             filter: pc.Expression | None = None, **options: Any) -> pa.Table:
+             filter: pc.Expression | str | None = None, **options: Any) -> pa.Table:
         return self.scanner(columns, filter, **options).take(indices)
 
-    def filter(self, expression: pc.Expression) -> Dataset:
+    def filter(self, expression: pc.Expression | str) -> Dataset:
+        if isinstance(expression, str):
+            expression = parse_where(expression, self.schema)
         combined = expression if self._filter is None else self._filter & expression
         return Dataset(self.store, self.manifest, combined)
 

@@ -46,25 +46,36 @@ def _translate(error: Exception, schema: pa.Schema) -> Exception:
     return InvalidRequestError(f"invalid expression: {message}")
 
 
-def serialize_filter(filter: pc.Expression, schema: pa.Schema) -> bytes | None:
-    """Substrait for a validated filter, or None when Substrait cannot express it
-    (for example an implicit safe cast); the client then applies it itself."""
+# Substrait has no is_in: pyarrow encodes it as OR-ed equalities, which give
+# null instead of false for a null input, and never match a null in the value
+# set. A filter only notices the first under operators that tell null from
+# false; a projection always does.
+_NULL_SENSITIVE = ("invert(", "is_null(", "is_valid(", "if_else(", "coalesce(", "fill_null",
+                   "case_when(", "true_unless_null(", "choose(")
+
+
+def _changes_meaning_in_substrait(expression: pc.Expression, is_filter: bool) -> bool:
+    text = str(expression)
+    if "is_in(" not in text:
+        return False
+    null_in_value_set = re.search(r"^\s+null,?$", text, re.MULTILINE) is not None
+    return not is_filter or null_in_value_set or any(operator in text for operator in _NULL_SENSITIVE)
+
+
+def to_substrait(expressions: list[pc.Expression], names: list[str], schema: pa.Schema,
+                 *, is_filter: bool = False) -> bytes | None:
+    """Substrait for validated expressions, or None when Substrait cannot carry
+    them faithfully (an implicit safe cast, a function without a Substrait
+    mapping, is_in where nulls matter): the client then completes that part."""
+    if any(_changes_meaning_in_substrait(expression, is_filter) for expression in expressions):
+        return None
     try:
-        return bytes(pas.serialize_expressions([filter], ["filter"], schema))
+        return bytes(pas.serialize_expressions(expressions, names, schema))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
 
 
-def serialize_projection(columns: Columns, schema: pa.Schema) -> bytes | None:
-    """Substrait for the output columns; None means every column."""
-    if columns is None:
-        return None
+def output_expressions(columns: Columns) -> tuple[list[pc.Expression], list[str]]:
     if isinstance(columns, Mapping):
-        names, expressions = list(columns), list(columns.values())
-    else:
-        names, expressions = list(columns), [pc.field(name) for name in columns]
-    try:
-        return bytes(pas.serialize_expressions(expressions, names, schema))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-        raise InvalidRequestError(
-            f"projection cannot run in storage: {str(error).splitlines()[0]}") from None
+        return list(columns.values()), list(columns)
+    return [pc.field(name) for name in columns], list(columns)

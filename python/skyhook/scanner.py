@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
-import pyarrow.parquet as pq
 
-from skyhook.expressions import Columns, projected_schema, serialize_filter, serialize_projection
+from skyhook.expressions import Columns, output_expressions, projected_schema, to_substrait
 from skyhook.parallel import ordered_map
 from skyhook.protocol import decode_reply, encode_request
 from skyhook.pruning import matching_partitions
@@ -40,6 +39,7 @@ class ScanStatistics:
     wall_s: float = 0.0
     pushdown: bool = True       # False: whole objects read and filtered here
     filter_in_storage: bool = True  # False: the filter was not expressible in Substrait
+    projection_in_storage: bool = True  # (and was completed by the client)
 
     def as_dict(self) -> dict[str, int | float | bool]:
         return asdict(self)
@@ -59,11 +59,15 @@ class Scanner:
         self.use_threads = use_threads
         self.pushdown = pushdown
         self.max_result_bytes = max_result_bytes
-        self._filter_substrait = serialize_filter(filter, schema) if filter is not None else None
+        self._filter_substrait = None if filter is None else to_substrait([filter], ["filter"], schema, is_filter=True)
         self._client_filter = filter is not None and self._filter_substrait is None
-        # A filter the client completes needs every column it may read.
-        self._projection_substrait = None if self._client_filter else serialize_projection(columns, schema)
-        self.stats = ScanStatistics(pushdown=pushdown, filter_in_storage=not self._client_filter)
+        # A filter the client completes may read any column: then storage returns all.
+        self._projection_substrait = None
+        if columns is not None and not self._client_filter:
+            self._projection_substrait = to_substrait(*output_expressions(columns), schema)
+        self._client_projection = columns is not None and self._projection_substrait is None
+        self.stats = ScanStatistics(pushdown=pushdown, filter_in_storage=not self._client_filter,
+                                    projection_in_storage=not self._client_projection)
 
     def __repr__(self) -> str:
         return f"<skyhook.Scanner of {self.dataset.name!r} filter={self.filter} columns={self.columns}>"
@@ -76,8 +80,9 @@ class Scanner:
             tables = self._pushdown(partitions) if self.pushdown else self._read_whole(partitions)
             for table in tables:
                 self.stats.objects_scanned += 1
-                if self._client_filter or not self.pushdown:
-                    table = pads.dataset(table).to_table(columns=self.columns, filter=self.filter)
+                if self.pushdown and (self._client_filter or self._client_projection):
+                    table = pads.dataset(table).to_table(
+                        columns=self.columns, filter=self.filter if self._client_filter else None)
                 if table.schema != self.projected_schema:  # e.g. nullability of computed columns
                     table = table.cast(self.projected_schema)
                 self.stats.rows_returned += table.num_rows
@@ -142,19 +147,22 @@ class Scanner:
             yield reply.reader().read_all()
 
     def _read_whole(self, partitions: list[Partition]) -> Iterator[pa.Table]:
-        """The baseline a pushdown must beat: move whole objects, decode them here."""
+        """The baseline a pushdown must beat: move whole objects to the client and
+        let pyarrow filter them here, decoding only the columns it needs."""
         backend = self.dataset.store.backend
-        fmt = self.dataset.manifest.format
+        file_format = pads.ParquetFileFormat() if self.dataset.manifest.format == "parquet" \
+            else pads.IpcFileFormat()
 
-        def read(partition: Partition) -> tuple[int, pa.Table]:
+        def read(partition: Partition) -> tuple[int, int, pa.Table]:
             data = backend.read_object(partition.object_name)
-            if fmt == "parquet":
-                return data.size, pq.read_table(pa.BufferReader(data))
-            return data.size, pa.ipc.open_file(data).read_all()
+            fragment = file_format.make_fragment(pa.BufferReader(data))
+            table = fragment.to_table(schema=self.dataset_schema, columns=self.columns,
+                                      filter=self.filter, use_threads=False)
+            return data.size, fragment.count_rows(), table
 
         window = 2 * (os.cpu_count() or 1) if self.use_threads else 1
-        for size, table in ordered_map(_client_pool, read, partitions, window):
+        for size, rows, table in ordered_map(_client_pool, read, partitions, window):
             self.stats.bytes_read += size
             self.stats.bytes_returned += size
-            self.stats.rows_scanned += table.num_rows
+            self.stats.rows_scanned += rows
             yield table

@@ -12,6 +12,8 @@ import pyarrow as pa
 class Backend(ABC):
     #: How replies travel back; compression pays off only across a network.
     reply_compression: str = "none"
+    #: True when storage-side methods run in the client's own process.
+    runs_in_process: bool = False
 
     @property
     @abstractmethod

@@ -26,6 +26,8 @@ _MARKER = "skyhook-store"
 
 
 class EmbeddedBackend(Backend):
+    runs_in_process = True
+
     def __init__(self, root: str | os.PathLike, *, parallelism: int | None = None) -> None:
         self.root = Path(root).absolute()
         self.objects = self.root / "objects"

@@ -1,0 +1,183 @@
+"""The ``skyhook`` command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+import skyhook
+from skyhook.errors import SkyhookError
+from skyhook.writer import input_files
+
+app = typer.Typer(help="Skyhook: Arrow-native programmable storage.", no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+console = Console(width=None if sys.stdout.isatty() else 120)
+
+StoreOption = Annotated[str, typer.Option("--store", "-s", envvar="SKYHOOK_STORE",
+                                          help="Store URI (file:///path or a directory).")]
+DEFAULT_STORE = "skyhook-store"
+
+
+def _open(store: str) -> skyhook.Store:
+    return skyhook.connect(store)
+
+
+@app.command("import")
+def import_(dataset: str, paths: list[Path],
+            store: StoreOption = DEFAULT_STORE,
+            format: Annotated[str, typer.Option(help="Object format: parquet or ipc.")] = "parquet",
+            target_object_size_mb: Annotated[int, typer.Option(help="Target object size (MiB of Arrow data).")] = 32,
+            rows_per_object: Annotated[Optional[int], typer.Option(help="At most this many rows per object.")] = None,
+            overwrite: Annotated[bool, typer.Option(help="Replace an existing dataset.")] = False) -> None:
+    """Import Parquet, Arrow IPC or CSV files (or directories of them) as a dataset."""
+    total = sum(path.stat().st_size for path in input_files(paths))
+    with _open(store) as target, Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                                          DownloadColumn(), TimeElapsedColumn(), console=console) as bar:
+        task = bar.add_task(f"importing {dataset}", total=total)
+        rows = 0
+
+        def advance(written_rows: int, written_bytes: int) -> None:
+            nonlocal rows
+            rows += written_rows
+            bar.update(task, advance=written_bytes)
+
+        result = target.write_dataset(dataset, [str(p) for p in paths], format=format,
+                                      target_object_size=target_object_size_mb << 20,
+                                      rows_per_object=rows_per_object,
+                                      mode="overwrite" if overwrite else "create", progress=advance)
+        bar.update(task, completed=total)
+    console.print(f"imported {rows:,} rows into {len(result.manifest.partitions)} objects "
+                  f"({_size(result.manifest.size_bytes)}) as [bold]{dataset}[/bold]")
+
+
+@app.command("ls")
+def list_datasets(store: StoreOption = DEFAULT_STORE) -> None:
+    """List the datasets of a store."""
+    with _open(store) as source:
+        table = Table("dataset", "rows", "objects", "size", "format")
+        for name in source.list_datasets():
+            manifest = source.manifest(name)
+            table.add_row(name, f"{manifest.num_rows:,}", str(len(manifest.partitions)),
+                          _size(manifest.size_bytes), manifest.format)
+        console.print(table)
+
+
+@app.command()
+def describe(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
+    """Schema, partitions, sizes and statistics of a dataset."""
+    with _open(store) as source:
+        manifest = source.manifest(dataset)
+        console.print(f"[bold]{dataset}[/bold]: {manifest.num_rows:,} rows, "
+                      f"{len(manifest.partitions)} objects, {_size(manifest.size_bytes)}, {manifest.format}")
+        columns = Table("column", "type", "min", "max", "nulls", title="columns")
+        statistics = manifest.statistics
+        for field in manifest.schema:
+            per_partition = statistics.field(field.name) if len(statistics) else None
+            low, high, nulls = _column_summary(per_partition)
+            columns.add_row(field.name, str(field.type), low, high, f"{nulls:,}")
+        console.print(columns)
+        partitions = Table("partition", "object", "rows", "size", title="partitions")
+        for partition in manifest.partitions:
+            partitions.add_row(str(partition.number), partition.object_name,
+                               f"{partition.num_rows:,}", _size(partition.size_bytes))
+        console.print(partitions)
+
+
+def _column_summary(per_partition: pa.StructArray | None) -> tuple[str, str, int]:
+    if per_partition is None:
+        return "", "", 0
+    nulls = pc.sum(per_partition.field("null_count")).as_py() or 0
+    try:
+        low = pc.min(per_partition.field("min")).as_py()
+        high = pc.max(per_partition.field("max")).as_py()
+    except pa.ArrowNotImplementedError:
+        low = high = None
+    return ("" if low is None else str(low)), ("" if high is None else str(high)), nulls
+
+
+@app.command()
+def query(dataset: str, store: StoreOption = DEFAULT_STORE,
+          columns: Annotated[Optional[str], typer.Option("--columns", "-c", help="Comma-separated columns.")] = None,
+          where: Annotated[Optional[str], typer.Option("--where", "-w", help="Filter, e.g. \"price > 10 and flag == 'R'\".")] = None,
+          limit: Annotated[int, typer.Option(help="Rows to print.")] = 20,
+          output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the result to .parquet or .csv.")] = None,
+          pushdown: Annotated[bool, typer.Option(help="Run the filter in storage (--no-pushdown reads whole objects).")] = True) -> None:
+    """Filter and project a dataset in storage and print the result and scan statistics."""
+    with _open(store) as source:
+        data = source.dataset(dataset)
+        names = [name.strip() for name in columns.split(",")] if columns else None
+        scanner = data.scanner(columns=names, filter=where, pushdown=pushdown)
+        result = scanner.to_table()
+        if output:
+            _write(result, output)
+            console.print(f"wrote {result.num_rows:,} rows to {output}")
+        else:
+            _print_table(result, limit)
+        stats = Table("statistic", "value", title="scan statistics")
+        for key, value in scanner.stats.as_dict().items():
+            stats.add_row(key, _size(value) if key.startswith("bytes") else f"{value:,.3f}" if isinstance(value, float) else str(value))
+        console.print(stats)
+
+
+@app.command()
+def rm(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
+    """Delete a dataset and its objects."""
+    with _open(store) as source:
+        source.delete_dataset(dataset)
+    console.print(f"deleted {dataset}")
+
+
+@app.command()
+def demo(store: StoreOption = "skyhook-demo-store",
+         scale_factor: Annotated[float, typer.Option(help="TPC-H scale factor of lineitem.")] = 0.5,
+         work_dir: Annotated[Path, typer.Option(help="Where the generated data goes.")] = Path("data")) -> None:
+    """Generate TPC-H lineitem, import it, and compare pushdown with client-side filtering."""
+    from skyhook.demo import run_demo
+    run_demo(store, scale_factor, work_dir, console)
+
+
+def _print_table(table: pa.Table, limit: int) -> None:
+    shown = Table(*table.column_names, title=f"{table.num_rows:,} rows" + (f" (first {limit})" if table.num_rows > limit else ""))
+    for row in table.slice(0, limit).to_pylist():
+        shown.add_row(*("" if value is None else str(value) for value in row.values()))
+    console.print(shown)
+
+
+def _write(table: pa.Table, path: Path) -> None:
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        pq.write_table(table, path)
+    elif suffix == ".csv":
+        pacsv.write_csv(table, path)
+    else:
+        raise SkyhookError(f"cannot write {path}: use a .parquet or .csv file name")
+
+
+def _size(value: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return str(value)
+
+
+def main() -> None:
+    try:
+        app()
+    except (SkyhookError, FileNotFoundError) as error:
+        console.print(f"[red]error:[/red] {error}")
+        raise SystemExit(1) from None
+
+
+if __name__ == "__main__":
+    main()

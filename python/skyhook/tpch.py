@@ -1,0 +1,67 @@
+"""TPC-H lineitem for the demo and the benchmarks: generation with tpchgen-cli,
+filters of known selectivity, and one measured scan."""
+
+from __future__ import annotations
+
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from skyhook.dataset import Dataset
+
+COLUMNS = ["l_orderkey", "l_partkey", "l_extendedprice"]
+
+
+def generate_lineitem(scale_factor: float, directory: Path) -> Path:
+    """lineitem as one Parquet file, generated once per scale factor."""
+    target = directory / f"lineitem-sf{scale_factor:g}.parquet"
+    if target.exists():
+        return target
+    generator = shutil.which("tpchgen-cli") or str(Path(sys.executable).with_name("tpchgen-cli"))
+    scratch = directory / f".tpchgen-sf{scale_factor:g}"
+    scratch.mkdir(parents=True, exist_ok=True)
+    subprocess.run([generator, "parquet", "-s", f"{scale_factor:g}", "--tables=lineitem",
+                    f"--output-dir={scratch}"], check=True, capture_output=True)
+    (scratch / "lineitem.parquet").rename(target)
+    scratch.rmdir()
+    return target
+
+
+def selectivity_filters(lineitem: Path) -> dict[str, pc.Expression]:
+    """Filters on l_extendedprice keeping about 1 %, 10 % and 100 % of the rows.
+    Prices are spread evenly over partitions, so statistics cannot prune them:
+    what the comparison shows is the pushdown itself."""
+    prices = pq.read_table(lineitem, columns=["l_extendedprice"]).column(0)
+    price_type = prices.type
+    filters = {}
+    for label, keep in (("1%", 0.01), ("10%", 0.10)):
+        threshold = pc.quantile(prices.cast(pa.float64()), q=1 - keep).to_pylist()[0]
+        filters[label] = pc.field("l_extendedprice") > pa.scalar(Decimal(f"{threshold:.2f}"), price_type)
+    filters["100%"] = pc.field("l_extendedprice") >= pa.scalar(Decimal("0"), price_type)
+    return filters
+
+
+def measure_scan(dataset: Dataset, filter: pc.Expression, pushdown: bool,
+                 columns: list[str] = COLUMNS) -> tuple[pa.Table, dict[str, float | int | bool]]:
+    """One scan: its result, wall time, client CPU and the scan statistics."""
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    started = time.perf_counter()
+    scanner = dataset.scanner(columns=columns, filter=filter, pushdown=pushdown)
+    table = scanner.to_table()
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    process_cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    stats = scanner.stats.as_dict()
+    # The embedded store runs storage inside this process: split its CPU out.
+    storage_in_process = dataset.store.backend.runs_in_process
+    client_cpu = process_cpu - stats["storage_cpu_s"] if storage_in_process else process_cpu
+    return table, {**stats, "wall_s": wall, "client_cpu_s": max(client_cpu, 0.0),
+                   "selectivity": table.num_rows / max(1, dataset.manifest.num_rows)}

@@ -1,0 +1,166 @@
+"""Filters written as text, e.g. ``l_extendedprice > 90000 and l_returnflag == 'R'``.
+
+The text is parsed with Python's grammar (never evaluated) into a pyarrow
+expression whose literals take the type of the column they are compared with,
+so ``decimal_column > 90000`` or ``date_column <= '1998-09-02'`` run in storage.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime
+import decimal
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
+
+_COMPARISONS: dict[type, Callable[[Any, Any], pc.Expression]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+    ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+}
+_MIRRORED = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE,
+             ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+               ast.Div: operator.truediv}
+_PREDICATES: dict[str, Callable[..., pc.Expression]] = {
+    "is_null": lambda column: column.is_null(),
+    "is_valid": lambda column: column.is_valid(),
+    "starts_with": lambda column, prefix: pc.starts_with(column, prefix),
+    "ends_with": lambda column, suffix: pc.ends_with(column, suffix),
+    "contains": lambda column, text: pc.match_substring(column, text),
+}
+
+
+def parse_where(text: str, schema: pa.Schema) -> pc.Expression:
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as error:
+        raise InvalidRequestError(f"cannot parse filter {text!r}: {error.msg}") from None
+    return _Converter(schema).boolean(tree.body)
+
+
+class _Converter:
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+
+    def boolean(self, node: ast.expr) -> pc.Expression:
+        if isinstance(node, ast.BoolOp):
+            parts = [self.boolean(value) for value in node.values]
+            combine = operator.and_ if isinstance(node.op, ast.And) else operator.or_
+            result = parts[0]
+            for part in parts[1:]:
+                result = combine(result, part)
+            return result
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return ~self.boolean(node.operand)
+        if isinstance(node, ast.Compare):
+            return self.comparison(node)
+        if isinstance(node, ast.Call):
+            return self.predicate(node)
+        if isinstance(node, ast.Name):  # a boolean column
+            return self.column(node)
+        raise InvalidRequestError(f"unsupported filter syntax: {ast.unparse(node)}")
+
+    def comparison(self, node: ast.Compare) -> pc.Expression:
+        result = None
+        left = node.left
+        for op, right in zip(node.ops, node.comparators):  # a < b < c is a < b and b < c
+            part = self.compare(left, type(op), right)
+            result = part if result is None else result & part
+            left = right
+        return result
+
+    def compare(self, left: ast.expr, op: type, right: ast.expr) -> pc.Expression:
+        if op in (ast.In, ast.NotIn):
+            column = self.value(left)
+            if not isinstance(right, (ast.List, ast.Tuple, ast.Set)):
+                raise InvalidRequestError(f"'in' needs a list of values: {ast.unparse(right)}")
+            values = [self.literal(element) for element in right.elts]
+            matched = column.isin(pa.array(values, type=self.type_of(left)) if self.type_of(left) else values)
+            return ~matched if op is ast.NotIn else matched
+        if op not in _COMPARISONS:
+            raise InvalidRequestError(f"unsupported comparison in filter: {ast.unparse(right)}")
+        if self.is_literal(left) and not self.is_literal(right):
+            left, right, op = right, left, _MIRRORED[op]
+        column_type = self.type_of(left)
+        if column_type is not None and self.is_literal(right):
+            return self.compare_with_literal(self.value(left), column_type, op, self.literal(right))
+        return _COMPARISONS[op](self.value(left), self.value(right))
+
+    def compare_with_literal(self, column: pc.Expression, type: pa.DataType, op: type,
+                             value: Any) -> pc.Expression:
+        try:
+            literal = _coerce(value, type)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, decimal.InvalidOperation):
+            literal = None
+        if literal is not None:
+            return _COMPARISONS[op](column, pc.scalar(literal))
+        numeric = pa.types.is_integer(type) or pa.types.is_decimal(type) or pa.types.is_floating(type)
+        if numeric and isinstance(value, (int, float)) and not isinstance(value, bool):
+            # e.g. int_column > 1.5: compare as float64 (an explicit, unsafe cast
+            # Substrait can carry) rather than fail.
+            return _COMPARISONS[op](column.cast(pa.float64(), safe=False), pc.scalar(float(value)))
+        raise TypeMismatchError(f"cannot compare a {type} column with {value!r}")
+
+    def predicate(self, node: ast.Call) -> pc.Expression:
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        if name not in _PREDICATES:
+            raise InvalidRequestError(
+                f"unknown function {ast.unparse(node.func)!r}; known: {', '.join(_PREDICATES)}")
+        if not node.args:
+            raise InvalidRequestError(f"{name} needs a column")
+        column = self.value(node.args[0])
+        return _PREDICATES[name](column, *[self.literal(arg) for arg in node.args[1:]])
+
+    def value(self, node: ast.expr) -> pc.Expression:
+        if isinstance(node, ast.Name):
+            return self.column(node)
+        if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+            return _ARITHMETIC[type(node.op)](self.value(node.left), self.value(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return pc.negate_checked(self.value(node.operand))
+        return pc.scalar(self.literal(node))
+
+    def column(self, node: ast.Name) -> pc.Expression:
+        if self.schema.get_field_index(node.id) < 0:
+            raise UnknownColumnError(f"unknown column {node.id!r}; the dataset has {', '.join(self.schema.names)}")
+        return pc.field(node.id)
+
+    def type_of(self, node: ast.expr) -> pa.DataType | None:
+        if isinstance(node, ast.Name) and self.schema.get_field_index(node.id) >= 0:
+            return self.schema.field(node.id).type
+        return None
+
+    @staticmethod
+    def is_literal(node: ast.expr) -> bool:
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return _Converter.is_literal(node.operand)
+        return isinstance(node, ast.Constant)
+
+    def literal(self, node: ast.expr) -> Any:
+        try:
+            return ast.literal_eval(node)
+        except ValueError:
+            raise InvalidRequestError(f"expected a literal value, got {ast.unparse(node)}") from None
+
+
+def _coerce(value: Any, type: pa.DataType) -> pa.Scalar | None:
+    """The literal as a scalar of the column's type, or None if it would change value."""
+    if value is None:
+        return pa.scalar(None, type)
+    if pa.types.is_decimal(type) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        exact = decimal.Decimal(str(value))
+        scalar = pa.scalar(exact, type)
+        return scalar if scalar.as_py() == exact else None
+    if pa.types.is_integer(type) and isinstance(value, float):
+        return pa.scalar(int(value), type) if value.is_integer() else None
+    if pa.types.is_date(type) and isinstance(value, str):
+        return pa.scalar(datetime.date.fromisoformat(value), type)
+    if pa.types.is_timestamp(type) and isinstance(value, str):
+        return pa.scalar(datetime.datetime.fromisoformat(value), type)
+    return pa.scalar(value, type)

@@ -1,0 +1,59 @@
+"""The skyhook command line, run as a user would."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+TABLE = pa.table({"k": pa.array(range(1000)), "price": pa.array([i * 1.5 for i in range(1000)]),
+                  "flag": pa.array(["R" if i % 3 else "A" for i in range(1000)])})
+
+
+def skyhook_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, "-m", "skyhook.cli", *args], capture_output=True, text=True,
+                            env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    if check:
+        assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def test_import_ls_describe_query(tmp_path):
+    store = str(tmp_path / "store")
+    source = tmp_path / "input.parquet"
+    pq.write_table(TABLE, source)
+    out = skyhook_cli("import", "sales", str(source), "--store", store, "--rows-per-object", "300").stdout
+    assert "imported 1,000 rows into 4 objects" in out
+    assert "sales" in skyhook_cli("ls", "--store", store).stdout
+    described = skyhook_cli("describe", "sales", "--store", store).stdout
+    assert "price" in described and "double" in described and "sales." in described
+
+    queried = skyhook_cli("query", "sales", "--store", store, "--columns", "k,flag",
+                          "--where", "price > 1400 and flag == 'R'").stdout
+    assert "rows_returned" in queried and "objects_pruned" in queried
+
+    output = tmp_path / "out.csv"
+    skyhook_cli("query", "sales", "--store", store, "--where", "price > 1400 and flag == 'R'",
+                "--columns", "k,flag", "--output", str(output))
+    written = pacsv.read_csv(output)
+    expected = TABLE.filter((pc.field("price") > 1400) & (pc.field("flag") == "R")).select(["k", "flag"])
+    assert written.column("k").to_pylist() == expected.column("k").to_pylist()
+
+    skyhook_cli("rm", "sales", "--store", store)
+    assert "sales" not in skyhook_cli("ls", "--store", store).stdout
+
+
+def test_clear_errors(tmp_path):
+    store = str(tmp_path / "store")
+    missing = skyhook_cli("query", "nothing", "--store", store, check=False)
+    assert missing.returncode == 1 and "no dataset named 'nothing'" in missing.stdout
+    pq.write_table(TABLE, tmp_path / "t.parquet")
+    skyhook_cli("import", "t", str(tmp_path / "t.parquet"), "--store", store)
+    bad = skyhook_cli("query", "t", "--store", store, "--where", "nope > 1", check=False)
+    assert bad.returncode == 1 and "unknown column 'nope'" in bad.stdout
+    absent = skyhook_cli("import", "u", str(tmp_path / "absent.parquet"), "--store", store, check=False)
+    assert absent.returncode == 1 and "no such file" in absent.stdout
