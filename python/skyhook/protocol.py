@@ -1,4 +1,4 @@
-"""The client half of the wire protocol (see protocol/README.md).
+"""The client half of the wire protocol (see cpp/skyhook/protocol/README.md).
 
 A message is ``magic | version u16 | reserved u16 | header length u32 | reserved u32
 | header | body`` where the header is an Arrow IPC stream of exactly one row,

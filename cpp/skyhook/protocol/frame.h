@@ -7,7 +7,7 @@
 // The padding keeps the body 8-byte aligned, as Arrow's compute kernels want.
 // The header is a one-row Arrow record batch, so fields are typed, named and
 // optional, and both sides decode it with Arrow's validating IPC reader rather
-// than a hand-written parser. See protocol/README.md for the fields.
+// than a hand-written parser. See README.md beside this file for the fields.
 #pragma once
 
 #include <cstdint>

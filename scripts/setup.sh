@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Creates .venv in the repository root and builds and installs skyhook into it.
+# Safe to run again: it rebuilds the extension from the current sources.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+# Build requirements first, so the build uses exactly the pyarrow it will run with.
+.venv/bin/python -m pip install --quiet "scikit-build-core>=0.10" "nanobind>=2.4" "pyarrow==26.0.1"
+.venv/bin/python -m pip install --quiet --no-build-isolation ".[test,demo]"
+echo "skyhook installed in $(pwd)/.venv"
