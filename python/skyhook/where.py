@@ -3,6 +3,8 @@
 The text is parsed with Python's grammar (never evaluated) into a pyarrow
 expression whose literals take the type of the column they are compared with,
 so ``decimal_column > 90000`` or ``date_column <= '1998-09-02'`` run in storage.
+Comparisons follow SQL's null semantics: a null matches neither ``x in (...)``
+nor ``x not in (...)``.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import ast
 import datetime
 import decimal
+import functools
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -77,11 +80,12 @@ class _Converter:
 
     def compare(self, left: ast.expr, op: type, right: ast.expr) -> pc.Expression:
         if op in (ast.In, ast.NotIn):
-            column = self.value(left)
-            if not isinstance(right, (ast.List, ast.Tuple, ast.Set)):
+            if not isinstance(right, (ast.List, ast.Tuple, ast.Set)) or not right.elts:
                 raise InvalidRequestError(f"'in' needs a list of values: {ast.unparse(right)}")
-            values = [self.literal(element) for element in right.elts]
-            matched = column.isin(pa.array(values, type=self.type_of(left)) if self.type_of(left) else values)
+            # SQL semantics (a null never matches), as OR-ed equalities: unlike
+            # pyarrow's is_in, that is what Substrait carries faithfully.
+            matched = functools.reduce(operator.or_, (self.compare(left, ast.Eq, element)
+                                                      for element in right.elts))
             return ~matched if op is ast.NotIn else matched
         if op not in _COMPARISONS:
             raise InvalidRequestError(f"unsupported comparison in filter: {ast.unparse(right)}")
