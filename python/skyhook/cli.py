@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -144,6 +145,65 @@ def demo(store: StoreOption = "skyhook-demo-store",
     """Generate TPC-H lineitem, import it, and compare pushdown with client-side filtering."""
     from skyhook.demo import run_demo
     run_demo(store, scale_factor, work_dir, console)
+
+
+cluster_app = typer.Typer(help="A local Ceph cluster (1 mon, 1 mgr, N OSDs) with the skyhook object class.",
+                          no_args_is_help=True)
+app.add_typer(cluster_app, name="cluster")
+ClusterDir = Annotated[Path, typer.Argument(help="Cluster directory.")]
+DEFAULT_CLUSTER_DIR = Path("skyhook-cluster")
+
+
+@cluster_app.command("up")
+def cluster_up(directory: ClusterDir = DEFAULT_CLUSTER_DIR,
+               osds: Annotated[int, typer.Option(help="Number of OSDs (new clusters).")] = 3,
+               store: Annotated[str, typer.Option(help="bluestore (survives restarts) or memstore.")] = "bluestore",
+               port: Annotated[Optional[int], typer.Option(help="Monitor port (v2; v1 uses port + 1).")] = None) -> None:
+    """Create and start a cluster, or start an existing one again; prints the store URI."""
+    from skyhook.cluster import LocalCluster
+    started = time.perf_counter()
+    uri = LocalCluster(directory).up(osds=osds, store=store, port=port)
+    console.print(f"cluster ready in {time.perf_counter() - started:.1f} s", style="dim")
+    print(uri)
+
+
+@cluster_app.command("down")
+def cluster_down(directory: ClusterDir = DEFAULT_CLUSTER_DIR) -> None:
+    """Stop every daemon of the cluster (data stays; `up` starts it again)."""
+    from skyhook.cluster import LocalCluster
+    LocalCluster(directory).down()
+    console.print(f"stopped the cluster in {directory}")
+
+
+@cluster_app.command("status")
+def cluster_status(directory: ClusterDir = DEFAULT_CLUSTER_DIR) -> None:
+    """Daemons, their PIDs, OSD states and health."""
+    from skyhook.cluster import LocalCluster
+    report = LocalCluster(directory).status()
+    daemons = Table("daemon", "pid", "state", title=f"{report['directory']} ({report['store']}, port {report['port']})")
+    for name, pid in report["daemons"].items():
+        state = report.get("osds", {}).get(name, "running") if pid else "stopped"
+        daemons.add_row(name, str(pid or "-"), state)
+    console.print(daemons)
+    console.print(f"health: {report.get('health', 'unknown (monitor stopped)')}")
+    print(report["uri"])
+
+
+@cluster_app.command("stop-osd")
+def cluster_stop_osd(osd: int, directory: ClusterDir = DEFAULT_CLUSTER_DIR,
+                     kill: Annotated[bool, typer.Option(help="SIGKILL instead of a clean stop.")] = False) -> None:
+    """Stop one OSD."""
+    from skyhook.cluster import LocalCluster
+    LocalCluster(directory).stop_osd(osd, kill=kill)
+    console.print(f"osd.{osd} stopped")
+
+
+@cluster_app.command("start-osd")
+def cluster_start_osd(osd: int, directory: ClusterDir = DEFAULT_CLUSTER_DIR) -> None:
+    """Start one OSD again and wait until it is up."""
+    from skyhook.cluster import LocalCluster
+    LocalCluster(directory).start_osd(osd)
+    console.print(f"osd.{osd} up")
 
 
 def _print_table(table: pa.Table, limit: int) -> None:

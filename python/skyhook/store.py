@@ -6,7 +6,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable
-from urllib.parse import unquote, urlparse
+from urllib.parse import parse_qs, unquote, urlparse
 
 import pyarrow as pa
 
@@ -25,12 +25,21 @@ DEFAULT_ROW_GROUP_SIZE = 64 * 1024
 
 
 def connect(uri: str) -> Store:
-    """Open a store: ``file:///abs/path`` (or a plain path) for the embedded store."""
+    """Open a store: ``file:///abs/path`` (or a plain path) for the embedded store,
+    ``ceph://POOL?conf=/path/ceph.conf[&namespace=NS][&user=NAME][&keyring=/path]`` for RADOS."""
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file"):
         from skyhook.backends.embedded import EmbeddedBackend
         return Store(EmbeddedBackend(unquote(parsed.path) if parsed.scheme else uri))
-    raise InvalidRequestError(f"unsupported store URI {uri!r}: expected file:///path")
+    if parsed.scheme == "ceph":
+        from skyhook.backends.rados import RadosBackend
+        options = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
+        unknown = set(options) - {"conf", "namespace", "user", "keyring"}
+        if not parsed.netloc or "conf" not in options or unknown:
+            raise InvalidRequestError(f"invalid Ceph URI {uri!r}: expected ceph://POOL?conf=/path/ceph.conf"
+                                      "[&namespace=NS][&user=NAME][&keyring=/path]")
+        return Store(RadosBackend(parsed.netloc, options.pop("conf"), **options))
+    raise InvalidRequestError(f"unsupported store URI {uri!r}: expected file:///path or ceph://POOL?conf=...")
 
 
 class Store:

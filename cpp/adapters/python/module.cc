@@ -18,7 +18,7 @@ namespace nb = nanobind;
 namespace {
 
 skyhook::Method FindMethod(const std::string& name) {
-  for (const auto& info : skyhook::Methods()) {
+  for (const auto& info : skyhook::kMethods) {
     if (info.name == name) return info.method;
   }
   throw nb::value_error(("unknown storage method '" + name + "'").c_str());
@@ -41,7 +41,7 @@ nb::bytes Call(const std::string& object_path, const std::string& method_name,
 
 std::vector<std::string> MethodNames() {
   std::vector<std::string> names;
-  for (const auto& info : skyhook::Methods()) names.emplace_back(info.name);
+  for (const auto& info : skyhook::kMethods) names.emplace_back(info.name);
   return names;
 }
 

@@ -5,8 +5,6 @@
 
 #include <arrow/compute/initialize.h>
 
-#include "skyhook/storage/describe.h"
-#include "skyhook/storage/scan.h"
 
 namespace skyhook {
 namespace {
@@ -27,14 +25,6 @@ std::shared_ptr<arrow::Buffer> EncodeOrFallback(const Reply& reply) {
 }
 
 }  // namespace
-
-const std::vector<MethodInfo>& Methods() {
-  static const std::vector<MethodInfo> methods = {
-      {"scan", &Scan, false},
-      {"describe", &Describe, false},
-  };
-  return methods;
-}
 
 std::shared_ptr<arrow::Buffer> RunMethod(Method method, ObjectContext* object,
                                          const std::shared_ptr<arrow::Buffer>& request) {

@@ -2,14 +2,16 @@
 // under ("scan", "describe").
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string_view>
-#include <vector>
 
 #include <arrow/buffer.h>
 
 #include "skyhook/protocol/reply.h"
+#include "skyhook/storage/describe.h"
 #include "skyhook/storage/object_context.h"
+#include "skyhook/storage/scan.h"
 
 namespace skyhook {
 
@@ -22,7 +24,11 @@ struct MethodInfo {
   bool writes;  // adapters register writers with write permission
 };
 
-const std::vector<MethodInfo>& Methods();
+// A compile-time table, so the Ceph adapter can register one entry point per method.
+inline constexpr std::array<MethodInfo, 2> kMethods = {{
+    {"scan", &Scan, false},
+    {"describe", &Describe, false},
+}};
 
 /// Runs one method and encodes its reply. Never throws: a storage server must
 /// survive any request, so exceptions become kInternal replies.

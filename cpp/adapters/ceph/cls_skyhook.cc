@@ -1,0 +1,52 @@
+// The skyhook object class: every storage-side method, registered with the
+// OSD under its own name and run on the OSD's op thread. Methods always return
+// 0 with an encoded reply: an error return would drop the reply and its message.
+#include <cstring>
+#include <exception>
+#include <utility>
+
+#include <rados/objclass.h>
+
+#include "ceph_object_context.h"
+#include "skyhook/storage/method.h"
+
+CLS_VER(1, 0)
+CLS_NAME(skyhook)
+
+namespace {
+
+template <size_t Index>
+int CallMethod(cls_method_context_t context, ceph::bufferlist* in, ceph::bufferlist* out) {
+  try {
+    auto request = std::make_shared<arrow::Buffer>(
+        reinterpret_cast<const uint8_t*>(in->length() ? in->c_str() : ""), in->length());
+    skyhook::CephObjectContext object(context);
+    auto reply = skyhook::RunMethod(skyhook::kMethods[Index].method, &object, request);
+    out->append(reinterpret_cast<const char*>(reply->data()), reply->size());
+    return 0;
+  } catch (const std::exception& e) {
+    CLS_ERR("skyhook method %s failed: %s", skyhook::kMethods[Index].name.data(), e.what());
+    return -EIO;
+  } catch (...) {
+    CLS_ERR("skyhook method %s failed", skyhook::kMethods[Index].name.data());
+    return -EIO;
+  }
+}
+
+template <size_t... Index>
+void RegisterMethods(cls_handle_t handle, std::index_sequence<Index...>) {
+  static cls_method_handle_t method_handles[sizeof...(Index)];
+  ((cls_register_cxx_method(
+       handle, skyhook::kMethods[Index].name.data(),
+       skyhook::kMethods[Index].writes ? CLS_METHOD_RD | CLS_METHOD_WR : CLS_METHOD_RD,
+       &CallMethod<Index>, &method_handles[Index])),
+   ...);
+}
+
+}  // namespace
+
+CLS_INIT(skyhook) {
+  cls_handle_t handle;
+  cls_register("skyhook", &handle);
+  RegisterMethods(handle, std::make_index_sequence<skyhook::kMethods.size()>{});
+}

@@ -1,0 +1,415 @@
+"""A real Ceph cluster on this machine, started by the project itself: one
+monitor, one manager and N OSDs on 127.0.0.1 under one directory, cephx on,
+no systemd or containers. The OSDs load the skyhook object class.
+
+Everything lives in the cluster directory: ceph.conf, the keyring, daemon
+data, logs, admin sockets and ``cluster.json`` (ports, OSD ids, PIDs). Only
+the PIDs recorded there are ever signalled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from skyhook.errors import SkyhookError
+
+POOL = "skyhook"
+DISTRO_CLASS_DIR = Path("/usr/lib/x86_64-linux-gnu/rados-classes")
+SKYHOOK_CLASS = Path(__file__).with_name("libcls_skyhook.so")
+REQUIRED_COMMANDS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "ceph-authtool", "monmaptool")
+
+
+class ClusterError(SkyhookError):
+    """The local cluster could not be started, reached or stopped."""
+
+
+@dataclass
+class ClusterState:
+    fsid: str
+    port: int
+    store: str
+    osds: dict[str, str] = field(default_factory=dict)  # id -> uuid
+    pids: dict[str, int] = field(default_factory=dict)  # daemon name -> pid
+
+
+class LocalCluster:
+    def __init__(self, directory: str | os.PathLike) -> None:
+        self.dir = Path(directory).absolute()
+        self.conf = self.dir / "ceph.conf"
+        self.keyring = self.dir / "keyring"
+        self._state_file = self.dir / "cluster.json"
+
+    # -- public operations -------------------------------------------------
+
+    @property
+    def uri(self) -> str:
+        return f"ceph://{POOL}?conf={self.conf}"
+
+    def exists(self) -> bool:
+        return self._state_file.exists()
+
+    def up(self, osds: int = 3, store: str = "bluestore", port: int | None = None,
+           timeout: float = 120) -> str:
+        """Create the cluster (first time) or start it again; returns the store URI."""
+        _check_installed()
+        if not SKYHOOK_CLASS.exists():
+            raise ClusterError(f"{SKYHOOK_CLASS} is missing: build skyhook with Ceph's development "
+                               "packages installed (scripts/install-ceph.sh, then scripts/setup.sh)")
+        if self.exists():
+            self._restart(timeout)
+        else:
+            self._create(osds, store, port, timeout)
+        return self.uri
+
+    def down(self, timeout: float = 30) -> None:
+        state = self._state()
+        for name in sorted(state.pids, key=lambda n: (not n.startswith("osd"), n)):  # OSDs first
+            self._stop(state, name, signal.SIGTERM, timeout)
+        self._save(state)
+
+    def stop_osd(self, osd: int, kill: bool = False, timeout: float = 30) -> None:
+        state = self._state()
+        name = f"osd.{osd}"
+        if str(osd) not in state.osds:
+            raise ClusterError(f"there is no {name} in {self.dir}")
+        self._stop(state, name, signal.SIGKILL if kill else signal.SIGTERM, timeout)
+        self._save(state)
+
+    def start_osd(self, osd: int, timeout: float = 60) -> None:
+        state = self._state()
+        if str(osd) not in state.osds:
+            raise ClusterError(f"there is no osd.{osd} in {self.dir}")
+        epoch = self._osdmap_epoch()
+        self._install_classes()
+        self._start(state, f"osd.{osd}", ["ceph-osd", "-i", str(osd)])
+        self._save(state)
+        self._wait_osds_up([osd], epoch, timeout)
+
+    def pid(self, name: str) -> int | None:
+        pid = self._state().pids.get(name)
+        return pid if pid and self._alive(pid) else None
+
+    def osd_ids(self) -> list[int]:
+        return sorted(int(osd) for osd in self._state().osds)
+
+    def status(self) -> dict:
+        state = self._state()
+        names = sorted({"mon.a", "mgr.x", *(f"osd.{osd}" for osd in state.osds), *state.pids})
+        daemons = {name: (state.pids[name] if self._alive(state.pids.get(name, 0)) else None) for name in names}
+        report: dict = {"directory": str(self.dir), "uri": self.uri, "port": state.port,
+                        "store": state.store, "daemons": daemons}
+        if daemons.get("mon.a"):
+            osd_map = self._ceph_json("osd", "dump", timeout=10)
+            report["osds"] = {f"osd.{osd['osd']}": "up" if osd["up"] else "down" for osd in osd_map["osds"]}
+            report["health"] = self._ceph_json("health", timeout=10).get("status")
+        return report
+
+    def primary_osd(self, object_name: str) -> int:
+        mapping = self._ceph_json("osd", "map", POOL, object_name, timeout=20)
+        return int(mapping["acting_primary"])
+
+    def ceph(self, *args: str, timeout: float = 30) -> str:
+        """Run the ceph CLI against this cluster."""
+        result = subprocess.run(["ceph", "-c", str(self.conf), "--connect-timeout", str(int(timeout)), *args],
+                                capture_output=True, text=True, timeout=timeout + 10)
+        if result.returncode != 0:
+            raise ClusterError(f"ceph {' '.join(args)} failed: {result.stderr.strip() or result.stdout.strip()}")
+        return result.stdout
+
+    # -- creation ----------------------------------------------------------
+
+    def _create(self, osds: int, store: str, port: int | None, timeout: float) -> None:
+        if store not in ("bluestore", "memstore"):
+            raise ClusterError(f"unknown object store {store!r}: use bluestore or memstore")
+        if osds < 1:
+            raise ClusterError("a cluster needs at least one OSD")
+        if self.dir.exists() and any(self.dir.iterdir()):
+            raise ClusterError(f"{self.dir} exists and is not a skyhook cluster directory")
+        port = self._free_port(port)
+        for sub in ("run", "log", "mon.a", "mgr.x", "classes"):
+            (self.dir / sub).mkdir(parents=True, exist_ok=True)
+        state = ClusterState(fsid=str(uuid.uuid4()), port=port, store=store)
+        self._write_conf(state, min(3, osds))
+        self._tool("ceph-authtool", "--create-keyring", str(self.keyring), "--gen-key", "-n", "mon.",
+                   "--cap", "mon", "allow *")
+        self._tool("ceph-authtool", str(self.keyring), "--gen-key", "-n", "client.admin",
+                   "--cap", "mon", "allow *", "--cap", "osd", "allow *", "--cap", "mgr", "allow *",
+                   "--cap", "mds", "allow *")
+        self._tool("ceph-authtool", str(self.keyring), "--gen-key", "-n", "mgr.x",
+                   "--cap", "mon", "allow profile mgr", "--cap", "osd", "allow *", "--cap", "mds", "allow *")
+        monmap = self.dir / "monmap"
+        self._tool("monmaptool", "--create", "--fsid", state.fsid, "--addv", "a",
+                   f"[v2:127.0.0.1:{port},v1:127.0.0.1:{port + 1}]", str(monmap))
+        self._tool("ceph-mon", "-c", str(self.conf), "--mkfs", "-i", "a", "--monmap", str(monmap),
+                   "--keyring", str(self.keyring))
+        self._save(state)
+        self._start(state, "mon.a", ["ceph-mon", "-i", "a"])
+        self._save(state)
+        self._wait_for_monitor(timeout)
+        self._start(state, "mgr.x", ["ceph-mgr", "-i", "x"])
+        self._install_classes()
+        epoch = self._osdmap_epoch()
+        mkfs = []
+        for _ in range(osds):
+            osd_uuid = str(uuid.uuid4())
+            secret = self._tool("ceph-authtool", "--gen-print-key").strip()
+            secret_file = self.dir / "run" / f"osd-secret-{osd_uuid}.json"
+            secret_file.write_text(json.dumps({"cephx_secret": secret}))
+            osd = int(self.ceph("osd", "new", osd_uuid, "-i", str(secret_file)).strip())
+            secret_file.unlink()
+            self._tool("ceph-authtool", str(self.keyring), "--name", f"osd.{osd}", "--add-key", secret)
+            (self.dir / f"osd.{osd}").mkdir()
+            state.osds[str(osd)] = osd_uuid
+            mkfs.append(subprocess.Popen(["ceph-osd", "-c", str(self.conf), "-i", str(osd), "--mkfs",
+                                          "--osd-uuid", osd_uuid], stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True))
+        for process in mkfs:  # wait on the mkfs processes only, never a bare wait
+            output, _ = process.communicate(timeout=timeout)
+            if process.returncode != 0:
+                raise ClusterError(f"ceph-osd --mkfs failed: {output.strip()[-2000:]}")
+        self._save(state)
+        for osd in state.osds:
+            self._start(state, f"osd.{osd}", ["ceph-osd", "-i", osd])
+        self._save(state)
+        self._wait_osds_up([int(osd) for osd in state.osds], epoch, timeout)
+        self.ceph("osd", "pool", "create", POOL, "8", "8", "replicated")
+        self.ceph("osd", "pool", "application", "enable", POOL, "rados")
+        self._wait_writable(timeout)
+
+    def _write_conf(self, state: ClusterState, size: int) -> None:
+        d = self.dir
+        self.conf.write_text(f"""[global]
+fsid = {state.fsid}
+mon host = [v2:127.0.0.1:{state.port},v1:127.0.0.1:{state.port + 1}]
+public addr = 127.0.0.1
+cluster addr = 127.0.0.1
+auth cluster required = cephx
+auth service required = cephx
+auth client required = cephx
+keyring = {self.keyring}
+run dir = {d}/run
+admin socket = {d}/run/$name.asok
+log file = {d}/log/$name.log
+pid file = {d}/run/$name.pid
+mon data = {d}/$name
+mgr data = {d}/$name
+osd data = {d}/$name
+osd objectstore = {state.store}
+osd crush chooseleaf type = 0
+osd pool default size = {size}
+osd pool default min size = 1
+osd pool default pg num = 8
+osd pool default pgp num = 8
+osd pool default pg autoscale mode = off
+mon allow pool delete = true
+mon warn on pool no redundancy = false
+mon osd min down reporters = 1
+osd heartbeat interval = 2
+osd heartbeat grace = 8
+bluestore block create = true
+bluestore block size = 8589934592
+bluestore cache autotune = false
+bluestore cache size = 134217728
+memstore device bytes = 4294967296
+osd fast shutdown = {'false' if state.store == 'memstore' else 'true'}
+osd op num shards = 2
+osd op num threads per shard = 1
+osd class dir = {d}/classes
+osd class load list = *
+osd class default list = *
+mgr initial modules = iostat
+
+[client]
+admin socket =
+log file = {d}/log/client.log
+""")
+
+    def _install_classes(self) -> None:
+        """The OSDs' class directory: the distro's classes plus a copy of ours."""
+        classes = self.dir / "classes"
+        classes.mkdir(exist_ok=True)
+        for library in DISTRO_CLASS_DIR.glob("libcls_*.so"):
+            link = classes / library.name
+            if not link.exists():
+                link.symlink_to(library)
+        target = classes / "libcls_skyhook.so"
+        temporary = classes / ".libcls_skyhook.so.new"
+        shutil.copyfile(SKYHOOK_CLASS, temporary)
+        temporary.replace(target)
+
+    # -- restart -----------------------------------------------------------
+
+    def _restart(self, timeout: float) -> None:
+        state = self._state()
+        if not self._alive(state.pids.get("mon.a", 0)):
+            self._check_port_free(state.port)
+            self._start(state, "mon.a", ["ceph-mon", "-i", "a"])
+            self._save(state)
+        self._wait_for_monitor(timeout)
+        if not self._alive(state.pids.get("mgr.x", 0)):
+            self._start(state, "mgr.x", ["ceph-mgr", "-i", "x"])
+        self._install_classes()
+        epoch = self._osdmap_epoch()
+        stopped = [int(osd) for osd in state.osds if not self._alive(state.pids.get(f"osd.{osd}", 0))]
+        for osd in stopped:
+            self._start(state, f"osd.{osd}", ["ceph-osd", "-i", str(osd)])
+        self._save(state)
+        self._wait_osds_up(stopped, epoch, timeout)
+        self._wait_writable(timeout)
+
+    # -- daemons -----------------------------------------------------------
+
+    def _start(self, state: ClusterState, name: str, command: list[str]) -> None:
+        log = open(self.dir / "log" / f"{name}.stdout", "ab")
+        environment = {**os.environ, "CEPH_CONF": str(self.conf),
+                       # Arrow in the OSD: the pool that returns memory best (measured).
+                       "ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}
+        process = subprocess.Popen([*command, "-c", str(self.conf), "-f"], stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, env=environment, start_new_session=True)
+        log.close()
+        time.sleep(0.3)
+        if process.poll() is not None:
+            raise ClusterError(f"{name} exited at start (code {process.returncode}); see "
+                               f"{self.dir / 'log' / (name + '.stdout')} and {self.dir / 'log' / (name + '.log')}")
+        state.pids[name] = process.pid
+
+    def _stop(self, state: ClusterState, name: str, how: signal.Signals, timeout: float) -> None:
+        pid = state.pids.pop(name, None)
+        if not pid or not self._alive(pid):
+            return
+        os.kill(pid, how)
+        deadline = time.monotonic() + timeout
+        while self._alive(pid):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                deadline = time.monotonic() + timeout
+            time.sleep(0.1)
+
+    def _alive(self, pid: int) -> bool:
+        """True if pid is a daemon of this cluster (a recycled PID is not)."""
+        if not pid:
+            return False
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        zombie = stat.rsplit(")", 1)[1].split()[0] == "Z"
+        if zombie:
+            try:
+                os.waitpid(pid, os.WNOHANG)  # reap our own child
+            except ChildProcessError:
+                pass
+            return False
+        return str(self.conf).encode() in command
+
+    # -- waiting -----------------------------------------------------------
+
+    def _wait_for_monitor(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if not self._alive(self._state_pid("mon.a")):
+                raise ClusterError(f"the monitor died; see {self.dir / 'log' / 'mon.a.log'}")
+            try:
+                self.ceph("mon", "stat", timeout=5)
+                return
+            except (ClusterError, subprocess.TimeoutExpired):
+                if time.monotonic() > deadline:
+                    raise ClusterError(f"the monitor did not answer within {timeout:.0f} s") from None
+                time.sleep(0.5)
+
+    def _osdmap_epoch(self) -> int:
+        return int(self._ceph_json("osd", "dump")["epoch"])
+
+    def _wait_osds_up(self, osds: list[int], after_epoch: int, timeout: float) -> None:
+        """Up in an osdmap newer than after_epoch: a killed OSD still looks up in old maps."""
+        deadline = time.monotonic() + timeout
+        waiting = set(osds)
+        while waiting:
+            for osd in list(waiting):
+                if not self._alive(self._state_pid(f"osd.{osd}")):
+                    raise ClusterError(f"osd.{osd} died at start; see {self.dir / 'log' / f'osd.{osd}.log'}")
+            dump = self._ceph_json("osd", "dump")
+            for info in dump["osds"]:
+                if info["osd"] in waiting and info["up"] and info["up_from"] > after_epoch:
+                    waiting.discard(info["osd"])
+            if waiting and time.monotonic() > deadline:
+                raise ClusterError(f"OSDs {sorted(waiting)} did not come up within {timeout:.0f} s")
+            if waiting:
+                time.sleep(0.5)
+
+    def _wait_writable(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            result = subprocess.run(["rados", "-c", str(self.conf), "-p", POOL, "put", "_skyhook.probe",
+                                     str(self.conf)], capture_output=True, text=True, timeout=timeout)
+            if result.returncode == 0:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"pool {POOL} is not writable: {result.stderr.strip()}")
+            time.sleep(0.5)
+
+    # -- helpers -----------------------------------------------------------
+
+    def _ceph_json(self, *args: str, timeout: float = 30) -> dict:
+        return json.loads(self.ceph(*args, "-f", "json", timeout=timeout))
+
+    def _tool(self, *command: str) -> str:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        if result.returncode != 0:
+            raise ClusterError(f"{command[0]} failed: {(result.stderr or result.stdout).strip()}")
+        return result.stdout
+
+    def _free_port(self, port: int | None) -> int:
+        if port is not None:
+            self._check_port_free(port)
+            return port
+        for candidate in range(3300, 3400, 2):
+            if _port_free(candidate) and _port_free(candidate + 1):
+                return candidate
+        raise ClusterError("no free pair of ports between 3300 and 3400 for the monitor")
+
+    @staticmethod
+    def _check_port_free(port: int) -> None:
+        for taken in (port, port + 1):
+            if not _port_free(taken):
+                raise ClusterError(f"port {taken} on 127.0.0.1 is taken (another cluster?); "
+                                   "stop it or choose another port with --port")
+
+    def _state(self) -> ClusterState:
+        if not self._state_file.exists():
+            raise ClusterError(f"no skyhook cluster in {self.dir} (run: skyhook cluster up {self.dir})")
+        return ClusterState(**json.loads(self._state_file.read_text()))
+
+    def _state_pid(self, name: str) -> int:
+        return self._state().pids.get(name, 0)
+
+    def _save(self, state: ClusterState) -> None:
+        temporary = self._state_file.with_suffix(".tmp")
+        temporary.write_text(json.dumps(asdict(state), indent=2))
+        temporary.replace(self._state_file)
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def _check_installed() -> None:
+    missing = [command for command in REQUIRED_COMMANDS if shutil.which(command) is None]
+    if missing:
+        raise ClusterError(f"Ceph is not installed (missing {', '.join(missing)}): run scripts/install-ceph.sh")
