@@ -6,20 +6,48 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
+import os
 import random
+import shutil
+import uuid
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 import skyhook
+from skyhook.cluster import LocalCluster
 
-BACKENDS = ["embedded"]
+# SKYHOOK_TEST_CEPH=0 leaves the Ceph backend out (for machines without Ceph);
+# otherwise the session starts a real local cluster and every backend-generic
+# test runs on it too.
+BACKENDS = ["embedded"] if os.environ.get("SKYHOOK_TEST_CEPH") == "0" else ["embedded", "ceph"]
+
+
+@pytest.fixture(scope="session")
+def ceph_cluster(tmp_path_factory) -> LocalCluster:
+    if "ceph" not in BACKENDS:
+        pytest.skip("SKYHOOK_TEST_CEPH=0")
+    directory = tmp_path_factory.mktemp("ceph") / "cluster"
+    cluster = LocalCluster(directory)
+    cluster.up(osds=3, store="bluestore")
+    yield cluster
+    cluster.down()
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def open_store(backend: str, directory: Path, request) -> skyhook.Store:
+    """An empty store: a fresh directory, or a fresh RADOS namespace of the cluster's pool."""
+    if backend == "embedded":
+        return skyhook.connect(directory.as_uri())
+    cluster = request.getfixturevalue("ceph_cluster")
+    return skyhook.connect(f"{cluster.uri}&namespace=test-{uuid.uuid4().hex[:12]}")
 
 
 @pytest.fixture(params=BACKENDS)
 def store(request, tmp_path) -> skyhook.Store:
-    with skyhook.connect((tmp_path / "store").as_uri()) as opened:
+    with open_store(request.param, tmp_path / "store", request) as opened:
         yield opened
 
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import assert_same_table, make_typed_table
+from conftest import BACKENDS, assert_same_table, make_typed_table, open_store
 from oracle import expected
 
 TABLE = make_typed_table(rows=1500, seed=11)
@@ -40,10 +40,9 @@ def filters(draw, depth: int = 0) -> pc.Expression:
     return left & right if kind == "and" else left | right if kind == "or" else ~left
 
 
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
-    import skyhook
-    store = skyhook.connect(tmp_path_factory.mktemp("prop").as_uri())
+@pytest.fixture(scope="module", params=BACKENDS)
+def dataset(request, tmp_path_factory):
+    store = open_store(request.param, tmp_path_factory.mktemp("prop"), request)
     return store.write_dataset("t", TABLE, rows_per_object=400)
 
 

@@ -9,6 +9,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
+import skyhook
+
 from conftest import assert_same_table
 from oracle import expected
 
@@ -147,7 +149,7 @@ def test_dataset_filter_and_sort(typed_dataset, typed_table):
 
 def test_reopen_sees_same_data(store, typed_table):
     store.write_dataset("again", typed_table, rows_per_object=1000)
-    reopened = type(store)(type(store.backend)(store.backend.root)) if hasattr(store.backend, "root") else store
+    reopened = skyhook.connect(store.uri)
     assert reopened.list_datasets() == ["again"]
     assert_same_table(reopened.dataset("again").to_table(), typed_table)
 

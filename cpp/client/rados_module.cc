@@ -137,7 +137,11 @@ class Pool {
 
   void Put(const std::string& object, nb::bytes data,
            const std::map<std::string, std::string>& attributes) {
+    // Replacing means dropping the old attributes too: create (if absent),
+    // remove and write again, all in one atomic operation.
     librados::ObjectWriteOperation operation;
+    operation.create(false);
+    operation.remove();
     operation.write_full(ToBufferList(data));
     for (const auto& [name, value] : attributes) {
       ceph::bufferlist encoded;

@@ -227,6 +227,7 @@ osd class dir = {d}/classes
 osd class load list = *
 osd class default list = *
 mgr initial modules = iostat
+auth allow insecure global id reclaim = false
 
 [client]
 admin socket =
