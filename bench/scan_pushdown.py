@@ -2,13 +2,17 @@
 one run, at 1 %, 10 % and 100 % selectivity. Writes JSON; prints ratios.
 
     .venv/bin/python bench/scan_pushdown.py [--scale-factor 1] [--repeat 5]
-        [--store URI] [--output bench/results/scan_pushdown.json]
+        [--store URI | --cluster DIR] [--output bench/results/scan_pushdown.json]
+
+With --cluster the local Ceph cluster in DIR is used (started if needed), and
+the OSDs' CPU seconds (from /proc) and resident memory are measured too.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import tempfile
@@ -16,12 +20,29 @@ import time
 from pathlib import Path
 
 import skyhook
+from skyhook.cluster import LocalCluster
 from skyhook.tpch import COLUMNS, generate_lineitem, measure_scan, selectivity_filters
 
-MEASURES = ("wall_s", "client_cpu_s", "storage_cpu_s")
+MEASURES = ("wall_s", "client_cpu_s", "storage_cpu_s", "osd_cpu_s")
 
 
-def run(store_uri: str, scale_factor: float, repeat: int, data_dir: Path) -> dict:
+def process_cpu_seconds(pids: list[int]) -> float:
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / ticks
+
+
+def resident_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def run(store_uri: str, scale_factor: float, repeat: int, data_dir: Path, osd_pids: list[int]) -> dict:
     lineitem = generate_lineitem(scale_factor, data_dir)
     with skyhook.connect(store_uri) as store:
         dataset = store.write_dataset("lineitem_bench", str(lineitem), mode="overwrite")
@@ -29,8 +50,12 @@ def run(store_uri: str, scale_factor: float, repeat: int, data_dir: Path) -> dic
         for label, filter in selectivity_filters(lineitem).items():
             per_path = {}
             for pushdown in (True, False):
-                measure_scan(dataset, filter, pushdown)  # warm the page cache
-                runs = [measure_scan(dataset, filter, pushdown)[1] for _ in range(repeat)]
+                measure_scan(dataset, filter, pushdown)  # warm caches
+                runs = []
+                for _ in range(repeat):
+                    osd_cpu = process_cpu_seconds(osd_pids)
+                    stats = measure_scan(dataset, filter, pushdown)[1]
+                    runs.append({**stats, "osd_cpu_s": process_cpu_seconds(osd_pids) - osd_cpu})
                 summary = {key: statistics.median(run[key] for run in runs) for key in MEASURES}
                 summary.update({key: runs[0][key] for key in
                                 ("rows_returned", "bytes_returned", "bytes_read", "objects_scanned", "selectivity")})
@@ -42,8 +67,9 @@ def run(store_uri: str, scale_factor: float, repeat: int, data_dir: Path) -> dic
                 "client_cpu_s": push["client_cpu_s"] / max(client["client_cpu_s"], 1e-9),
             }
             results[label] = per_path
+        osd_rss = {str(pid): resident_bytes(pid) for pid in osd_pids}
         store.delete_dataset("lineitem_bench")
-        return {"benchmark": "scan_pushdown", "store": store.uri, "scale_factor": scale_factor,
+        return {"osd_rss_bytes_after": osd_rss,"benchmark": "scan_pushdown", "store": store.uri, "scale_factor": scale_factor,
                 "rows": dataset.manifest.num_rows, "objects": len(dataset.manifest.partitions),
                 "object_bytes": dataset.manifest.size_bytes, "columns": COLUMNS, "repeat": repeat,
                 "machine": platform.node(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -53,22 +79,40 @@ def run(store_uri: str, scale_factor: float, repeat: int, data_dir: Path) -> dic
 def print_ratios(report: dict) -> None:
     print(f"lineitem SF{report['scale_factor']:g}: {report['rows']:,} rows in {report['objects']} objects "
           f"({report['object_bytes'] / 2**20:.1f} MiB), store {report['store']}")
-    print(f"{'kept':>6} {'bytes push/client':>18} {'time push/client':>17} {'client CPU push/client':>23}")
+    print(f"{'kept':>5} {'path':>11} {'wall s':>7} {'MiB to client':>13} {'client CPU s':>12} "
+          f"{'storage CPU s':>13} {'OSD CPU s':>9}")
+    for label, result in report["results"].items():
+        for path in ("pushdown", "client_side"):
+            r = result[path]
+            print(f"{label:>5} {path:>11} {r['wall_s']:>7.3f} {r['bytes_returned'] / 2**20:>13.2f} "
+                  f"{r['client_cpu_s']:>12.3f} {r['storage_cpu_s']:>13.3f} {r['osd_cpu_s']:>9.3f}")
+    print(f"{'kept':>5} {'bytes push/client':>18} {'time push/client':>17} {'client CPU push/client':>23}")
     for label, result in report["results"].items():
         ratios = result["ratios"]
-        print(f"{label:>6} {ratios['bytes_returned']:>18.4f} {ratios['wall_s']:>17.2f} {ratios['client_cpu_s']:>23.3f}")
+        print(f"{label:>5} {ratios['bytes_returned']:>18.4f} {ratios['wall_s']:>17.2f} {ratios['client_cpu_s']:>23.3f}")
+    if report["osd_rss_bytes_after"]:
+        print("OSD RSS after the run (MiB):",
+              ", ".join(f"{value / 2**20:.0f}" for value in report["osd_rss_bytes_after"].values()))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale-factor", type=float, default=1.0)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--store", help="store URI (default: a temporary embedded store)")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--store", help="store URI (default: a temporary embedded store)")
+    target.add_argument("--cluster", type=Path, help="a local Ceph cluster directory (skyhook cluster up)")
     parser.add_argument("--data-dir", type=Path, default=Path("data"))
     parser.add_argument("--output", type=Path, default=Path("bench/results/scan_pushdown.json"))
     args = parser.parse_args()
+    osd_pids: list[int] = []
+    store = args.store
+    if args.cluster:
+        cluster = LocalCluster(args.cluster)
+        store = cluster.up()
+        osd_pids = [cluster.pid(f"osd.{osd}") for osd in cluster.osd_ids()]
     with tempfile.TemporaryDirectory(prefix="skyhook-bench-") as scratch:
-        report = run(args.store or Path(scratch).as_uri(), args.scale_factor, args.repeat, args.data_dir)
+        report = run(store or Path(scratch).as_uri(), args.scale_factor, args.repeat, args.data_dir, osd_pids)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2))
     print_ratios(report)

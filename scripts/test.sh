@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Sets up and runs the whole test suite. Extra arguments go to pytest.
+# Sets up and runs the whole test suite, including a real local Ceph cluster
+# that the tests start themselves. Extra arguments go to pytest.
+# SKYHOOK_TEST_CEPH=0 skips installing Ceph and leaves its backend out.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${SKYHOOK_TEST_CEPH:-1}" != 0 ]; then
+  scripts/install-ceph.sh
+fi
 scripts/setup.sh
 exec .venv/bin/python -m pytest "$@"
