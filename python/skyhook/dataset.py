@@ -10,7 +10,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from skyhook.expressions import Columns
+from skyhook.expressions import Columns, projected_schema
+from skyhook.plan.aggregate import AggregateQuery
+from skyhook.plan.executor import AggregateExecution
 from skyhook.manifest import Manifest
 from skyhook.scanner import Scanner
 from skyhook.where import parse_where
@@ -28,6 +30,8 @@ class Dataset(pads.Dataset):
         self._filter = filter
         #: The most recent scanner made by this dataset (by you or by DuckDB).
         self.last_scan: Scanner | None = None
+        #: The most recent aggregation run on this dataset.
+        self.last_aggregate: AggregateExecution | None = None
 
     def __repr__(self) -> str:
         return (f"<skyhook.Dataset {self.name!r}: {self.manifest.num_rows} rows in "
@@ -50,10 +54,7 @@ class Dataset(pads.Dataset):
         """filter is a pyarrow expression or text such as "price > 10 and flag == 'R'".
         options: pushdown (False reads whole objects and filters here),
         max_result_bytes (per object reply)."""
-        if isinstance(filter, str):
-            filter = parse_where(filter, self.schema)
-        if self._filter is not None:
-            filter = self._filter if filter is None else self._filter & filter
+        filter = self._expression(filter)
         self.last_scan = Scanner(self, columns, filter, batch_size=batch_size,
                                  use_threads=use_threads, **options)
         return self.last_scan
@@ -90,6 +91,15 @@ class Dataset(pads.Dataset):
     def replace_schema(self, schema: pa.Schema) -> Dataset:
         raise NotImplementedError("a stored dataset's schema is fixed; write a new dataset instead")
 
+    def group_by(self, keys: str | list[str]) -> DatasetGroupBy:
+        """Like ``pyarrow.Table.group_by``; the aggregation runs in storage."""
+        return DatasetGroupBy(self, keys)
+
+    def aggregate(self, aggregations: list[tuple[str, str]], filter: pc.Expression | str | None = None,
+                  **options: Any) -> pa.Table:
+        """Aggregates over the whole dataset (no keys): one row."""
+        return self.group_by([]).aggregate(aggregations, filter=filter, **options)
+
     # Relational operations run in pyarrow on the materialised dataset.
     def sort_by(self, sorting: Any, **kwargs: Any) -> pads.InMemoryDataset:
         return self._materialized().sort_by(sorting, **kwargs)
@@ -102,3 +112,33 @@ class Dataset(pads.Dataset):
 
     def _materialized(self) -> pads.InMemoryDataset:
         return pads.dataset(self.to_table())
+
+    def _expression(self, filter: pc.Expression | str | None) -> pc.Expression | None:
+        if isinstance(filter, str):
+            filter = parse_where(filter, self.schema)
+        if self._filter is not None:
+            filter = self._filter if filter is None else self._filter & filter
+        return filter
+
+
+class DatasetGroupBy:
+    def __init__(self, dataset: Dataset, keys: str | list[str]) -> None:
+        self.dataset = dataset
+        self.keys = keys
+
+    def aggregate(self, aggregations: list[tuple[str, str]], filter: pc.Expression | str | None = None,
+                  **options: Any) -> pa.Table:
+        """aggregations: (column, function) pairs with pyarrow's function names
+        (count, count_distinct, sum, min, max, mean, variance, stddev, first,
+        last). options: use_threads, max_in_flight, max_slice_cpu_ns."""
+        execution = self.execution(aggregations, filter, **options)
+        return execution.run()
+
+    def execution(self, aggregations: list[tuple[str, str]], filter: pc.Expression | str | None = None,
+                  **options: Any) -> AggregateExecution:
+        filter = self.dataset._expression(filter)
+        if filter is not None:
+            projected_schema(self.dataset.schema, [], filter)  # validates the filter
+        query = AggregateQuery.make(self.dataset.schema, self.keys, aggregations, filter)
+        self.dataset.last_aggregate = AggregateExecution(self.dataset, query, **options)
+        return self.dataset.last_aggregate

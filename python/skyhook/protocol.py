@@ -54,6 +54,7 @@ def _wire_type(value: Any) -> pa.DataType:
 class Reply:
     code: int
     message: str
+    executed: str = "all"  # "none": a loaded node pushed the work back to the client
     statistics: dict[str, int] = field(default_factory=dict)
     body: pa.Buffer | None = None
 
@@ -83,4 +84,5 @@ def decode_reply(message: bytes | pa.Buffer) -> Reply:
     values = header.to_pylist()[0]
     code = values.pop("status")
     text = values.pop("message")
-    return Reply(code, text, values, buffer.slice(end_of_header))
+    executed = values.pop("executed", "all")
+    return Reply(code, text, executed, values, buffer.slice(end_of_header))

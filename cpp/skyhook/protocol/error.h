@@ -21,6 +21,7 @@ enum class ErrorCode : int32_t {
   kResultTooLarge = 6,     // the reply would exceed the request's byte limit
   kNotFound = 7,           // the object does not exist
   kInternal = 8,           // anything else: a bug, reported with its message
+  kPushedBack = 9,         // internal to a method: the node declined; never sent
 };
 
 /// Attaches an ErrorCode to an arrow::Status so methods can say which error the

@@ -10,8 +10,12 @@ namespace skyhook {
 
 Reply Reply::FromStatus(const arrow::Status& status) {
   Reply reply;
-  reply.code = CodeOf(status);
   reply.message = status.message();
+  if (CodeOf(status) == ErrorCode::kPushedBack) {
+    reply.executed = Executed::kNone;
+  } else {
+    reply.code = CodeOf(status);
+  }
   return reply;
 }
 
@@ -27,6 +31,8 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeReply(const Reply& reply) {
   };
   ARROW_RETURN_NOT_OK(add("status", arrow::MakeScalar(static_cast<int32_t>(reply.code))));
   ARROW_RETURN_NOT_OK(add("message", std::make_shared<arrow::StringScalar>(reply.message)));
+  ARROW_RETURN_NOT_OK(add("executed", std::make_shared<arrow::StringScalar>(
+                                          reply.executed == Executed::kAll ? "all" : "none")));
   for (const auto& [name, value] : reply.statistics) {
     ARROW_RETURN_NOT_OK(add(name, arrow::MakeScalar(value)));
   }

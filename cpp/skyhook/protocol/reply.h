@@ -17,12 +17,17 @@
 
 namespace skyhook {
 
+/// How much of its request a method executed; the client completes the rest.
+enum class Executed { kAll, kNone };
+
 struct Reply {
   ErrorCode code = ErrorCode::kOk;
   std::string message;
+  Executed executed = Executed::kAll;
   std::vector<std::pair<std::string, int64_t>> statistics;
   std::shared_ptr<arrow::Buffer> body;
 
+  /// A failure, or (kPushedBack) a successful reply that executed nothing.
   static Reply FromStatus(const arrow::Status& status);
 };
 

@@ -8,8 +8,6 @@
 namespace skyhook {
 namespace {
 
-constexpr int64_t kMaxBatchSize = int64_t{1} << 24;
-
 arrow::Result<std::optional<arrow::engine::BoundExpressions>> DecodeExpressions(
     const HeaderReader& header, const std::string& field) {
   ARROW_ASSIGN_OR_RAISE(auto serialized, header.Binary(field));
@@ -20,15 +18,6 @@ arrow::Result<std::optional<arrow::engine::BoundExpressions>> DecodeExpressions(
                  expressions.status().message());
   }
   return std::move(*expressions);
-}
-
-arrow::Result<arrow::Compression::type> DecodeCompression(const HeaderReader& header) {
-  ARROW_ASSIGN_OR_RAISE(auto name, header.String("compression"));
-  if (!name || *name == "none") return arrow::Compression::UNCOMPRESSED;
-  if (*name == "lz4") return arrow::Compression::LZ4_FRAME;
-  if (*name == "zstd") return arrow::Compression::ZSTD;
-  return Error(ErrorCode::kInvalidRequest, "unknown compression '", *name,
-               "' (expected none, lz4 or zstd)");
 }
 
 }  // namespace
@@ -47,22 +36,8 @@ arrow::Result<ScanRequest> ScanRequest::Decode(
                    "the filter must be exactly one boolean expression");
     }
   }
-  ARROW_ASSIGN_OR_RAISE(request.compression, DecodeCompression(header));
-  ARROW_ASSIGN_OR_RAISE(auto batch_size, header.Int64("batch_size"));
-  if (batch_size) {
-    if (*batch_size < 1 || *batch_size > kMaxBatchSize) {
-      return Error(ErrorCode::kInvalidRequest, "batch_size ", *batch_size,
-                   " is outside 1..", kMaxBatchSize);
-    }
-    request.batch_size = *batch_size;
-  }
-  ARROW_ASSIGN_OR_RAISE(auto max_result_bytes, header.Int64("max_result_bytes"));
-  if (max_result_bytes) {
-    if (*max_result_bytes < 1) {
-      return Error(ErrorCode::kInvalidRequest, "max_result_bytes must be positive");
-    }
-    request.max_result_bytes = *max_result_bytes;
-  }
+  ARROW_ASSIGN_OR_RAISE(request.result, ResultOptions::Decode(header));
+  ARROW_ASSIGN_OR_RAISE(request.pushback, PushbackLimits::Decode(header));
   return request;
 }
 

@@ -10,7 +10,8 @@
 #include <arrow/buffer.h>
 #include <arrow/engine/substrait/relation.h>
 #include <arrow/result.h>
-#include <arrow/util/compression.h>
+
+#include "skyhook/protocol/result_options.h"
 
 namespace skyhook {
 
@@ -20,10 +21,8 @@ struct ScanRequest {
   /// Named output expressions; nullopt returns every column of the object and
   /// an empty list returns zero-column batches (row counts only).
   std::optional<arrow::engine::BoundExpressions> projection;
-  arrow::Compression::type compression = arrow::Compression::UNCOMPRESSED;
-  int64_t batch_size = 64 * 1024;
-  /// The method fails with kResultTooLarge rather than build a larger reply.
-  int64_t max_result_bytes = int64_t{1} << 30;
+  ResultOptions result;
+  PushbackLimits pushback;
 
   static arrow::Result<ScanRequest> Decode(const std::shared_ptr<arrow::Buffer>& message);
 };

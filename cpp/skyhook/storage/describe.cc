@@ -122,7 +122,11 @@ Reply Describe(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& requ
     reply = Reply::FromStatus(reader.status());
   } else {
     auto body = DescribeObject(reader->get(), &rows);
-    reply = body.ok() ? Reply{ErrorCode::kOk, "", {}, *body} : Reply::FromStatus(body.status());
+    if (body.ok()) {
+      reply.body = *body;
+    } else {
+      reply = Reply::FromStatus(body.status());
+    }
     bytes_read = (*reader)->bytes_read();
   }
   reply.statistics = {{"num_rows", rows},

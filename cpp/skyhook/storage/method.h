@@ -1,5 +1,5 @@
 // The registry of storage-side methods, by the name both adapters expose them
-// under ("scan", "describe").
+// under ("scan", "describe", "execute_plan").
 #pragma once
 
 #include <array>
@@ -10,6 +10,7 @@
 
 #include "skyhook/protocol/reply.h"
 #include "skyhook/storage/describe.h"
+#include "skyhook/storage/execute_plan.h"
 #include "skyhook/storage/object_context.h"
 #include "skyhook/storage/scan.h"
 
@@ -25,9 +26,10 @@ struct MethodInfo {
 };
 
 // A compile-time table, so the Ceph adapter can register one entry point per method.
-inline constexpr std::array<MethodInfo, 2> kMethods = {{
+inline constexpr std::array<MethodInfo, 3> kMethods = {{
     {"scan", &Scan, false},
     {"describe", &Describe, false},
+    {"execute_plan", &ExecutePlan, false},
 }};
 
 /// Runs one method and encodes its reply. Never throws: a storage server must

@@ -6,13 +6,14 @@
 #include <arrow/array/util.h>
 #include <arrow/compute/api_vector.h>
 #include <arrow/compute/expression.h>
-#include <arrow/io/memory.h>
-#include <arrow/ipc/writer.h>
 #include <arrow/scalar.h>
 
 #include "skyhook/protocol/scan_request.h"
 #include "skyhook/storage/cpu_timer.h"
+#include "skyhook/storage/object_columns.h"
 #include "skyhook/storage/object_reader.h"
+#include "skyhook/storage/pushback.h"
+#include "skyhook/storage/result_writer.h"
 
 namespace skyhook {
 namespace {
@@ -27,18 +28,8 @@ arrow::Status AddReferencedFields(const BoundExpressions& bound,
   for (const auto& named : bound.named_expressions) {
     for (const auto& ref : arrow::compute::FieldsInExpression(named.expression)) {
       ARROW_ASSIGN_OR_RAISE(auto path, ref.FindOne(*bound.schema));
-      const auto& requested = bound.schema->field(path[0]);
-      int index = object_schema.GetFieldIndex(requested->name());
-      if (index < 0) {
-        return Error(ErrorCode::kUnknownColumn, "column '", requested->name(),
-                     "' does not exist in the object");
-      }
-      const auto& stored = object_schema.field(index)->type();
-      if (!stored->Equals(*requested->type())) {
-        return Error(ErrorCode::kTypeMismatch, "column '", requested->name(),
-                     "' is ", stored->ToString(), " in the object but the request uses ",
-                     requested->type()->ToString());
-      }
+      ARROW_ASSIGN_OR_RAISE(int index,
+                            FindObjectField(object_schema, *bound.schema->field(path[0])));
       indices->insert(index);
     }
   }
@@ -67,7 +58,10 @@ class ScanExecution {
  public:
   explicit ScanExecution(ScanRequest request) : request_(std::move(request)) {}
 
-  arrow::Status Run(ObjectContext* object, Reply* reply) {
+  arrow::Status Run(ObjectContext* object, const InFlightCall& call, Reply* reply) {
+    if (TooBusy(call, request_.pushback)) {
+      return Error(ErrorCode::kPushedBack, call.running(), " calls in flight on this node");
+    }
     ARROW_ASSIGN_OR_RAISE(auto reader, ObjectReader::Open(object));
     auto object_schema = reader->schema();
     std::set<int> needed;
@@ -87,33 +81,24 @@ class ScanExecution {
       output_schema = object_schema;
     }
 
-    ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
-    auto options = arrow::ipc::IpcWriteOptions::Defaults();
-    if (request_.compression != arrow::Compression::UNCOMPRESSED) {
-      ARROW_ASSIGN_OR_RAISE(options.codec, arrow::util::Codec::Create(request_.compression));
-    }
-    ARROW_ASSIGN_OR_RAISE(auto writer,
-                          arrow::ipc::MakeStreamWriter(sink, output_schema, options));
-    ARROW_ASSIGN_OR_RAISE(
-        auto batches, reader->ReadFields({needed.begin(), needed.end()}, request_.batch_size));
+    ARROW_ASSIGN_OR_RAISE(auto writer, ResultWriter::Open(output_schema, request_.result));
+    ARROW_ASSIGN_OR_RAISE(auto batches, reader->ReadFields({needed.begin(), needed.end()},
+                                                           request_.result.batch_size));
+    SliceBudget budget(request_.pushback);
     while (true) {
       ARROW_ASSIGN_OR_RAISE(auto batch, batches->Next());
       if (batch == nullptr) break;
       rows_scanned_ += batch->num_rows();
       ARROW_ASSIGN_OR_RAISE(batch, AsInvalidRequest("filter", Filter(batch)));
-      if (batch->num_rows() == 0) continue;
-      ARROW_ASSIGN_OR_RAISE(batch, AsInvalidRequest("projection", Project(batch, output_schema)));
-      ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*batch));
-      rows_returned_ += batch->num_rows();
-      ARROW_ASSIGN_OR_RAISE(int64_t written, sink->Tell());
-      if (written > request_.max_result_bytes) {
-        return Error(ErrorCode::kResultTooLarge, "the result exceeds the request's limit of ",
-                     request_.max_result_bytes, " bytes per object");
+      if (batch->num_rows() > 0) {
+        ARROW_ASSIGN_OR_RAISE(batch, AsInvalidRequest("projection", Project(batch, output_schema)));
+        ARROW_RETURN_NOT_OK(writer->Write(*batch));
       }
+      bytes_read_ = reader->bytes_read();
+      ARROW_RETURN_NOT_OK(budget.AfterSlice());
     }
-    ARROW_RETURN_NOT_OK(writer->Close());
-    ARROW_ASSIGN_OR_RAISE(reply->body, sink->Finish());
-    bytes_read_ = reader->bytes_read();
+    rows_returned_ = writer->rows_written();
+    ARROW_ASSIGN_OR_RAISE(reply->body, writer->Finish());
     return arrow::Status::OK();
   }
 
@@ -164,11 +149,12 @@ class ScanExecution {
 
 Reply Scan(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& request) {
   CpuTimer timer;
+  InFlightCall call;
   auto decoded = ScanRequest::Decode(request);
   if (!decoded.ok()) return Reply::FromStatus(decoded.status());
   ScanExecution execution(std::move(*decoded));
   Reply reply;
-  auto status = execution.Run(object, &reply);
+  auto status = execution.Run(object, call, &reply);
   if (!status.ok()) reply = Reply::FromStatus(status);
   execution.AddStatistics(&reply, timer);
   return reply;

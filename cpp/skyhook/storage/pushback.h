@@ -1,0 +1,52 @@
+// Push-back: a storage node that is loaded declines or stops work, and says
+// so in its reply ("executed: none"); the client then does the work itself.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include <arrow/status.h>
+
+#include "skyhook/protocol/result_options.h"
+#include "skyhook/storage/cpu_timer.h"
+
+namespace skyhook {
+
+/// Counts the skyhook calls running in this process (one OSD, or one client
+/// with an embedded store) for as long as it lives.
+class InFlightCall {
+ public:
+  InFlightCall() : running_(++count_) {}
+  ~InFlightCall() { --count_; }
+  InFlightCall(const InFlightCall&) = delete;
+  InFlightCall& operator=(const InFlightCall&) = delete;
+
+  /// Calls running when this one started, itself included.
+  int64_t running() const { return running_; }
+
+ private:
+  static inline std::atomic<int64_t> count_{0};
+  int64_t running_;
+};
+
+/// Measures the CPU each slice costs. After the first slices it says whether
+/// the call should stop because its cost per slice exceeds the limit.
+class SliceBudget {
+ public:
+  explicit SliceBudget(const PushbackLimits& limits) : limits_(limits) {}
+
+  /// Call after each slice; an error with kPushedBack means "stop here".
+  arrow::Status AfterSlice();
+  int64_t slices() const { return slices_; }
+
+ private:
+  static constexpr int64_t kSlicesMeasured = 2;
+  PushbackLimits limits_;
+  CpuTimer timer_;
+  int64_t slices_ = 0;
+};
+
+/// True if the call should be declined before any work.
+bool TooBusy(const InFlightCall& call, const PushbackLimits& limits);
+
+}  // namespace skyhook

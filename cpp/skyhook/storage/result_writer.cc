@@ -1,0 +1,35 @@
+#include "skyhook/storage/result_writer.h"
+
+#include "skyhook/protocol/error.h"
+
+namespace skyhook {
+
+arrow::Result<std::unique_ptr<ResultWriter>> ResultWriter::Open(
+    const std::shared_ptr<arrow::Schema>& schema, const ResultOptions& options) {
+  ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
+  auto ipc_options = arrow::ipc::IpcWriteOptions::Defaults();
+  if (options.compression != arrow::Compression::UNCOMPRESSED) {
+    ARROW_ASSIGN_OR_RAISE(ipc_options.codec, arrow::util::Codec::Create(options.compression));
+  }
+  ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(sink, schema, ipc_options));
+  return std::unique_ptr<ResultWriter>(
+      new ResultWriter(std::move(sink), std::move(writer), options.max_result_bytes));
+}
+
+arrow::Status ResultWriter::Write(const arrow::RecordBatch& batch) {
+  ARROW_RETURN_NOT_OK(writer_->WriteRecordBatch(batch));
+  rows_written_ += batch.num_rows();
+  ARROW_ASSIGN_OR_RAISE(int64_t written, sink_->Tell());
+  if (written > max_bytes_) {
+    return Error(ErrorCode::kResultTooLarge, "the result exceeds the request's limit of ",
+                 max_bytes_, " bytes per object");
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> ResultWriter::Finish() {
+  ARROW_RETURN_NOT_OK(writer_->Close());
+  return sink_->Finish();
+}
+
+}  // namespace skyhook

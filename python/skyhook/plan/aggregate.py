@@ -1,0 +1,252 @@
+"""Aggregate queries as Substrait plans, and their decomposition.
+
+The client builds the full plan ``read -> filter -> project -> aggregate`` with
+the user's functions (pyarrow's names and semantics). The decomposer splits it:
+each measure becomes partial measures that storage computes per object (the
+sub-plan), and a merge the client runs over all objects' partials (the
+super-plan, see merge.py). count_distinct needs the distinct values themselves,
+so each gets a sub-plan of its own grouped by the keys and that column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from substrait.gen.proto import algebra_pb2, plan_pb2
+from substrait.gen.proto.extensions.extensions_pb2 import SimpleExtensionDeclaration
+
+from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
+from skyhook.plan.substrait import (ARITHMETIC, ARROW, GENERIC, PlanBuilder, field_reference,
+                                    measures_of, substrait_type)
+
+DISTINCT = algebra_pb2.AggregateFunction.AGGREGATION_INVOCATION_DISTINCT
+ExtensionFunction = SimpleExtensionDeclaration.ExtensionFunction
+
+# pyarrow function -> (Substrait extension, function name, invocation)
+FINAL_MEASURES = {
+    "count": (GENERIC, "count", False),
+    "count_distinct": (GENERIC, "count", True),
+    "sum": (ARITHMETIC, "sum", False),
+    "min": (ARITHMETIC, "min", False),
+    "max": (ARITHMETIC, "max", False),
+    "mean": (ARITHMETIC, "avg", False),
+    "variance": (ARITHMETIC, "variance", False),
+    "stddev": (ARITHMETIC, "std_dev", False),
+    "first": (ARROW, "first", False),
+    "last": (ARROW, "last", False),
+}
+# Substrait measure -> the partial measures storage computes for it.
+PARTIALS = {
+    "count": ["count"], "sum": ["sum"], "min": ["min"], "max": ["max"],
+    "avg": ["sum", "count"],
+    "variance": ["count", "avg", "variance"], "std_dev": ["count", "avg", "variance"],
+    "first": ["first"], "last": ["last"],
+}
+PARTIAL_FUNCTIONS = {"count": GENERIC, "sum": ARITHMETIC, "min": ARITHMETIC, "max": ARITHMETIC,
+                     "avg": ARITHMETIC, "variance": ARITHMETIC, "first": ARROW, "last": ARROW}
+PYARROW_NAMES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean",
+                 "variance": "variance", "first": "first", "last": "last"}
+
+
+def partial_type(function: str, input_type: pa.DataType) -> pa.DataType:
+    """What Acero returns for a partial function over input_type."""
+    empty = pa.table({"x": pa.array([], input_type)})
+    return empty.group_by([], use_threads=False).aggregate([("x", PYARROW_NAMES[function])]).schema[0].type
+
+
+@dataclass(frozen=True)
+class Aggregation:
+    column: str
+    function: str
+
+    @property
+    def output_name(self) -> str:
+        return f"{self.column}_{self.function}"
+
+
+@dataclass
+class AggregateQuery:
+    keys: list[str]
+    aggregations: list[Aggregation]
+    filter: pc.Expression | None = None
+
+    @classmethod
+    def make(cls, schema: pa.Schema, keys: Sequence[str] | str,
+             aggregations: Sequence[tuple[str, str]], filter: pc.Expression | None) -> AggregateQuery:
+        keys = [keys] if isinstance(keys, str) else list(keys)
+        parsed = []
+        for entry in aggregations:
+            if not (isinstance(entry, (tuple, list)) and len(entry) == 2):
+                raise InvalidRequestError(f"an aggregation is (column, function), not {entry!r}")
+            parsed.append(Aggregation(*entry))
+        query = cls(keys, parsed, filter)
+        query.validate(schema)
+        return query
+
+    def validate(self, schema: pa.Schema) -> None:
+        for name in self.keys + [a.column for a in self.aggregations]:
+            if schema.get_field_index(name) < 0:
+                raise UnknownColumnError(f"unknown column {name!r}; the dataset has {', '.join(schema.names)}")
+        for aggregation in self.aggregations:
+            if aggregation.function not in FINAL_MEASURES:
+                raise InvalidRequestError(f"unknown aggregate function {aggregation.function!r}; "
+                                          f"known: {', '.join(FINAL_MEASURES)}")
+        try:
+            self.output_schema(schema)
+        except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
+            raise TypeMismatchError(f"cannot aggregate: {str(error).splitlines()[0]}") from None
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        """pyarrow's answer on no rows: the names, order and types to return."""
+        return self.run_locally(schema.empty_table()).schema
+
+    def run_locally(self, table: pa.Table) -> pa.Table:
+        """pyarrow computing this query: the semantics every result must have."""
+        return table.group_by(self.keys, use_threads=False).aggregate(
+            [(a.column, a.function) for a in self.aggregations])
+
+
+def _input_expression(aggregation: Aggregation) -> pc.Expression:
+    if aggregation.function in ("variance", "stddev"):
+        # Partial means and variances travel as float64, as pyarrow computes them.
+        return pc.field(aggregation.column).cast(pa.float64(), safe=False)
+    return pc.field(aggregation.column)
+
+
+def full_plan(schema: pa.Schema, query: AggregateQuery, filter_in_storage: bool) -> bytes:
+    """The whole query as one Substrait plan (what explain shows)."""
+    inputs = [_input_expression(a) for a in query.aggregations]
+    builder = PlanBuilder(schema, query.filter if filter_in_storage else None,
+                          [pc.field(k) for k in query.keys] + inputs)
+    keys = len(query.keys)
+    measures = []
+    for i, aggregation in enumerate(query.aggregations):
+        extension, name, distinct = FINAL_MEASURES[aggregation.function]
+        call = algebra_pb2.AggregateFunction(
+            function_reference=builder.function(extension, name),
+            arguments=[algebra_pb2.FunctionArgument(value=field_reference(keys + i))],
+            phase=algebra_pb2.AGGREGATION_PHASE_INITIAL_TO_RESULT,
+            output_type=substrait_type(query.output_schema(schema).field(keys + i).type))
+        if distinct:
+            call.invocation = DISTINCT
+        measures.append(algebra_pb2.AggregateRel.Measure(measure=call))
+    aggregate = algebra_pb2.AggregateRel(input=builder.input(), measures=measures,
+                                         groupings=[_grouping(range(keys))])
+    names = query.keys + [a.output_name for a in query.aggregations]
+    return builder.finish(algebra_pb2.Rel(aggregate=aggregate), names)
+
+
+def _grouping(indices) -> algebra_pb2.AggregateRel.Grouping:
+    return algebra_pb2.AggregateRel.Grouping(grouping_expressions=[field_reference(i) for i in indices])
+
+
+@dataclass
+class PartialMeasure:
+    function: str        # a Substrait partial function: count, sum, avg, ...
+    argument: int        # input field of the aggregate
+    name: str            # column name in the sub-plan's output
+
+
+@dataclass
+class MeasureMerge:
+    """How the client turns partial columns into one output column."""
+    output: str
+    function: str                      # the Substrait final function
+    partials: list[str] = field(default_factory=list)  # partial columns, in PARTIALS order
+    distinct_plan: int | None = None   # count(distinct): index into Decomposition.distinct_plans
+
+
+@dataclass
+class Decomposition:
+    keys: list[str]
+    sub_plan: bytes                    # per object: partial aggregates
+    distinct_plans: list[bytes]        # per object: distinct (keys, value) pairs, one per column
+    merges: list[MeasureMerge]
+    read_schema: pa.Schema             # the columns storage decodes
+
+
+def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> Decomposition:
+    plan = plan_pb2.Plan.FromString(plan_bytes)
+    root = plan.relations[0].root
+    aggregate = root.input.aggregate
+    key_count = len(keys)
+    partial_measures: list[PartialMeasure] = []
+    merges: list[MeasureMerge] = []
+    distinct_arguments: list[int] = []
+    for (name, call), output in zip(measures_of(plan), root.names[key_count:]):
+        argument = call.arguments[0].value.selection.direct_reference.struct_field.field
+        if call.invocation == DISTINCT:
+            merges.append(MeasureMerge(output, "count_distinct", distinct_plan=len(distinct_arguments)))
+            distinct_arguments.append(argument)
+            continue
+        merge = MeasureMerge(output, name)
+        for partial in PARTIALS[name]:
+            partial_name = f"p{len(partial_measures)}"
+            partial_measures.append(PartialMeasure(partial, argument, partial_name))
+            merge.partials.append(partial_name)
+        merges.append(merge)
+
+    def sub_plan(measures: list[algebra_pb2.AggregateRel.Measure], groupings, names) -> bytes:
+        rewritten = plan_pb2.Plan()
+        rewritten.CopyFrom(plan)
+        target = rewritten.relations[0].root
+        del target.input.aggregate.measures[:]
+        target.input.aggregate.measures.extend(measures)
+        del target.input.aggregate.groupings[:]
+        target.input.aggregate.groupings.extend(groupings)
+        del target.names[:]
+        target.names.extend(names)
+        return rewritten.SerializeToString()
+
+    read_names = _read_relation(aggregate.input).base_schema.names
+    read_schema = pa.schema([dataset_schema.field(name) for name in read_names])
+
+    def input_type(argument: int) -> pa.DataType:
+        expression = aggregate.input.project.expressions[argument]
+        if expression.HasField("selection"):
+            return read_schema.field(expression.selection.direct_reference.struct_field.field).type
+        return pa.float64()  # the only computed inputs are casts to float64
+
+    anchors = _declare_partial_functions(plan)
+    partial = [algebra_pb2.AggregateRel.Measure(measure=algebra_pb2.AggregateFunction(
+        function_reference=anchors[m.function],
+        arguments=[algebra_pb2.FunctionArgument(value=field_reference(m.argument))],
+        output_type=substrait_type(partial_type(m.function, input_type(m.argument))),
+        # Each partial is a complete aggregate of its object; Acero also runs
+        # only this phase.
+        phase=algebra_pb2.AGGREGATION_PHASE_INITIAL_TO_RESULT)) for m in partial_measures]
+    key_grouping = list(aggregate.groupings)
+    main = sub_plan(partial, key_grouping, keys + [m.name for m in partial_measures])
+    distinct = [sub_plan([], [_grouping([*range(key_count), argument])], keys + ["value"])
+                for argument in distinct_arguments]
+    return Decomposition(keys, main, distinct, merges, read_schema)
+
+
+def _declare_partial_functions(plan: plan_pb2.Plan) -> dict[str, int]:
+    """Anchors of the partial functions, declared in plan if missing."""
+    uris = {uri.uri: uri.extension_uri_anchor for uri in plan.extension_uris}
+    anchors = {}
+    existing = {(d.extension_function.extension_uri_reference, d.extension_function.name):
+                d.extension_function.function_anchor for d in plan.extensions}
+    next_anchor = 1 + max([d.extension_function.function_anchor for d in plan.extensions], default=0)
+    for function, uri in PARTIAL_FUNCTIONS.items():
+        if uri not in uris:
+            uris[uri] = 1 + max(uris.values(), default=0)
+            plan.extension_uris.add(extension_uri_anchor=uris[uri], uri=uri)
+        key = (uris[uri], function)
+        if key not in existing:
+            plan.extensions.add(extension_function=ExtensionFunction(
+                extension_uri_reference=uris[uri], function_anchor=next_anchor, name=function))
+            existing[key] = next_anchor
+            next_anchor += 1
+        anchors[function] = existing[key]
+    return anchors
+
+
+def _read_relation(rel: algebra_pb2.Rel) -> algebra_pb2.ReadRel:
+    while not rel.HasField("read"):
+        rel = getattr(rel, rel.WhichOneof("rel_type")).input
+    return rel.read

@@ -1,0 +1,127 @@
+"""Running a decomposed aggregate: sub-plans in storage, one object each, the
+super-plan at the client. An object whose node pushed its work back, or whose
+filter Substrait cannot carry, is completed here with the same sub-plan on
+Acero, so the answer never depends on where the work ran."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pyarrow.substrait as pas
+
+from skyhook.expressions import to_substrait
+from skyhook.plan.aggregate import AggregateQuery, Decomposition, decompose, full_plan
+from skyhook.plan.merge import ORDER, merge
+from skyhook.protocol import decode_reply, encode_request
+from skyhook.pruning import matching_partitions
+
+if TYPE_CHECKING:
+    from skyhook.dataset import Dataset
+    from skyhook.manifest import Partition
+
+
+@dataclass
+class AggregateStatistics:
+    objects_scanned: int = 0
+    objects_pruned: int = 0
+    objects_pushed_back: int = 0     # a loaded node declined; the client did the work
+    objects_at_client: int = 0       # every object completed by the client
+    rows_scanned: int = 0
+    partial_rows: int = 0            # rows of partial aggregates that crossed to the client
+    bytes_returned: int = 0
+    storage_cpu_s: float = 0.0
+    filter_in_storage: bool = True
+    where: dict[int, str] = field(default_factory=dict)  # partition -> storage | pushed back | client
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class AggregateExecution:
+    def __init__(self, dataset: Dataset, query: AggregateQuery, *, use_threads: bool = True,
+                 max_in_flight: int | None = None, max_slice_cpu_ns: int | None = None) -> None:
+        self.dataset = dataset
+        self.query = query
+        self.use_threads = use_threads
+        self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
+        schema = dataset.schema
+        self.output_schema = query.output_schema(schema)
+        filter_ok = query.filter is None or \
+            to_substrait([query.filter], ["filter"], schema, is_filter=True) is not None
+        self.plan = full_plan(schema, query, filter_in_storage=filter_ok)
+        self.decomposition: Decomposition = decompose(self.plan, query.keys, schema)
+        self.stats = AggregateStatistics(filter_in_storage=filter_ok)
+
+    def run(self) -> pa.Table:
+        manifest = self.dataset.manifest
+        partitions = matching_partitions(manifest, self.query.filter)
+        self.stats.objects_pruned = len(manifest.partitions) - len(partitions)
+        if not partitions:
+            return self.query.run_locally(self.dataset.schema.empty_table())
+        partials = self._run_everywhere(self.decomposition.sub_plan, partitions, count=True)
+        distinct = [self._run_everywhere(plan, partitions, count=False)
+                    for plan in self.decomposition.distinct_plans]
+        return merge(self.query, self.decomposition, partials, distinct, self.output_schema)
+
+    def _run_everywhere(self, plan: bytes, partitions: list[Partition], count: bool) -> pa.Table:
+        tables = []
+        for partition, table in zip(partitions, self._results(plan, partitions, count)):
+            tables.append(table.append_column(ORDER, pa.array([partition.number] * table.num_rows, pa.int64())))
+            if count:
+                self.stats.partial_rows += table.num_rows
+        return pa.concat_tables(tables)
+
+    def _results(self, plan: bytes, partitions: list[Partition], count: bool) -> Iterator[pa.Table]:
+        if not self.stats.filter_in_storage:
+            for partition in partitions:
+                self._record(partition, "client", count)
+                yield self._complete_here(plan, partition)
+            return
+        request = encode_request({"method": "execute_plan", "plan": plan,
+                                  "compression": self.dataset.store.backend.reply_compression,
+                                  **self.pushback_limits})
+        backend = self.dataset.store.backend
+        calls = ((partition.object_name, request) for partition in partitions)
+        replies = backend.call_many("execute_plan", calls) if self.use_threads else \
+            (backend.call(name, "execute_plan", body) for name, body in calls)
+        for partition, encoded in zip(partitions, replies):
+            reply = decode_reply(encoded)
+            reply.raise_for_status(f"aggregating {self.dataset.name!r} partition {partition.number}")
+            self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
+            self.stats.bytes_returned += reply.body.size
+            if reply.executed == "none":
+                self._record(partition, "pushed back", count)
+                yield self._complete_here(plan, partition)
+            else:
+                self._record(partition, "storage", count)
+                self.stats.rows_scanned += reply.statistics["rows_scanned"] if count else 0
+                yield reply.reader().read_all()
+
+    def _record(self, partition: Partition, where: str, count: bool) -> None:
+        if not count:
+            return
+        self.stats.objects_scanned += 1
+        self.stats.where[partition.number] = where
+        if where == "pushed back":
+            self.stats.objects_pushed_back += 1
+        if where != "storage":
+            self.stats.objects_at_client += 1
+
+    def _complete_here(self, plan: bytes, partition: Partition) -> pa.Table:
+        """The object's sub-plan on this machine: plain read, same plan, same engine."""
+        data = self.dataset.store.backend.read_object(partition.object_name)
+        self.stats.bytes_returned += data.size
+        file_format = pads.ParquetFileFormat() if self.dataset.manifest.format == "parquet" \
+            else pads.IpcFileFormat()
+        read_schema = self.decomposition.read_schema
+        filter = None if self.stats.filter_in_storage else self.query.filter
+        table = file_format.make_fragment(pa.BufferReader(data)).to_table(
+            schema=self.dataset.schema, columns=read_schema.names, filter=filter, use_threads=False)
+        self.stats.rows_scanned += table.num_rows
+        return pas.run_query(pa.py_buffer(plan), table_provider=lambda names, schema: table.cast(read_schema),
+                             use_threads=False).read_all()
