@@ -37,6 +37,7 @@ class ScanStatistics:
     bytes_returned: int = 0     # bytes that crossed from storage to the client
     storage_cpu_s: float = 0.0
     wall_s: float = 0.0
+    objects_pushed_back: int = 0  # declined by a loaded node and done here
     pushdown: bool = True       # False: whole objects read and filtered here
     filter_in_storage: bool = True  # False: the filter was not expressible in Substrait
     projection_in_storage: bool = True  # (and was completed by the client)
@@ -48,7 +49,8 @@ class ScanStatistics:
 class Scanner:
     def __init__(self, dataset: Dataset, columns: Columns = None, filter: pc.Expression | None = None,
                  *, batch_size: int | None = None, use_threads: bool = True, pushdown: bool = True,
-                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
+                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES, max_in_flight: int | None = None,
+                 max_slice_cpu_ns: int | None = None) -> None:
         schema = dataset.schema
         self.dataset = dataset
         self.dataset_schema = schema
@@ -59,6 +61,7 @@ class Scanner:
         self.use_threads = use_threads
         self.pushdown = pushdown
         self.max_result_bytes = max_result_bytes
+        self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
         self._filter_substrait = None if filter is None else to_substrait([filter], ["filter"], schema, is_filter=True)
         self._client_filter = filter is not None and self._filter_substrait is None
         # A filter the client completes may read any column: then storage returns all.
@@ -80,9 +83,6 @@ class Scanner:
             tables = self._pushdown(partitions) if self.pushdown else self._read_whole(partitions)
             for table in tables:
                 self.stats.objects_scanned += 1
-                if self.pushdown and (self._client_filter or self._client_projection):
-                    table = pads.dataset(table).to_table(
-                        columns=self.columns, filter=self.filter if self._client_filter else None)
                 if table.schema != self.projected_schema:  # e.g. nullability of computed columns
                     table = table.cast(self.projected_schema)
                 self.stats.rows_returned += table.num_rows
@@ -100,7 +100,8 @@ class Scanner:
         if self.filter is None:
             return self.dataset.manifest.num_rows
         counter = Scanner(self.dataset, [], self.filter, use_threads=self.use_threads,
-                          pushdown=self.pushdown, max_result_bytes=self.max_result_bytes)
+                          pushdown=self.pushdown, max_result_bytes=self.max_result_bytes,
+                          **self.pushback_limits)
         rows = sum(batch.num_rows for batch in counter.to_batches())
         self.stats = counter.stats
         return rows
@@ -129,6 +130,7 @@ class Scanner:
             "compression": self.dataset.store.backend.reply_compression,
             "batch_size": self.batch_size,
             "max_result_bytes": self.max_result_bytes,
+            **self.pushback_limits,
         })
 
     def _pushdown(self, partitions: list[Partition]) -> Iterator[pa.Table]:
@@ -140,29 +142,40 @@ class Scanner:
         for partition, encoded in zip(partitions, replies):
             reply = decode_reply(encoded)
             reply.raise_for_status(f"scanning {self.dataset.name!r} partition {partition.number}")
+            if reply.executed == "none":  # pushed back by a loaded node: do it here
+                self.stats.objects_pushed_back += 1
+                size, rows, table = self._read_and_filter(partition)
+                self._count_plain_read(size, rows)
+                yield table
+                continue
             self.stats.rows_scanned += reply.statistics["rows_scanned"]
             self.stats.bytes_read += reply.statistics["bytes_read"]
             self.stats.bytes_returned += reply.body.size
             self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
-            yield reply.reader().read_all()
+            table = reply.reader().read_all()
+            if self._client_filter or self._client_projection:  # what storage could not do
+                table = pads.dataset(table).to_table(
+                    columns=self.columns, filter=self.filter if self._client_filter else None)
+            yield table
 
     def _read_whole(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         """The baseline a pushdown must beat: move whole objects to the client and
         let pyarrow filter them here, decoding only the columns it needs."""
-        backend = self.dataset.store.backend
+        window = 2 * (os.cpu_count() or 1) if self.use_threads else 1
+        for size, rows, table in ordered_map(_client_pool, self._read_and_filter, partitions, window):
+            self._count_plain_read(size, rows)
+            yield table
+
+    def _read_and_filter(self, partition: Partition) -> tuple[int, int, pa.Table]:
+        data = self.dataset.store.backend.read_object(partition.object_name)
         file_format = pads.ParquetFileFormat() if self.dataset.manifest.format == "parquet" \
             else pads.IpcFileFormat()
+        fragment = file_format.make_fragment(pa.BufferReader(data))
+        table = fragment.to_table(schema=self.dataset_schema, columns=self.columns,
+                                  filter=self.filter, use_threads=False)
+        return data.size, fragment.count_rows(), table
 
-        def read(partition: Partition) -> tuple[int, int, pa.Table]:
-            data = backend.read_object(partition.object_name)
-            fragment = file_format.make_fragment(pa.BufferReader(data))
-            table = fragment.to_table(schema=self.dataset_schema, columns=self.columns,
-                                      filter=self.filter, use_threads=False)
-            return data.size, fragment.count_rows(), table
-
-        window = 2 * (os.cpu_count() or 1) if self.use_threads else 1
-        for size, rows, table in ordered_map(_client_pool, read, partitions, window):
-            self.stats.bytes_read += size
-            self.stats.bytes_returned += size
-            self.stats.rows_scanned += rows
-            yield table
+    def _count_plain_read(self, size: int, rows: int) -> None:
+        self.stats.bytes_read += size
+        self.stats.bytes_returned += size
+        self.stats.rows_scanned += rows

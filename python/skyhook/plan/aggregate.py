@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pads
 from substrait.gen.proto import algebra_pb2, plan_pb2
 from substrait.gen.proto.extensions.extensions_pb2 import SimpleExtensionDeclaration
 
@@ -59,12 +60,20 @@ def partial_type(function: str, input_type: pa.DataType) -> pa.DataType:
 
 @dataclass(frozen=True)
 class Aggregation:
-    column: str
+    """(column, function) as in pyarrow, or (expression, function, name) to
+    aggregate a computed value such as price * (1 - discount)."""
+    column: str | None
     function: str
+    expression: pc.Expression | None = None
+    name: str | None = None
 
     @property
     def output_name(self) -> str:
-        return f"{self.column}_{self.function}"
+        return self.name or f"{self.column}_{self.function}"
+
+    @property
+    def input(self) -> pc.Expression:
+        return self.expression if self.expression is not None else pc.field(self.column)
 
 
 @dataclass
@@ -79,15 +88,19 @@ class AggregateQuery:
         keys = [keys] if isinstance(keys, str) else list(keys)
         parsed = []
         for entry in aggregations:
-            if not (isinstance(entry, (tuple, list)) and len(entry) == 2):
-                raise InvalidRequestError(f"an aggregation is (column, function), not {entry!r}")
-            parsed.append(Aggregation(*entry))
+            if isinstance(entry, (tuple, list)) and len(entry) == 2 and isinstance(entry[0], str):
+                parsed.append(Aggregation(entry[0], entry[1]))
+            elif isinstance(entry, (tuple, list)) and len(entry) == 3 and isinstance(entry[0], pc.Expression):
+                parsed.append(Aggregation(None, entry[1], entry[0], entry[2]))
+            else:
+                raise InvalidRequestError("an aggregation is (column, function) or (expression, function, "
+                                          f"name), not {entry!r}")
         query = cls(keys, parsed, filter)
         query.validate(schema)
         return query
 
     def validate(self, schema: pa.Schema) -> None:
-        for name in self.keys + [a.column for a in self.aggregations]:
+        for name in self.keys + [a.column for a in self.aggregations if a.column is not None]:
             if schema.get_field_index(name) < 0:
                 raise UnknownColumnError(f"unknown column {name!r}; the dataset has {', '.join(schema.names)}")
         for aggregation in self.aggregations:
@@ -98,6 +111,8 @@ class AggregateQuery:
             self.output_schema(schema)
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
             raise TypeMismatchError(f"cannot aggregate: {str(error).splitlines()[0]}") from None
+        except pa.ArrowInvalid as error:
+            raise InvalidRequestError(f"cannot aggregate: {str(error).splitlines()[0]}") from None
 
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
         """pyarrow's answer on no rows: the names, order and types to return."""
@@ -105,15 +120,20 @@ class AggregateQuery:
 
     def run_locally(self, table: pa.Table) -> pa.Table:
         """pyarrow computing this query: the semantics every result must have."""
-        return table.group_by(self.keys, use_threads=False).aggregate(
-            [(a.column, a.function) for a in self.aggregations])
+        columns = {key: pc.field(key) for key in self.keys}
+        columns.update({f"__input{i}": a.input for i, a in enumerate(self.aggregations)})
+        inputs = pads.dataset(table).to_table(columns=columns, filter=self.filter)
+        result = inputs.group_by(self.keys, use_threads=False).aggregate(
+            [(f"__input{i}", a.function) for i, a in enumerate(self.aggregations)])
+        outputs = {f"__input{i}_{a.function}": a.output_name for i, a in enumerate(self.aggregations)}
+        return result.rename_columns([outputs.get(name, name) for name in result.column_names])
 
 
 def _input_expression(aggregation: Aggregation) -> pc.Expression:
     if aggregation.function in ("variance", "stddev"):
         # Partial means and variances travel as float64, as pyarrow computes them.
-        return pc.field(aggregation.column).cast(pa.float64(), safe=False)
-    return pc.field(aggregation.column)
+        return aggregation.input.cast(pa.float64(), safe=False)
+    return aggregation.input
 
 
 def full_plan(schema: pa.Schema, query: AggregateQuery, filter_in_storage: bool) -> bytes:
