@@ -48,8 +48,8 @@ def _translate(error: Exception, schema: pa.Schema) -> Exception:
 
 # Substrait has no is_in: pyarrow encodes it as OR-ed equalities, which give
 # null instead of false for a null input, and never match a null in the value
-# set. A filter only notices the first under operators that tell null from
-# false; a projection always does.
+# set (nor a NaN). A filter only notices the first under operators that tell
+# null from false; a projection always does.
 _NULL_SENSITIVE = ("invert(", "is_null(", "is_valid(", "if_else(", "coalesce(", "fill_null",
                    "case_when(", "true_unless_null(", "choose(")
 
@@ -58,8 +58,9 @@ def _changes_meaning_in_substrait(expression: pc.Expression, is_filter: bool) ->
     text = str(expression)
     if "is_in(" not in text:
         return False
-    null_in_value_set = re.search(r"^\s+null,?$", text, re.MULTILINE) is not None
-    return not is_filter or null_in_value_set or any(operator in text for operator in _NULL_SENSITIVE)
+    # is_in also matches NaN with NaN; equality never does.
+    null_or_nan_in_value_set = re.search(r"^\s+(null|nan|-nan),?$", text, re.MULTILINE) is not None
+    return not is_filter or null_or_nan_in_value_set or any(operator in text for operator in _NULL_SENSITIVE)
 
 
 def to_substrait(expressions: list[pc.Expression], names: list[str], schema: pa.Schema,

@@ -12,6 +12,7 @@
 #include "skyhook/storage/cpu_timer.h"
 #include "skyhook/storage/object_columns.h"
 #include "skyhook/storage/object_reader.h"
+#include "skyhook/storage/plan_shape.h"
 #include "skyhook/storage/pushback.h"
 #include "skyhook/storage/result_writer.h"
 
@@ -20,6 +21,12 @@ namespace {
 
 using arrow::acero::Declaration;
 using SourceBatch = std::optional<arrow::compute::ExecBatch>;
+
+// Column errors raised by ObjectSource keep their codes; the rest is the plan's fault.
+arrow::Status AsPlanError(const arrow::Status& status) {
+  if (CodeOf(status) != ErrorCode::kInternal) return status;
+  return Error(ErrorCode::kInvalidRequest, "cannot use the Substrait plan: ", status.message());
+}
 
 class PlanExecution {
  public:
@@ -36,13 +43,15 @@ class PlanExecution {
                                              const arrow::Schema& schema) {
       return ObjectSource(schema);
     };
-    auto plan = arrow::engine::DeserializePlan(*request_.plan, nullptr, nullptr, conversion);
-    if (!plan.ok()) {
-      // Column errors raised by ObjectSource keep their codes; the rest is the plan's fault.
-      if (CodeOf(plan.status()) != ErrorCode::kInternal) return plan.status();
-      return Error(ErrorCode::kInvalidRequest, "cannot use the Substrait plan: ",
-                   plan.status().message());
+    ARROW_ASSIGN_OR_RAISE(auto shape, CheckPlanShape(request_.plan->ToString()));
+    if (shape.has_aggregate) {
+      auto input = arrow::engine::DeserializePlan(arrow::Buffer(shape.input_plan), nullptr,
+                                                  nullptr, conversion);
+      if (!input.ok()) return AsPlanError(input.status());
+      ARROW_RETURN_NOT_OK(CheckTypedColumns(*input->root.output_schema));
     }
+    auto plan = arrow::engine::DeserializePlan(*request_.plan, nullptr, nullptr, conversion);
+    if (!plan.ok()) return AsPlanError(plan.status());
     ARROW_ASSIGN_OR_RAISE(auto results, arrow::acero::DeclarationToReader(
                                             plan->root.declaration, /*use_threads=*/false));
     auto schema = results->schema();

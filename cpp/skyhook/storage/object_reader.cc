@@ -15,27 +15,46 @@ arrow::Status Corrupt(const std::string& format, const arrow::Status& cause) {
                " partition: ", cause.message());
 }
 
-// Reads failing mid-stream also mean the object is damaged; say so, once.
-class CorruptionReportingReader : public arrow::RecordBatchReader {
- public:
-  CorruptionReportingReader(std::shared_ptr<arrow::RecordBatchReader> inner,
-                            std::string format)
-      : inner_(std::move(inner)), format_(std::move(format)) {}
-  std::shared_ptr<arrow::Schema> schema() const override { return inner_->schema(); }
-  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* batch) override {
-    auto status = inner_->ReadNext(batch);
-    return status.ok() ? status : Corrupt(format_, status);
-  }
-
- private:
-  std::shared_ptr<arrow::RecordBatchReader> inner_;
-  std::string format_;
-};
-
 void CollectLeaves(const parquet::arrow::SchemaField& field, std::vector<int>* leaves) {
   if (field.is_leaf()) leaves->push_back(field.column_index);
   for (const auto& child : field.children) CollectLeaves(child, leaves);
 }
+
+// Batches of one row group at a time: a slice never spans row groups, so the
+// work and memory of a slice are bounded by the row group size.
+class RowGroupReader : public arrow::RecordBatchReader {
+ public:
+  RowGroupReader(parquet::arrow::FileReader* file, std::vector<int> leaves,
+                 std::shared_ptr<arrow::Schema> schema)
+      : file_(file), leaves_(std::move(leaves)), schema_(std::move(schema)) {}
+
+  std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
+
+  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* out) override {
+    while (true) {
+      if (current_) {
+        auto status = current_->ReadNext(out);
+        if (!status.ok()) return Corrupt("Parquet", status);
+        if (*out != nullptr) return arrow::Status::OK();
+        current_.reset();
+      }
+      if (next_row_group_ >= file_->num_row_groups()) {
+        *out = nullptr;
+        return arrow::Status::OK();
+      }
+      auto batches = file_->GetRecordBatchReader({next_row_group_++}, leaves_);
+      if (!batches.ok()) return Corrupt("Parquet", batches.status());
+      current_ = std::move(*batches);
+    }
+  }
+
+ private:
+  parquet::arrow::FileReader* file_;
+  std::vector<int> leaves_;
+  std::shared_ptr<arrow::Schema> schema_;
+  int next_row_group_ = 0;
+  std::unique_ptr<arrow::RecordBatchReader> current_;
+};
 
 class ParquetObjectReader : public ObjectReader {
  public:
@@ -66,11 +85,8 @@ class ParquetObjectReader : public ObjectReader {
     for (int index : field_indices) {
       CollectLeaves(reader_->manifest().schema_fields.at(index), &leaves);
     }
-    std::vector<int> row_groups(reader_->num_row_groups());
-    for (int i = 0; i < reader_->num_row_groups(); ++i) row_groups[i] = i;
-    auto batches = reader_->GetRecordBatchReader(row_groups, leaves);
-    if (!batches.ok()) return Corrupt("Parquet", batches.status());
-    return std::make_shared<CorruptionReportingReader>(std::move(*batches), "Parquet");
+    ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
+    return std::make_shared<RowGroupReader>(reader_.get(), std::move(leaves), std::move(schema));
   }
 
  private:
@@ -142,9 +158,8 @@ class IpcObjectReader : public ObjectReader {
     options.use_threads = false;
     auto reader = arrow::ipc::RecordBatchFileReader::Open(file_, options);
     if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
-    std::vector<std::shared_ptr<arrow::Field>> fields;
-    for (int index : field_indices) fields.push_back(schema()->field(index));
-    return std::make_shared<IpcBatchReader>(*reader, arrow::schema(fields), batch_size);
+    ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
+    return std::make_shared<IpcBatchReader>(*reader, std::move(schema), batch_size);
   }
 
  private:
@@ -156,6 +171,18 @@ class IpcObjectReader : public ObjectReader {
 };
 
 }  // namespace
+
+arrow::Result<std::shared_ptr<arrow::Schema>> ObjectReader::FieldsSchema(
+    const std::vector<int>& field_indices) const {
+  arrow::FieldVector fields;
+  for (int index : field_indices) {
+    if (index < 0 || index >= schema()->num_fields()) {
+      return arrow::Status::IndexError("field ", index, " is not in the object");
+    }
+    fields.push_back(schema()->field(index));
+  }
+  return arrow::schema(std::move(fields));
+}
 
 arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(ObjectContext* object) {
   auto file = ObjectFile::Open(object);

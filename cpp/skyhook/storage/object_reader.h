@@ -28,7 +28,8 @@ class ObjectReader {
   virtual std::shared_ptr<arrow::Schema> schema() const = 0;
   virtual int64_t num_rows() const = 0;
 
-  /// Batches of at most batch_size rows holding the given top-level fields.
+  /// Batches of at most batch_size rows (and never more than one Parquet row
+  /// group) holding the given top-level fields.
   virtual arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
       const std::vector<int>& field_indices, int64_t batch_size) = 0;
 
@@ -36,6 +37,8 @@ class ObjectReader {
 
  protected:
   explicit ObjectReader(std::shared_ptr<ObjectFile> file) : file_(std::move(file)) {}
+  arrow::Result<std::shared_ptr<arrow::Schema>> FieldsSchema(
+      const std::vector<int>& field_indices) const;
   std::shared_ptr<ObjectFile> file_;
 };
 

@@ -120,9 +120,24 @@ class AggregateQuery:
 
     def run_locally(self, table: pa.Table) -> pa.Table:
         """pyarrow computing this query: the semantics every result must have."""
+        return self.aggregate_inputs(pads.dataset(table).to_table(columns=self.input_columns(), filter=self.filter))
+
+    def input_columns(self) -> dict[str, pc.Expression]:
+        """The keys and each aggregation's input, as columns named __input<i>."""
         columns = {key: pc.field(key) for key in self.keys}
         columns.update({f"__input{i}": a.input for i, a in enumerate(self.aggregations)})
-        inputs = pads.dataset(table).to_table(columns=columns, filter=self.filter)
+        return columns
+
+    def aggregates_in_storage(self, schema: pa.Schema) -> bool:
+        """False when an input is computed decimal arithmetic: Arrow's Substrait
+        consumer cannot type it for an aggregate, so storage filters and
+        computes the inputs and the client aggregates them."""
+        types = pads.dataset(schema.empty_table()).to_table(columns=self.input_columns()).schema
+        return not any(a.expression is not None and pa.types.is_decimal(types.field(f"__input{i}").type)
+                       for i, a in enumerate(self.aggregations))
+
+    def aggregate_inputs(self, inputs: pa.Table) -> pa.Table:
+        """The aggregation over a table of input_columns()."""
         result = inputs.group_by(self.keys, use_threads=False).aggregate(
             [(f"__input{i}", a.function) for i, a in enumerate(self.aggregations)])
         outputs = {f"__input{i}_{a.function}": a.output_name for i, a in enumerate(self.aggregations)}
@@ -157,6 +172,13 @@ def full_plan(schema: pa.Schema, query: AggregateQuery, filter_in_storage: bool)
                                          groupings=[_grouping(range(keys))])
     names = query.keys + [a.output_name for a in query.aggregations]
     return builder.finish(algebra_pb2.Rel(aggregate=aggregate), names)
+
+
+def rows_plan(schema: pa.Schema, query: AggregateQuery, filter_in_storage: bool) -> bytes:
+    """read -> filter -> project(input_columns()): the sub-plan when the client aggregates."""
+    columns = query.input_columns()
+    builder = PlanBuilder(schema, query.filter if filter_in_storage else None, list(columns.values()))
+    return builder.finish(builder.input(), list(columns))
 
 
 def _grouping(indices) -> algebra_pb2.AggregateRel.Grouping:

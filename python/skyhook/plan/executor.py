@@ -15,7 +15,7 @@ import pyarrow.dataset as pads
 import pyarrow.substrait as pas
 
 from skyhook.expressions import to_substrait
-from skyhook.plan.aggregate import AggregateQuery, Decomposition, decompose, full_plan
+from skyhook.plan.aggregate import AggregateQuery, Decomposition, decompose, full_plan, rows_plan
 from skyhook.plan.merge import ORDER, merge
 from skyhook.protocol import decode_reply, encode_request
 from skyhook.pruning import matching_partitions
@@ -36,6 +36,7 @@ class AggregateStatistics:
     bytes_returned: int = 0
     storage_cpu_s: float = 0.0
     filter_in_storage: bool = True
+    aggregate_in_storage: bool = True  # False: storage filtered and projected, the client aggregated
     where: dict[int, str] = field(default_factory=dict)  # partition -> storage | pushed back | client
 
     def as_dict(self) -> dict:
@@ -55,7 +56,9 @@ class AggregateExecution:
             to_substrait([query.filter], ["filter"], schema, is_filter=True) is not None
         self.plan = full_plan(schema, query, filter_in_storage=filter_ok)
         self.decomposition: Decomposition = decompose(self.plan, query.keys, schema)
-        self.stats = AggregateStatistics(filter_in_storage=filter_ok)
+        in_storage = query.aggregates_in_storage(schema)
+        self.rows_plan = None if in_storage else rows_plan(schema, query, filter_in_storage=filter_ok)
+        self.stats = AggregateStatistics(filter_in_storage=filter_ok, aggregate_in_storage=in_storage)
 
     def run(self) -> pa.Table:
         manifest = self.dataset.manifest
@@ -63,6 +66,9 @@ class AggregateExecution:
         self.stats.objects_pruned = len(manifest.partitions) - len(partitions)
         if not partitions:
             return self.query.run_locally(self.dataset.schema.empty_table())
+        if self.rows_plan is not None:
+            rows = self._run_everywhere(self.rows_plan, partitions, count=True).sort_by(ORDER)
+            return self.query.aggregate_inputs(rows.drop_columns([ORDER])).cast(self.output_schema)
         partials = self._run_everywhere(self.decomposition.sub_plan, partitions, count=True)
         distinct = [self._run_everywhere(plan, partitions, count=False)
                     for plan in self.decomposition.distinct_plans]
@@ -118,10 +124,9 @@ class AggregateExecution:
         self.stats.bytes_returned += data.size
         file_format = pads.ParquetFileFormat() if self.dataset.manifest.format == "parquet" \
             else pads.IpcFileFormat()
-        read_schema = self.decomposition.read_schema
         filter = None if self.stats.filter_in_storage else self.query.filter
         table = file_format.make_fragment(pa.BufferReader(data)).to_table(
-            schema=self.dataset.schema, columns=read_schema.names, filter=filter, use_threads=False)
+            schema=self.dataset.schema, filter=filter, use_threads=False)
         self.stats.rows_scanned += table.num_rows
-        return pas.run_query(pa.py_buffer(plan), table_provider=lambda names, schema: table.cast(read_schema),
-                             use_threads=False).read_all()
+        return pas.run_query(pa.py_buffer(plan), use_threads=False,
+                             table_provider=lambda names, schema: table.select(schema.names).cast(schema)).read_all()

@@ -36,7 +36,7 @@ def referenced_fields(message: Message) -> set[int]:
     for descriptor, value in message.ListFields():
         if descriptor.message_type is None:
             continue
-        values = value if descriptor.label == descriptor.LABEL_REPEATED else [value]
+        values = value if descriptor.is_repeated else [value]
         for item in values:
             if isinstance(item, Expression.FieldReference) and item.HasField("root_reference") \
                     and item.direct_reference.HasField("struct_field"):

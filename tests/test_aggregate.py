@@ -1,0 +1,194 @@
+"""Aggregates computed in storage as partials and merged at the client, against
+pyarrow's group_by().aggregate() and DuckDB on the same data."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import math
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import skyhook
+from conftest import BACKENDS, make_typed_table, open_store
+from test_properties import filters
+
+F = pc.field
+TABLE = make_typed_table(rows=4000, seed=3)
+NUMERIC = ["i8", "i32", "u16", "f32", "f64", "dec"]
+ORDERED = NUMERIC + ["s", "d", "ts", "b", "id"]
+FUNCTIONS = {
+    "count": ORDERED + ["bin", "all_null"], "count_distinct": ["i8", "s", "d", "b", "dec"],
+    "sum": NUMERIC + ["all_null"], "mean": NUMERIC, "variance": NUMERIC, "stddev": NUMERIC,
+    "min": ORDERED, "max": ORDERED, "first": ORDERED, "last": ORDERED,
+}
+KEYS = ["s", "b", "i8", "d"]
+
+
+def assert_same_result(actual: pa.Table, expected: pa.Table, keys: list[str]) -> None:
+    assert actual.schema == expected.schema
+    order = [(key, "ascending") for key in keys]
+    if keys:
+        actual, expected = actual.sort_by(order), expected.sort_by(order)
+    assert actual.num_rows == expected.num_rows
+    for name in expected.column_names:
+        left, right = actual.column(name).to_pylist(), expected.column(name).to_pylist()
+        if pa.types.is_floating(expected.schema.field(name).type):
+            for a, b in zip(left, right):
+                assert (a is None and b is None) or (math.isnan(a) and math.isnan(b)) or \
+                    a == pytest.approx(b, rel=1e-9, abs=1e-9), name
+        else:
+            assert left == right, name
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def dataset(request, tmp_path_factory):
+    store = open_store(request.param, tmp_path_factory.mktemp("agg"), request)
+    return store.write_dataset("t", TABLE, rows_per_object=900)
+
+
+@pytest.mark.parametrize("keys", [[], ["s"], ["b", "i8"], ["d"]])
+def test_every_function_matches_pyarrow(dataset, keys):
+    aggregations = [(column, function) for function, columns in FUNCTIONS.items() for column in columns[:3]]
+    filter = F("i32") > -500
+    result = dataset.group_by(keys).aggregate(aggregations, filter=filter)
+    assert_same_result(result, TABLE.filter(filter).group_by(keys, use_threads=False).aggregate(aggregations), keys)
+    stats = dataset.last_aggregate.stats
+    assert stats.objects_at_client == 0 and stats.partial_rows > 0
+
+
+def test_no_rows_match(dataset):
+    aggregations = [("i32", "sum"), ("i32", "count"), ("f64", "mean"), ("s", "count_distinct")]
+    for keys in ([], ["s"]):
+        expected = TABLE.slice(0, 0).group_by(keys).aggregate(aggregations)
+        assert_same_result(dataset.group_by(keys).aggregate(aggregations, filter=F("id") < 0), expected, keys)
+
+
+def test_computed_inputs_and_text_filter(dataset):
+    amount = F("dec") * pa.scalar(decimal.Decimal("2.00"), pa.decimal128(12, 2))
+    result = dataset.group_by("b").aggregate([(amount, "sum", "twice"), ("i32", "mean")], filter="i8 > 0 and s != 'fig'")
+    local = TABLE.filter((F("i8") > 0) & (F("s") != "fig"))
+    local = local.append_column("twice", pc.multiply_checked(local.column("dec"), pa.scalar(decimal.Decimal("2.00"), pa.decimal128(12, 2))))
+    assert_same_result(result, local.group_by("b").aggregate([("twice", "sum"), ("i32", "mean")])
+                       .rename_columns(["b", "twice", "i32_mean"]), ["b"])
+
+
+@pytest.mark.parametrize("limits", [{"max_in_flight": 0}, {"max_slice_cpu_ns": 1}])
+def test_pushback_leaves_results_unchanged(tmp_path, request, limits):
+    for backend in BACKENDS:
+        store = open_store(backend, tmp_path / backend, request)
+        dataset = store.write_dataset("t", TABLE, rows_per_object=900, row_group_size=200)
+        aggregations = [("i32", "sum"), ("f64", "variance"), ("s", "count_distinct"), ("d", "first")]
+        pushed = dataset.group_by("b").aggregate(aggregations, filter=F("i8") > -50, **limits)
+        stats = dataset.last_aggregate.stats
+        assert stats.objects_pushed_back == stats.objects_scanned == len(dataset.manifest.partitions)
+        assert set(stats.where.values()) == {"pushed back"}
+        assert_same_result(pushed, TABLE.filter(F("i8") > -50).group_by("b", use_threads=False).aggregate(aggregations), ["b"])
+        scanner = dataset.scanner(columns=["id", "s"], filter=F("i8") > -50, **limits)
+        assert scanner.to_table().equals(TABLE.filter(F("i8") > -50).select(["id", "s"]))
+        assert scanner.stats.objects_pushed_back == len(dataset.manifest.partitions)
+
+
+def test_filter_substrait_cannot_carry_is_completed_at_client(dataset):
+    filter = F("id") > 1000.5  # an implicit safe cast: not expressible in Substrait
+    result = dataset.aggregate([("i32", "sum"), ("f32", "max")], filter=filter)
+    assert_same_result(result, TABLE.filter(filter).group_by([]).aggregate([("i32", "sum"), ("f32", "max")]), [])
+    assert not dataset.last_aggregate.stats.filter_in_storage
+
+
+def test_bad_aggregations(dataset):
+    with pytest.raises(skyhook.UnknownColumnError, match="'nope'"):
+        dataset.aggregate([("nope", "sum")])
+    with pytest.raises(skyhook.UnknownColumnError, match="'nope'"):
+        dataset.group_by("nope").aggregate([("i32", "sum")])
+    with pytest.raises(skyhook.InvalidRequestError, match="unknown aggregate function 'median'"):
+        dataset.aggregate([("i32", "median")])
+    with pytest.raises(skyhook.TypeMismatchError, match="cannot aggregate"):
+        dataset.aggregate([("s", "sum")])
+    with pytest.raises(skyhook.InvalidRequestError, match="an aggregation is"):
+        dataset.aggregate(["i32"])
+
+
+@st.composite
+def aggregate_queries(draw):
+    keys = draw(st.lists(st.sampled_from(KEYS), max_size=2, unique=True))
+    functions = draw(st.lists(st.sampled_from(sorted(FUNCTIONS)), min_size=1, max_size=4))
+    aggregations = [(draw(st.sampled_from(FUNCTIONS[f])), f) for f in functions]
+    return keys, list(dict.fromkeys(aggregations)), draw(st.one_of(st.none(), filters()))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=aggregate_queries())
+def test_random_group_bys_match_pyarrow(dataset, query):
+    keys, aggregations, filter = query
+    local = TABLE if filter is None else TABLE.filter(filter)
+    try:
+        expected = local.group_by(keys, use_threads=False).aggregate(aggregations)
+    except pa.ArrowNotImplementedError:  # pyarrow cannot either (e.g. first of decimals, no keys)
+        with pytest.raises(skyhook.TypeMismatchError):
+            dataset.group_by(keys).aggregate(aggregations, filter=filter)
+        return
+    assert_same_result(dataset.group_by(keys).aggregate(aggregations, filter=filter), expected, keys)
+
+
+# TPC-H on generated lineitem, against DuckDB on the same Parquet file.
+Q1_SQL = """
+select l_returnflag, l_linestatus, sum(l_quantity) as sum_qty, sum(l_extendedprice) as sum_base_price,
+  sum(l_extendedprice * (1 - l_discount)) as sum_disc_price,
+  sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) as sum_charge,
+  avg(l_quantity) as avg_qty, avg(l_extendedprice) as avg_price, avg(l_discount) as avg_disc, count(*) as count_order
+from lineitem where l_shipdate <= date '1998-09-02'
+group by l_returnflag, l_linestatus order by l_returnflag, l_linestatus"""
+Q6_SQL = """
+select sum(l_extendedprice * l_discount) as revenue from lineitem
+where l_shipdate >= date '1994-01-01' and l_shipdate < date '1995-01-01'
+  and l_discount between 0.05 and 0.07 and l_quantity < 24"""
+
+
+@pytest.fixture(scope="module")
+def lineitem(tmp_path_factory):
+    from skyhook.tpch import generate_lineitem
+    return generate_lineitem(0.01, tmp_path_factory.mktemp("tpch"))
+
+
+def money(value: str) -> pc.Expression:
+    return pc.scalar(pa.scalar(decimal.Decimal(value), pa.decimal128(15, 2)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tpch_q1_and_q6_match_duckdb(lineitem, tmp_path, request, backend):
+    store = open_store(backend, tmp_path / "store", request)
+    ds = store.write_dataset("lineitem", str(lineitem), rows_per_object=15_000)
+    price, discount, tax = F("l_extendedprice"), F("l_discount"), F("l_tax")
+    one = money("1.00")
+    q1 = ds.group_by(["l_returnflag", "l_linestatus"]).aggregate([
+        ("l_quantity", "sum"), ("l_extendedprice", "sum"),
+        (price * (one - discount), "sum", "sum_disc_price"),
+        # pyarrow does not widen decimal products: narrow the first one (values < 1e16).
+        ((price * (one - discount)).cast(pa.decimal128(20, 4), safe=False) * (one + tax), "sum", "sum_charge"),
+        ("l_quantity", "mean"), ("l_extendedprice", "mean"), ("l_discount", "mean"), ("l_orderkey", "count"),
+    ], filter=F("l_shipdate") <= pa.scalar(datetime.date(1998, 9, 2))).sort_by([("l_returnflag", "ascending"), ("l_linestatus", "ascending")])
+    expected = duckdb.sql(Q1_SQL.replace("lineitem", f"'{lineitem}'")).fetchall()
+    assert ds.last_aggregate.stats.objects_at_client == 0
+    assert len(expected) == q1.num_rows == 4
+    for ours, theirs in zip(q1.to_pylist(), expected):
+        values = list(ours.values())
+        assert values[:4] == list(theirs[:4])                       # keys and exact decimal sums
+        assert values[4] == theirs[4] and values[5] == theirs[5]   # sums of computed decimals
+        for mine, duck in zip(values[6:9], theirs[6:9]):
+            assert float(mine) == pytest.approx(float(duck), abs=0.01)  # decimal averages, rounded to cents
+        assert values[9] == theirs[9]
+
+    q6 = ds.aggregate([(price * discount, "sum", "revenue")],
+                      filter="l_shipdate >= '1994-01-01' and l_shipdate < '1995-01-01' and "
+                             "l_discount >= 0.05 and l_discount <= 0.07 and l_quantity < 24")
+    (revenue,), = duckdb.sql(Q6_SQL.replace("lineitem", f"'{lineitem}'")).fetchall()
+    assert q6.column("revenue")[0].as_py() == revenue
+    assert ds.last_aggregate.stats.filter_in_storage
+    assert pq.read_metadata(lineitem).num_rows == ds.manifest.num_rows
