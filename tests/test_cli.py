@@ -57,3 +57,18 @@ def test_clear_errors(tmp_path):
     assert bad.returncode == 1 and "unknown column 'nope'" in bad.stdout
     absent = skyhook_cli("import", "u", str(tmp_path / "absent.parquet"), "--store", store, check=False)
     assert absent.returncode == 1 and "no such file" in absent.stdout
+
+
+def test_group_by_and_explain(tmp_path):
+    store = str(tmp_path / "store")
+    pq.write_table(TABLE, tmp_path / "t.parquet")
+    skyhook_cli("import", "t", str(tmp_path / "t.parquet"), "--store", store, "--rows-per-object", "300")
+    out = skyhook_cli("query", "t", "--store", store, "-g", "flag", "-a", "price:sum", "-a", "k:count",
+                      "--where", "k < 100").stdout
+    expected = TABLE.filter(pc.field("k") < 100).group_by("flag").aggregate([("price", "sum"), ("k", "count")])
+    for row in expected.to_pylist():
+        assert str(row["price_sum"]) in out and str(row["k_count"]) in out
+    explained = skyhook_cli("query", "t", "--store", store, "-g", "flag", "-a", "price:mean", "--explain").stdout
+    assert "super-plan at the client" in explained and "4 in storage" in explained
+    bad = skyhook_cli("query", "t", "--store", store, "-g", "flag", check=False)
+    assert bad.returncode == 1 and "needs at least one --agg" in bad.stdout

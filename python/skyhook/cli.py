@@ -112,22 +112,54 @@ def query(dataset: str, store: StoreOption = DEFAULT_STORE,
           where: Annotated[Optional[str], typer.Option("--where", "-w", help="Filter, e.g. \"price > 10 and flag == 'R'\".")] = None,
           limit: Annotated[int, typer.Option(help="Rows to print.")] = 20,
           output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the result to .parquet or .csv.")] = None,
-          pushdown: Annotated[bool, typer.Option(help="Run the filter in storage (--no-pushdown reads whole objects).")] = True) -> None:
-    """Filter and project a dataset in storage and print the result and scan statistics."""
+          pushdown: Annotated[bool, typer.Option(help="Run the filter in storage (--no-pushdown reads whole objects).")] = True,
+          group_by: Annotated[Optional[str], typer.Option("--group-by", "-g", help="Comma-separated group keys.")] = None,
+          agg: Annotated[Optional[list[str]], typer.Option("--agg", "-a", help="COLUMN:FUNCTION, e.g. l_quantity:sum (repeatable).")] = None,
+          explain: Annotated[bool, typer.Option("--explain", help="Say what ran in storage and what at the client.")] = False) -> None:
+    """Filter and project (or aggregate) a dataset in storage; print the result and statistics."""
     with _open(store) as source:
         data = source.dataset(dataset)
         names = [name.strip() for name in columns.split(",")] if columns else None
+        keys = [key.strip() for key in group_by.split(",")] if group_by else []
+        aggregations = [_aggregation(spec) for spec in agg or []]
+        if keys and not aggregations:
+            raise SkyhookError("--group-by needs at least one --agg COLUMN:FUNCTION")
+        if explain:
+            console.print(str(data.explain(names, where, keys=keys, aggregations=aggregations or None)))
+            return
+        if aggregations:
+            result = data.group_by(keys).aggregate(aggregations, filter=where)
+            _show(result, output, limit)
+            statistics = data.last_aggregate.stats.as_dict()
+            statistics.pop("where")
+            _print_statistics(statistics)
+            return
         scanner = data.scanner(columns=names, filter=where, pushdown=pushdown)
         result = scanner.to_table()
-        if output:
-            _write(result, output)
-            console.print(f"wrote {result.num_rows:,} rows to {output}")
-        else:
-            _print_table(result, limit)
-        stats = Table("statistic", "value", title="scan statistics")
-        for key, value in scanner.stats.as_dict().items():
-            stats.add_row(key, _size(value) if key.startswith("bytes") else f"{value:,.3f}" if isinstance(value, float) else str(value))
-        console.print(stats)
+        _show(result, output, limit)
+        _print_statistics(scanner.stats.as_dict())
+
+
+def _aggregation(spec: str) -> tuple[str, str]:
+    column, _, function = spec.rpartition(":")
+    if not column or not function:
+        raise SkyhookError(f"--agg {spec!r}: expected COLUMN:FUNCTION, e.g. l_quantity:sum")
+    return column, function
+
+
+def _show(result: pa.Table, output: Optional[Path], limit: int) -> None:
+    if output:
+        _write(result, output)
+        console.print(f"wrote {result.num_rows:,} rows to {output}")
+    else:
+        _print_table(result, limit)
+
+
+def _print_statistics(statistics: dict) -> None:
+    table = Table("statistic", "value", title="statistics")
+    for key, value in statistics.items():
+        table.add_row(key, _size(value) if key.startswith("bytes") else f"{value:,.3f}" if isinstance(value, float) else str(value))
+    console.print(table)
 
 
 @app.command()

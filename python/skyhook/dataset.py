@@ -13,6 +13,7 @@ import pyarrow.dataset as pads
 from skyhook.expressions import Columns, projected_schema
 from skyhook.plan.aggregate import AggregateQuery
 from skyhook.plan.executor import AggregateExecution
+from skyhook.plan.explain import Explanation, explain_aggregate, explain_scan
 from skyhook.manifest import Manifest
 from skyhook.scanner import Scanner
 from skyhook.where import parse_where
@@ -99,6 +100,14 @@ class Dataset(pads.Dataset):
                   **options: Any) -> pa.Table:
         """Aggregates over the whole dataset (no keys): one row."""
         return self.group_by([]).aggregate(aggregations, filter=filter, **options)
+
+    def explain(self, columns: Columns = None, filter: pc.Expression | str | None = None, *,
+                keys: str | list[str] | None = None, aggregations: list[tuple] | None = None,
+                **options: Any) -> Explanation:
+        """Run a scan (or, with aggregations, an aggregate) and say what ran where."""
+        if aggregations is not None:
+            return explain_aggregate(self, self.group_by(keys or []).execution(aggregations, filter, **options))
+        return explain_scan(self, self.scanner(columns, filter, **options))
 
     # Relational operations run in pyarrow on the materialised dataset.
     def sort_by(self, sorting: Any, **kwargs: Any) -> pads.InMemoryDataset:

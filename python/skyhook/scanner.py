@@ -16,7 +16,7 @@ import pyarrow.dataset as pads
 
 from skyhook.expressions import Columns, output_expressions, projected_schema, to_substrait
 from skyhook.parallel import ordered_map
-from skyhook.protocol import decode_reply, encode_request
+from skyhook.protocol import encode_request
 from skyhook.pruning import matching_partitions
 
 if TYPE_CHECKING:
@@ -69,6 +69,8 @@ class Scanner:
         if columns is not None and not self._client_filter:
             self._projection_substrait = to_substrait(*output_expressions(columns), schema)
         self._client_projection = columns is not None and self._projection_substrait is None
+        #: Partitions the last run could not rule out by statistics.
+        self.scanned: set[int] = set()
         self.stats = ScanStatistics(pushdown=pushdown, filter_in_storage=not self._client_filter,
                                     projection_in_storage=not self._client_projection)
 
@@ -79,6 +81,7 @@ class Scanner:
         started = time.perf_counter()
         try:
             partitions = matching_partitions(self.dataset.manifest, self.filter)
+            self.scanned = {partition.number for partition in partitions}
             self.stats.objects_pruned += len(self.dataset.manifest.partitions) - len(partitions)
             tables = self._pushdown(partitions) if self.pushdown else self._read_whole(partitions)
             for table in tables:
@@ -134,14 +137,10 @@ class Scanner:
         })
 
     def _pushdown(self, partitions: list[Partition]) -> Iterator[pa.Table]:
-        request = self._request()
-        backend = self.dataset.store.backend
-        calls = ((partition.object_name, request) for partition in partitions)
-        replies = backend.call_many("scan", calls) if self.use_threads else \
-            (backend.call(name, "scan", body) for name, body in calls)
-        for partition, encoded in zip(partitions, replies):
-            reply = decode_reply(encoded)
-            reply.raise_for_status(f"scanning {self.dataset.name!r} partition {partition.number}")
+        replies = self.dataset.store.backend.call_each(
+            "scan", [p.object_name for p in partitions], self._request(),
+            f"scanning {self.dataset.name!r}", parallel=self.use_threads)
+        for partition, reply in zip(partitions, replies):
             if reply.executed == "none":  # pushed back by a loaded node: do it here
                 self.stats.objects_pushed_back += 1
                 size, rows, table = self._read_and_filter(partition)

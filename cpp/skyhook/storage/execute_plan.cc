@@ -10,6 +10,7 @@
 
 #include "skyhook/protocol/plan_request.h"
 #include "skyhook/storage/cpu_timer.h"
+#include "skyhook/storage/execution.h"
 #include "skyhook/storage/object_columns.h"
 #include "skyhook/storage/object_reader.h"
 #include "skyhook/storage/plan_shape.h"
@@ -125,16 +126,7 @@ class PlanExecution {
 }  // namespace
 
 Reply ExecutePlan(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& request) {
-  CpuTimer timer;
-  InFlightCall call;
-  auto decoded = PlanRequest::Decode(request);
-  if (!decoded.ok()) return Reply::FromStatus(decoded.status());
-  PlanExecution execution(std::move(*decoded));
-  Reply reply;
-  auto status = execution.Run(object, call, &reply);
-  if (!status.ok()) reply = Reply::FromStatus(status);
-  execution.AddStatistics(&reply, timer);
-  return reply;
+  return RunExecution<PlanRequest, PlanExecution>(object, request);
 }
 
 }  // namespace skyhook

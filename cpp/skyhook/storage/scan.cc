@@ -10,6 +10,7 @@
 
 #include "skyhook/protocol/scan_request.h"
 #include "skyhook/storage/cpu_timer.h"
+#include "skyhook/storage/execution.h"
 #include "skyhook/storage/object_columns.h"
 #include "skyhook/storage/object_reader.h"
 #include "skyhook/storage/pushback.h"
@@ -148,16 +149,7 @@ class ScanExecution {
 }  // namespace
 
 Reply Scan(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& request) {
-  CpuTimer timer;
-  InFlightCall call;
-  auto decoded = ScanRequest::Decode(request);
-  if (!decoded.ok()) return Reply::FromStatus(decoded.status());
-  ScanExecution execution(std::move(*decoded));
-  Reply reply;
-  auto status = execution.Run(object, call, &reply);
-  if (!status.ok()) reply = Reply::FromStatus(status);
-  execution.AddStatistics(&reply, timer);
-  return reply;
+  return RunExecution<ScanRequest, ScanExecution>(object, request);
 }
 
 }  // namespace skyhook

@@ -8,6 +8,8 @@ from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
+from skyhook.protocol import Reply, decode_reply
+
 
 class Backend(ABC):
     #: How replies travel back; compression pays off only across a network.
@@ -52,6 +54,18 @@ class Backend(ABC):
 
     @abstractmethod
     def dataset_names(self) -> list[str]: ...
+
+    def call_each(self, method: str, object_names: list[str], request: bytes, context: str,
+                  parallel: bool = True) -> Iterator[Reply]:
+        """Decoded replies of one request sent to each object, in order; a reply
+        that reports an error raises it, naming context and the object."""
+        calls = ((name, request) for name in object_names)
+        replies = self.call_many(method, calls) if parallel else \
+            (self.call(name, method, body) for name, body in calls)
+        for name, encoded in zip(object_names, replies):
+            reply = decode_reply(encoded)
+            reply.raise_for_status(f"{context} (object {name})")
+            yield reply
 
     def close(self) -> None:
         """Release connections; the default backend holds none."""

@@ -17,7 +17,7 @@ import pyarrow.substrait as pas
 from skyhook.expressions import to_substrait
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, decompose, full_plan, rows_plan
 from skyhook.plan.merge import ORDER, merge
-from skyhook.protocol import decode_reply, encode_request
+from skyhook.protocol import encode_request
 from skyhook.pruning import matching_partitions
 
 if TYPE_CHECKING:
@@ -91,13 +91,10 @@ class AggregateExecution:
         request = encode_request({"method": "execute_plan", "plan": plan,
                                   "compression": self.dataset.store.backend.reply_compression,
                                   **self.pushback_limits})
-        backend = self.dataset.store.backend
-        calls = ((partition.object_name, request) for partition in partitions)
-        replies = backend.call_many("execute_plan", calls) if self.use_threads else \
-            (backend.call(name, "execute_plan", body) for name, body in calls)
-        for partition, encoded in zip(partitions, replies):
-            reply = decode_reply(encoded)
-            reply.raise_for_status(f"aggregating {self.dataset.name!r} partition {partition.number}")
+        replies = self.dataset.store.backend.call_each(
+            "execute_plan", [p.object_name for p in partitions], request,
+            f"aggregating {self.dataset.name!r}", parallel=self.use_threads)
+        for partition, reply in zip(partitions, replies):
             self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
             self.stats.bytes_returned += reply.body.size
             if reply.executed == "none":
