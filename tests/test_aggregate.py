@@ -90,7 +90,7 @@ def test_pushback_leaves_results_unchanged(tmp_path, request, limits):
         assert stats.objects_pushed_back == stats.objects_scanned == len(dataset.manifest.partitions)
         assert set(stats.where.values()) == {"pushed back"}
         assert_same_result(pushed, TABLE.filter(F("i8") > -50).group_by("b", use_threads=False).aggregate(aggregations), ["b"])
-        scanner = dataset.scanner(columns=["id", "s"], filter=F("i8") > -50, **limits)
+        scanner = dataset.scanner(columns=["id", "s"], filter=F("i8") > -50, pushdown=True, **limits)
         assert scanner.to_table().equals(TABLE.filter(F("i8") > -50).select(["id", "s"]))
         assert scanner.stats.objects_pushed_back == len(dataset.manifest.partitions)
 

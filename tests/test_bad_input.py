@@ -121,7 +121,7 @@ def test_storage_checks_columns_against_the_object(dataset):
 
 def test_result_too_large(dataset):
     with pytest.raises(skyhook.ResultTooLargeError, match="limit of 1000 bytes"):
-        dataset.scanner(max_result_bytes=1000).to_table()
+        dataset.scanner(max_result_bytes=1000, pushdown=True).to_table()
     assert dataset.scanner(max_result_bytes=1000, filter=F("id") == 3).to_table().num_rows == 1
 
 
@@ -138,7 +138,7 @@ def test_corrupt_object(store, damage):
                "no_format": (original, {})}[damage]
     backend.put_object(name, pa.py_buffer(damaged[0]), damaged[1])
     with pytest.raises(skyhook.CorruptObjectError, match="not a readable|no skyhook.format"):
-        victim.to_table(filter=F("x") > 0)
+        victim.to_table(filter=F("x") > 0, pushdown=True)
     with pytest.raises(skyhook.CorruptObjectError):
         store.describe_object(name)
     # Nothing else is lost: other objects and datasets still answer.

@@ -159,3 +159,19 @@ def test_string_view_input_is_served_as_string(store):
     dataset = store.write_dataset("views", table)
     assert dataset.schema.field("s").type == pa.string()
     assert dataset.to_table(filter=F("s") == "b").column("n").to_pylist() == [2]
+
+
+def test_cost_model_reads_plainly_when_pushdown_cannot_pay(store, typed_table):
+    dataset = store.write_dataset("cost", typed_table, rows_per_object=500)
+    objects = len(dataset.manifest.partitions)
+    everything = dataset.scanner()  # every column, no filter: statistics decide, no sample
+    assert_same_table(everything.to_table(), typed_table)
+    assert everything.stats.objects_read_plain == objects and "statistics" in everything.stats.cost_model
+    # i32 has nulls, so statistics cannot tell: a sample, then plain reads.
+    wide = dataset.scanner(filter=F("i32") > -2000, pushdown_threshold=0.0)
+    assert_same_table(wide.to_table(), expected(typed_table, None, F("i32") > -2000))
+    assert wide.stats.objects_read_plain == objects - 1 and "plain reads" in wide.stats.cost_model
+    narrow = dataset.scanner(columns=["id"], filter=F("s") == "fig")
+    assert_same_table(narrow.to_table(), expected(typed_table, ["id"], F("s") == "fig"))
+    assert narrow.stats.objects_read_plain == 0 and "pushdown for" in narrow.stats.cost_model
+    assert "cost model: sampled object 0" in str(dataset.explain(columns=["id"], filter=F("s") == "fig"))

@@ -14,9 +14,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from skyhook.cost import DEFAULT_PUSHDOWN_THRESHOLD, every_row_passes
+from skyhook.errors import InvalidRequestError
 from skyhook.expressions import Columns, output_expressions, projected_schema, to_substrait
 from skyhook.parallel import ordered_map
 from skyhook.protocol import encode_request
+from skyhook.plain_read import read_partition
 from skyhook.pruning import matching_partitions
 
 if TYPE_CHECKING:
@@ -38,7 +41,9 @@ class ScanStatistics:
     storage_cpu_s: float = 0.0
     wall_s: float = 0.0
     objects_pushed_back: int = 0  # declined by a loaded node and done here
-    pushdown: bool = True       # False: whole objects read and filtered here
+    objects_read_plain: int = 0   # whole objects read and filtered here (cost model or pushdown=False)
+    pushdown: bool | str = "auto"  # requested: True, False, or "auto" (the cost model decides)
+    cost_model: str = ""          # what the cost model decided and why
     filter_in_storage: bool = True  # False: the filter was not expressible in Substrait
     projection_in_storage: bool = True  # (and was completed by the client)
 
@@ -48,7 +53,8 @@ class ScanStatistics:
 
 class Scanner:
     def __init__(self, dataset: Dataset, columns: Columns = None, filter: pc.Expression | None = None,
-                 *, batch_size: int | None = None, use_threads: bool = True, pushdown: bool = True,
+                 *, batch_size: int | None = None, use_threads: bool = True, pushdown: bool | str = "auto",
+                 pushdown_threshold: float = DEFAULT_PUSHDOWN_THRESHOLD,
                  max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES, max_in_flight: int | None = None,
                  max_slice_cpu_ns: int | None = None) -> None:
         schema = dataset.schema
@@ -59,7 +65,10 @@ class Scanner:
         self.filter = filter
         self.batch_size = batch_size
         self.use_threads = use_threads
+        if pushdown not in (True, False, "auto"):
+            raise InvalidRequestError(f"pushdown must be True, False or 'auto', not {pushdown!r}")
         self.pushdown = pushdown
+        self.pushdown_threshold = pushdown_threshold
         self.max_result_bytes = max_result_bytes
         self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
         self._filter_substrait = None if filter is None else to_substrait([filter], ["filter"], schema, is_filter=True)
@@ -83,7 +92,10 @@ class Scanner:
             partitions = matching_partitions(self.dataset.manifest, self.filter)
             self.scanned = {partition.number for partition in partitions}
             self.stats.objects_pruned += len(self.dataset.manifest.partitions) - len(partitions)
-            tables = self._pushdown(partitions) if self.pushdown else self._read_whole(partitions)
+            if self.pushdown == "auto":
+                tables = self._cost_based(partitions)
+            else:
+                tables = self._pushdown(partitions) if self.pushdown else self._read_whole(partitions)
             for table in tables:
                 self.stats.objects_scanned += 1
                 if table.schema != self.projected_schema:  # e.g. nullability of computed columns
@@ -103,7 +115,8 @@ class Scanner:
         if self.filter is None:
             return self.dataset.manifest.num_rows
         counter = Scanner(self.dataset, [], self.filter, use_threads=self.use_threads,
-                          pushdown=self.pushdown, max_result_bytes=self.max_result_bytes,
+                          pushdown=self.pushdown, pushdown_threshold=self.pushdown_threshold,
+                          max_result_bytes=self.max_result_bytes,
                           **self.pushback_limits)
         rows = sum(batch.num_rows for batch in counter.to_batches())
         self.stats = counter.stats
@@ -157,6 +170,28 @@ class Scanner:
                     columns=self.columns, filter=self.filter if self._client_filter else None)
             yield table
 
+    def _cost_based(self, partitions: list[Partition]) -> Iterator[pa.Table]:
+        if not partitions:
+            return
+        if self.columns is None and every_row_passes(self.dataset.manifest, self.filter, partitions):
+            self.stats.cost_model = "statistics: every row passes and every column is wanted: plain reads"
+            yield from self._read_whole(partitions)
+            return
+        sample, rest = partitions[0], partitions[1:]
+        returned_before = self.stats.bytes_returned
+        pushed_back_before = self.stats.objects_pushed_back
+        yield from self._pushdown([sample])
+        if self.stats.objects_pushed_back > pushed_back_before:
+            self.stats.cost_model = "sample pushed back by a loaded node: no estimate, pushdown"
+            yield from self._pushdown(rest)
+            return
+        ratio = (self.stats.bytes_returned - returned_before) / max(1, sample.size_bytes)
+        decision = "pushdown" if ratio <= self.pushdown_threshold else "plain reads"
+        self.stats.cost_model = (f"sampled object {sample.number}: reply/object bytes {ratio:.3f} "
+                                 f"{'<=' if ratio <= self.pushdown_threshold else '>'} "
+                                 f"{self.pushdown_threshold}: {decision} for {len(rest)} more objects")
+        yield from self._pushdown(rest) if ratio <= self.pushdown_threshold else self._read_whole(rest)
+
     def _read_whole(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         """The baseline a pushdown must beat: move whole objects to the client and
         let pyarrow filter them here, decoding only the columns it needs."""
@@ -166,15 +201,10 @@ class Scanner:
             yield table
 
     def _read_and_filter(self, partition: Partition) -> tuple[int, int, pa.Table]:
-        data = self.dataset.store.backend.read_object(partition.object_name)
-        file_format = pads.ParquetFileFormat() if self.dataset.manifest.format == "parquet" \
-            else pads.IpcFileFormat()
-        fragment = file_format.make_fragment(pa.BufferReader(data))
-        table = fragment.to_table(schema=self.dataset_schema, columns=self.columns,
-                                  filter=self.filter, use_threads=False)
-        return data.size, fragment.count_rows(), table
+        return read_partition(self.dataset, partition, self.columns, self.filter)
 
     def _count_plain_read(self, size: int, rows: int) -> None:
+        self.stats.objects_read_plain += 1
         self.stats.bytes_read += size
         self.stats.bytes_returned += size
         self.stats.rows_scanned += rows

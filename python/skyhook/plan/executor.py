@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as pads
 import pyarrow.substrait as pas
 
 from skyhook.expressions import to_substrait
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, decompose, full_plan, rows_plan
+from skyhook.plain_read import read_partition
 from skyhook.plan.merge import ORDER, merge
 from skyhook.protocol import encode_request
 from skyhook.pruning import matching_partitions
@@ -117,13 +117,9 @@ class AggregateExecution:
 
     def _complete_here(self, plan: bytes, partition: Partition) -> pa.Table:
         """The object's sub-plan on this machine: plain read, same plan, same engine."""
-        data = self.dataset.store.backend.read_object(partition.object_name)
-        self.stats.bytes_returned += data.size
-        file_format = pads.ParquetFileFormat() if self.dataset.manifest.format == "parquet" \
-            else pads.IpcFileFormat()
         filter = None if self.stats.filter_in_storage else self.query.filter
-        table = file_format.make_fragment(pa.BufferReader(data)).to_table(
-            schema=self.dataset.schema, filter=filter, use_threads=False)
-        self.stats.rows_scanned += table.num_rows
+        size, rows, table = read_partition(self.dataset, partition, filter=filter)
+        self.stats.bytes_returned += size
+        self.stats.rows_scanned += rows
         return pas.run_query(pa.py_buffer(plan), use_threads=False,
                              table_provider=lambda names, schema: table.select(schema.names).cast(schema)).read_all()

@@ -42,13 +42,14 @@ def explain_scan(dataset: Dataset, scanner: Scanner) -> Explanation:
     total = dataset.manifest.num_rows
     lines = [f"scan of {dataset.name!r}: {total:,} rows in {len(dataset.manifest.partitions)} objects",
              f"  filter: {scanner.filter}",
-             f"  in storage (per object): {'filter' if stats.filter_in_storage else '-'}"
-             f"{' + projection' if stats.projection_in_storage else ''}"
-             f"{'' if stats.pushdown else ' (not used: plain reads requested)'}",
+             f"  in storage (per object pushed down): {'filter' if stats.filter_in_storage else '-'}"
+             f"{' + projection' if stats.projection_in_storage else ''}",
+             f"  cost model: {stats.cost_model or ('off: pushdown' if stats.pushdown else 'off: plain reads')}",
              f"  at the client: {'filter ' if not stats.filter_in_storage else ''}"
              f"{'projection ' if not stats.projection_in_storage else ''}concatenation",
              f"  objects: {stats.objects_scanned} scanned, {stats.objects_pruned} pruned by statistics, "
-             f"{stats.objects_pushed_back} pushed back by loaded nodes"]
+             f"{stats.objects_read_plain} read plainly at the client "
+             f"({stats.objects_pushed_back} of them pushed back by loaded nodes)"]
     lines.append(f"  selectivity: estimated <= {_statistics_estimate(dataset, scanner.scanned):.1%} "
                  f"(statistics), actual {table.num_rows / max(1, total):.2%}")
     lines.append(f"  bytes: {stats.bytes_read:,} read in storage, {stats.bytes_returned:,} to the client")
