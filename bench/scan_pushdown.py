@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import statistics
 import tempfile
@@ -20,26 +19,10 @@ import time
 from pathlib import Path
 
 import skyhook
-from skyhook.cluster import LocalCluster
+from osd_usage import cluster_store, process_cpu_seconds, resident_bytes
 from skyhook.tpch import COLUMNS, generate_lineitem, measure_scan, selectivity_filters
 
 MEASURES = ("wall_s", "client_cpu_s", "storage_cpu_s", "osd_cpu_s")
-
-
-def process_cpu_seconds(pids: list[int]) -> float:
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / ticks
-
-
-def resident_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def run(store_uri: str, scale_factor: float, repeat: int, data_dir: Path, osd_pids: list[int]) -> dict:
@@ -105,14 +88,9 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=Path("data"))
     parser.add_argument("--output", type=Path, default=Path("bench/results/scan_pushdown.json"))
     args = parser.parse_args()
-    osd_pids: list[int] = []
-    store = args.store
-    if args.cluster:
-        cluster = LocalCluster(args.cluster)
-        store = cluster.up()
-        osd_pids = [cluster.pid(f"osd.{osd}") for osd in cluster.osd_ids()]
     with tempfile.TemporaryDirectory(prefix="skyhook-bench-") as scratch:
-        report = run(store or Path(scratch).as_uri(), args.scale_factor, args.repeat, args.data_dir, osd_pids)
+        store, osd_pids = cluster_store(args.cluster, args.store or Path(scratch).as_uri())
+        report = run(store, args.scale_factor, args.repeat, args.data_dir, osd_pids)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2))
     print_ratios(report)

@@ -175,7 +175,9 @@ def test_tpch_q1_and_q6_match_duckdb(lineitem, tmp_path, request, backend):
         ("l_quantity", "mean"), ("l_extendedprice", "mean"), ("l_discount", "mean"), ("l_orderkey", "count"),
     ], filter=F("l_shipdate") <= pa.scalar(datetime.date(1998, 9, 2))).sort_by([("l_returnflag", "ascending"), ("l_linestatus", "ascending")])
     expected = duckdb.sql(Q1_SQL.replace("lineitem", f"'{lineitem}'")).fetchall()
-    assert ds.last_aggregate.stats.objects_at_client == 0
+    # Sums of computed decimals cannot be aggregated by Arrow's Substrait consumer:
+    # storage could only filter, which for Q1 keeps most rows, so the cost model reads plainly.
+    assert not ds.last_aggregate.stats.aggregate_in_storage
     assert len(expected) == q1.num_rows == 4
     for ours, theirs in zip(q1.to_pylist(), expected):
         values = list(ours.values())
@@ -190,7 +192,7 @@ def test_tpch_q1_and_q6_match_duckdb(lineitem, tmp_path, request, backend):
                              "l_discount >= 0.05 and l_discount <= 0.07 and l_quantity < 24")
     (revenue,), = duckdb.sql(Q6_SQL.replace("lineitem", f"'{lineitem}'")).fetchall()
     assert q6.column("revenue")[0].as_py() == revenue
-    assert ds.last_aggregate.stats.filter_in_storage
+    assert ds.last_aggregate.stats.filter_in_storage and ds.last_aggregate.stats.objects_at_client == 0
     assert pq.read_metadata(lineitem).num_rows == ds.manifest.num_rows
 
 

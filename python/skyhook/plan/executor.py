@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.substrait as pas
 
+from skyhook.cost import DEFAULT_PUSHDOWN_THRESHOLD
 from skyhook.expressions import to_substrait
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, decompose, full_plan, rows_plan
 from skyhook.plain_read import read_partition
@@ -45,10 +46,12 @@ class AggregateStatistics:
 
 class AggregateExecution:
     def __init__(self, dataset: Dataset, query: AggregateQuery, *, use_threads: bool = True,
-                 max_in_flight: int | None = None, max_slice_cpu_ns: int | None = None) -> None:
+                 max_in_flight: int | None = None, max_slice_cpu_ns: int | None = None,
+                 pushdown_threshold: float = DEFAULT_PUSHDOWN_THRESHOLD) -> None:
         self.dataset = dataset
         self.query = query
         self.use_threads = use_threads
+        self.pushdown_threshold = pushdown_threshold
         self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
         schema = dataset.schema
         self.output_schema = query.output_schema(schema)
@@ -67,20 +70,38 @@ class AggregateExecution:
         if not partitions:
             return self.query.run_locally(self.dataset.schema.empty_table())
         if self.rows_plan is not None:
-            rows = self._run_everywhere(self.rows_plan, partitions, count=True).sort_by(ORDER)
+            rows = self._run_everywhere(self.rows_plan, partitions, count=True, sample_first=True).sort_by(ORDER)
             return self.query.aggregate_inputs(rows.drop_columns([ORDER])).cast(self.output_schema)
         partials = self._run_everywhere(self.decomposition.sub_plan, partitions, count=True)
         distinct = [self._run_everywhere(plan, partitions, count=False)
                     for plan in self.decomposition.distinct_plans]
         return merge(self.query, self.decomposition, partials, distinct, self.output_schema)
 
-    def _run_everywhere(self, plan: bytes, partitions: list[Partition], count: bool) -> pa.Table:
+    def _run_everywhere(self, plan: bytes, partitions: list[Partition], count: bool,
+                        sample_first: bool = False) -> pa.Table:
+        results = self._sampled_results(plan, partitions) if sample_first else \
+            self._results(plan, partitions, count)
         tables = []
-        for partition, table in zip(partitions, self._results(plan, partitions, count)):
+        for partition, table in zip(partitions, results):
             tables.append(table.append_column(ORDER, pa.array([partition.number] * table.num_rows, pa.int64())))
             if count:
                 self.stats.partial_rows += table.num_rows
         return pa.concat_tables(tables)
+
+    def _sampled_results(self, plan: bytes, partitions: list[Partition]) -> Iterator[pa.Table]:
+        """Rows that storage only filters and computes can outweigh the objects:
+        the first object's reply decides, as for scans, whether the rest are
+        sent to storage or read plainly."""
+        sample, rest = partitions[:1], partitions[1:]
+        returned_before = self.stats.bytes_returned
+        yield from self._results(plan, sample, count=True)
+        ratio = (self.stats.bytes_returned - returned_before) / max(1, sample[0].size_bytes)
+        if ratio <= self.pushdown_threshold:
+            yield from self._results(plan, rest, count=True)
+            return
+        for partition in rest:
+            self._record(partition, "client (cost model)", True)
+            yield self._complete_here(plan, partition)
 
     def _results(self, plan: bytes, partitions: list[Partition], count: bool) -> Iterator[pa.Table]:
         if not self.stats.filter_in_storage:
