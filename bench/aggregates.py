@@ -13,7 +13,6 @@ one run. Writes JSON; prints a table and ratios.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import resource
@@ -28,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import skyhook
-from osd_usage import cluster_store, process_cpu_seconds
+from harness import arguments, cluster_store, process_cpu_seconds
 from skyhook.plan.aggregate import AggregateQuery
 from skyhook.tpch import generate_lineitem, selectivity_filters
 
@@ -138,15 +137,8 @@ def concurrent_clients(store_uri: str, clients: int, max_in_flight: int | None):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scale-factor", type=float, default=1.0)
-    parser.add_argument("--repeat", type=int, default=3)
-    target = parser.add_mutually_exclusive_group()
-    target.add_argument("--store", help="store URI (default: a temporary embedded store)")
-    target.add_argument("--cluster", type=Path, help="a local Ceph cluster directory (skyhook cluster up)")
+    parser = arguments(__doc__, "aggregates", repeat=3)
     parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--data-dir", type=Path, default=Path("data"))
-    parser.add_argument("--output", type=Path, default=Path("bench/results/aggregates.json"))
     args = parser.parse_args()
     lineitem = generate_lineitem(args.scale_factor, args.data_dir)
     report: dict = {"benchmark": "aggregates", "scale_factor": args.scale_factor, "repeat": args.repeat,

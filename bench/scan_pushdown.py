@@ -10,7 +10,6 @@ the OSDs' CPU seconds (from /proc) and resident memory are measured too.
 
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import statistics
@@ -19,7 +18,7 @@ import time
 from pathlib import Path
 
 import skyhook
-from osd_usage import cluster_store, process_cpu_seconds, resident_bytes
+from harness import arguments, cluster_store, process_cpu_seconds, resident_bytes
 from skyhook.tpch import COLUMNS, generate_lineitem, measure_scan, selectivity_filters
 
 MEASURES = ("wall_s", "client_cpu_s", "storage_cpu_s", "osd_cpu_s")
@@ -79,14 +78,7 @@ def print_ratios(report: dict) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--scale-factor", type=float, default=1.0)
-    parser.add_argument("--repeat", type=int, default=5)
-    target = parser.add_mutually_exclusive_group()
-    target.add_argument("--store", help="store URI (default: a temporary embedded store)")
-    target.add_argument("--cluster", type=Path, help="a local Ceph cluster directory (skyhook cluster up)")
-    parser.add_argument("--data-dir", type=Path, default=Path("data"))
-    parser.add_argument("--output", type=Path, default=Path("bench/results/scan_pushdown.json"))
+    parser = arguments(__doc__, "scan_pushdown", repeat=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="skyhook-bench-") as scratch:
         store, osd_pids = cluster_store(args.cluster, args.store or Path(scratch).as_uri())

@@ -15,8 +15,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from substrait.gen.proto import plan_pb2
+
 import skyhook
 from conftest import BACKENDS, make_typed_table, open_store
+from skyhook.protocol import decode_reply, encode_request
 from test_properties import filters
 
 F = pc.field
@@ -176,8 +179,10 @@ def test_tpch_q1_and_q6_match_duckdb(lineitem, tmp_path, request, backend):
     ], filter=F("l_shipdate") <= pa.scalar(datetime.date(1998, 9, 2))).sort_by([("l_returnflag", "ascending"), ("l_linestatus", "ascending")])
     expected = duckdb.sql(Q1_SQL.replace("lineitem", f"'{lineitem}'")).fetchall()
     # Sums of computed decimals cannot be aggregated by Arrow's Substrait consumer:
-    # storage could only filter, which for Q1 keeps most rows, so the cost model reads plainly.
-    assert not ds.last_aggregate.stats.aggregate_in_storage
+    # storage only filters (annotated "filter"), which for Q1 keeps most rows, so after
+    # the first object the cost model reads the rest plainly.
+    where = ds.last_aggregate.stats.where
+    assert where[0] == "storage (filter only)" and set(where.values()) == {"storage (filter only)", "client (cost model)"}
     assert len(expected) == q1.num_rows == 4
     for ours, theirs in zip(q1.to_pylist(), expected):
         values = list(ours.values())
@@ -192,7 +197,7 @@ def test_tpch_q1_and_q6_match_duckdb(lineitem, tmp_path, request, backend):
                              "l_discount >= 0.05 and l_discount <= 0.07 and l_quantity < 24")
     (revenue,), = duckdb.sql(Q6_SQL.replace("lineitem", f"'{lineitem}'")).fetchall()
     assert q6.column("revenue")[0].as_py() == revenue
-    assert ds.last_aggregate.stats.filter_in_storage and ds.last_aggregate.stats.objects_at_client == 0
+    assert set(ds.last_aggregate.stats.where.values()) == {"storage (filter only)"}  # Q6 keeps ~2 % of rows
     assert pq.read_metadata(lineitem).num_rows == ds.manifest.num_rows
 
 
@@ -205,3 +210,39 @@ def test_explain_says_where_work_ran(dataset):
     assert f"{len(dataset.manifest.partitions)} in pushed back" in pushed
     scan = str(dataset.explain(columns=["id"], filter=F("id") < 100))
     assert "pruned by statistics" in scan and "actual 2.50%" in scan
+
+
+def execute_plan(dataset, plan: bytes):
+    name = dataset.manifest.partitions[0].object_name
+    return decode_reply(dataset.store.backend.call(name, "execute_plan",
+                                                   encode_request({"method": "execute_plan", "plan": plan})))
+
+
+def test_storage_only_filters_what_it_cannot_aggregate(dataset):
+    # Arrow 26's Substrait consumer crashes converting this aggregate; storage must not.
+    execution = dataset.group_by("b").execution([(F("dec") * F("dec"), "sum", "square")], filter=F("i8") > 0)
+    reply = execute_plan(dataset, execution.decomposition.sub_plan.plan)
+    assert reply.code == 0 and reply.executed == "filter"
+    rows = reply.reader().read_all()
+    first = TABLE.slice(0, dataset.manifest.partitions[0].num_rows).filter(F("i8") > 0)
+    assert rows.num_rows == first.num_rows
+    assert rows.column(1).to_pylist() == pc.multiply_checked(first.column("dec"), first.column("dec")).to_pylist()
+
+
+@pytest.mark.parametrize("plan, message", [
+    (b"\xff\xff\xff", "malformed Substrait plan"),
+    (b"", "exactly one relation"),
+    (bytes([0x1a, 0x02, 0x0a, 0x00]), "relation"),
+])
+def test_malformed_plans_are_refused(dataset, plan, message):
+    reply = execute_plan(dataset, plan)
+    assert reply.code == 1 and message in reply.message
+
+
+def test_plan_of_another_shape_is_refused(dataset):
+    execution = dataset.group_by("b").execution([("i32", "sum")])
+    read_only = plan_pb2.Plan.FromString(execution.plan)
+    aggregate = read_only.relations[0].root.input.aggregate
+    read_only.relations[0].root.input.CopyFrom(aggregate.input.project.input)  # root: read
+    reply = execute_plan(dataset, read_only.SerializeToString())
+    assert reply.code == 1 and "expected [aggregate ->] project" in reply.message

@@ -31,8 +31,10 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeReply(const Reply& reply) {
   };
   ARROW_RETURN_NOT_OK(add("status", arrow::MakeScalar(static_cast<int32_t>(reply.code))));
   ARROW_RETURN_NOT_OK(add("message", std::make_shared<arrow::StringScalar>(reply.message)));
-  ARROW_RETURN_NOT_OK(add("executed", std::make_shared<arrow::StringScalar>(
-                                          reply.executed == Executed::kAll ? "all" : "none")));
+  const char* executed = reply.executed == Executed::kAll          ? "all"
+                         : reply.executed == Executed::kFilterOnly ? "filter"
+                                                                   : "none";
+  ARROW_RETURN_NOT_OK(add("executed", std::make_shared<arrow::StringScalar>(executed)));
   for (const auto& [name, value] : reply.statistics) {
     ARROW_RETURN_NOT_OK(add(name, arrow::MakeScalar(value)));
   }

@@ -17,8 +17,10 @@
 
 namespace skyhook {
 
-/// How much of its request a method executed; the client completes the rest.
-enum class Executed { kAll, kNone };
+/// How much of its request a method executed; the client completes the rest:
+/// all of it, only the filter and projection (a plan's aggregate did not run),
+/// or nothing (pushed back).
+enum class Executed { kAll, kFilterOnly, kNone };
 
 struct Reply {
   ErrorCode code = ErrorCode::kOk;

@@ -45,14 +45,23 @@ class PlanExecution {
       return ObjectSource(schema);
     };
     ARROW_ASSIGN_OR_RAISE(auto shape, CheckPlanShape(request_.plan->ToString()));
+    std::optional<arrow::engine::PlanInfo> plan;
     if (shape.has_aggregate) {
       auto input = arrow::engine::DeserializePlan(arrow::Buffer(shape.input_plan), nullptr,
                                                   nullptr, conversion);
       if (!input.ok()) return AsPlanError(input.status());
-      ARROW_RETURN_NOT_OK(CheckTypedColumns(*input->root.output_schema));
+      if (!CheckTypedColumns(*input->root.output_schema).ok()) {
+        // The aggregate cannot be converted safely: run the filter and
+        // projection only, and say so; the client aggregates the rows.
+        reply->executed = Executed::kFilterOnly;
+        plan = std::move(*input);
+      }
     }
-    auto plan = arrow::engine::DeserializePlan(*request_.plan, nullptr, nullptr, conversion);
-    if (!plan.ok()) return AsPlanError(plan.status());
+    if (!plan) {
+      auto whole = arrow::engine::DeserializePlan(*request_.plan, nullptr, nullptr, conversion);
+      if (!whole.ok()) return AsPlanError(whole.status());
+      plan = std::move(*whole);
+    }
     ARROW_ASSIGN_OR_RAISE(auto results, arrow::acero::DeclarationToReader(
                                             plan->root.declaration, /*use_threads=*/false));
     auto schema = results->schema();

@@ -1,9 +1,9 @@
 // What execute_plan accepts, checked on the protobuf wire format before Arrow
 // sees the plan: one root relation of the shape the client's decomposer emits,
 //   [aggregate ->] project -> [filter ->] read (the named table "object"),
-// whose aggregate input has a type for every column. Arrow 26's Substrait
-// consumer dereferences a null type (SIGSEGV) when it converts an aggregate
-// over decimal arithmetic; a storage node must refuse such a plan, not crash.
+// and whether the aggregate's input has a type for every column. Arrow 26's
+// Substrait consumer dereferences a null type (SIGSEGV) when it converts an
+// aggregate over decimal arithmetic; a storage node must never let it.
 #pragma once
 
 #include <functional>
@@ -25,7 +25,7 @@ struct PlanShape {
 /// kInvalidRequest when the plan is malformed or of another shape.
 arrow::Result<PlanShape> CheckPlanShape(std::string_view plan);
 
-/// kInvalidRequest when a column of the aggregate's input has no type.
+/// An error when a column of the aggregate's input has no type.
 arrow::Status CheckTypedColumns(const arrow::Schema& schema);
 
 }  // namespace skyhook

@@ -120,28 +120,17 @@ class AggregateQuery:
 
     def run_locally(self, table: pa.Table) -> pa.Table:
         """pyarrow computing this query: the semantics every result must have."""
-        return self.aggregate_inputs(pads.dataset(table).to_table(columns=self.input_columns(), filter=self.filter))
+        inputs = pads.dataset(table).to_table(columns=self.input_columns(), filter=self.filter)
+        result = inputs.group_by(self.keys, use_threads=False).aggregate(
+            [(f"__input{i}", a.function) for i, a in enumerate(self.aggregations)])
+        outputs = {f"__input{i}_{a.function}": a.output_name for i, a in enumerate(self.aggregations)}
+        return result.rename_columns([outputs.get(name, name) for name in result.column_names])
 
     def input_columns(self) -> dict[str, pc.Expression]:
         """The keys and each aggregation's input, as columns named __input<i>."""
         columns = {key: pc.field(key) for key in self.keys}
         columns.update({f"__input{i}": a.input for i, a in enumerate(self.aggregations)})
         return columns
-
-    def aggregates_in_storage(self, schema: pa.Schema) -> bool:
-        """False when an input is computed decimal arithmetic: Arrow's Substrait
-        consumer cannot type it for an aggregate, so storage filters and
-        computes the inputs and the client aggregates them."""
-        types = pads.dataset(schema.empty_table()).to_table(columns=self.input_columns()).schema
-        return not any(a.expression is not None and pa.types.is_decimal(types.field(f"__input{i}").type)
-                       for i, a in enumerate(self.aggregations))
-
-    def aggregate_inputs(self, inputs: pa.Table) -> pa.Table:
-        """The aggregation over a table of input_columns()."""
-        result = inputs.group_by(self.keys, use_threads=False).aggregate(
-            [(f"__input{i}", a.function) for i, a in enumerate(self.aggregations)])
-        outputs = {f"__input{i}_{a.function}": a.output_name for i, a in enumerate(self.aggregations)}
-        return result.rename_columns([outputs.get(name, name) for name in result.column_names])
 
 
 def _input_expression(aggregation: Aggregation) -> pc.Expression:
@@ -174,13 +163,6 @@ def full_plan(schema: pa.Schema, query: AggregateQuery, filter_in_storage: bool)
     return builder.finish(algebra_pb2.Rel(aggregate=aggregate), names)
 
 
-def rows_plan(schema: pa.Schema, query: AggregateQuery, filter_in_storage: bool) -> bytes:
-    """read -> filter -> project(input_columns()): the sub-plan when the client aggregates."""
-    columns = query.input_columns()
-    builder = PlanBuilder(schema, query.filter if filter_in_storage else None, list(columns.values()))
-    return builder.finish(builder.input(), list(columns))
-
-
 def _grouping(indices) -> algebra_pb2.AggregateRel.Grouping:
     return algebra_pb2.AggregateRel.Grouping(grouping_expressions=[field_reference(i) for i in indices])
 
@@ -202,12 +184,30 @@ class MeasureMerge:
 
 
 @dataclass
+class SubPlan:
+    """A per-object plan, and what its aggregate computes from the rows its
+    project emits, so the client can finish it when storage did not."""
+    plan: bytes
+    group_indices: list[int]
+    measures: list[PartialMeasure]
+    names: list[str]
+
+    def aggregate_rows(self, rows: pa.Table) -> pa.Table:
+        """This sub-plan's aggregate over its input rows (project outputs, in order)."""
+        rows = rows.rename_columns([f"c{i}" for i in range(rows.num_columns)])
+        result = rows.group_by([f"c{i}" for i in self.group_indices], use_threads=False).aggregate(
+            [(f"c{m.argument}", PYARROW_NAMES[m.function]) for m in self.measures])
+        return result.rename_columns(self.names)
+
+
+@dataclass
 class Decomposition:
     keys: list[str]
-    sub_plan: bytes                    # per object: partial aggregates
-    distinct_plans: list[bytes]        # per object: distinct (keys, value) pairs, one per column
+    sub_plan: SubPlan                  # per object: partial aggregates
+    distinct_plans: list[SubPlan]      # per object: distinct (keys, value) pairs, one per column
     merges: list[MeasureMerge]
     read_schema: pa.Schema             # the columns storage decodes
+    input_plan: bytes                  # read -> filter -> project: the rows every sub-plan aggregates
 
 
 def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> Decomposition:
@@ -231,17 +231,17 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
             merge.partials.append(partial_name)
         merges.append(merge)
 
-    def sub_plan(measures: list[algebra_pb2.AggregateRel.Measure], groupings, names) -> bytes:
+    def sub_plan(measures: list[PartialMeasure], group_indices: list[int], names: list[str]) -> SubPlan:
         rewritten = plan_pb2.Plan()
         rewritten.CopyFrom(plan)
         target = rewritten.relations[0].root
         del target.input.aggregate.measures[:]
-        target.input.aggregate.measures.extend(measures)
+        target.input.aggregate.measures.extend(measure(m) for m in measures)
         del target.input.aggregate.groupings[:]
-        target.input.aggregate.groupings.extend(groupings)
+        target.input.aggregate.groupings.append(_grouping(group_indices))
         del target.names[:]
         target.names.extend(names)
-        return rewritten.SerializeToString()
+        return SubPlan(rewritten.SerializeToString(), group_indices, measures, names)
 
     read_names = _read_relation(aggregate.input).base_schema.names
     read_schema = pa.schema([dataset_schema.field(name) for name in read_names])
@@ -253,18 +253,24 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
         return pa.float64()  # the only computed inputs are casts to float64
 
     anchors = _declare_partial_functions(plan)
-    partial = [algebra_pb2.AggregateRel.Measure(measure=algebra_pb2.AggregateFunction(
-        function_reference=anchors[m.function],
-        arguments=[algebra_pb2.FunctionArgument(value=field_reference(m.argument))],
-        output_type=substrait_type(partial_type(m.function, input_type(m.argument))),
-        # Each partial is a complete aggregate of its object; Acero also runs
-        # only this phase.
-        phase=algebra_pb2.AGGREGATION_PHASE_INITIAL_TO_RESULT)) for m in partial_measures]
-    key_grouping = list(aggregate.groupings)
-    main = sub_plan(partial, key_grouping, keys + [m.name for m in partial_measures])
-    distinct = [sub_plan([], [_grouping([*range(key_count), argument])], keys + ["value"])
-                for argument in distinct_arguments]
-    return Decomposition(keys, main, distinct, merges, read_schema)
+
+    def measure(m: PartialMeasure) -> algebra_pb2.AggregateRel.Measure:
+        return algebra_pb2.AggregateRel.Measure(measure=algebra_pb2.AggregateFunction(
+            function_reference=anchors[m.function],
+            arguments=[algebra_pb2.FunctionArgument(value=field_reference(m.argument))],
+            output_type=substrait_type(partial_type(m.function, input_type(m.argument))),
+            # Each partial is a complete aggregate of its object; Acero also runs
+            # only this phase.
+            phase=algebra_pb2.AGGREGATION_PHASE_INITIAL_TO_RESULT))
+
+    keys_only = list(range(key_count))
+    main = sub_plan(partial_measures, keys_only, keys + [m.name for m in partial_measures])
+    distinct = [sub_plan([], [*keys_only, argument], keys + ["value"]) for argument in distinct_arguments]
+    input_only = plan_pb2.Plan()
+    input_only.CopyFrom(plan)
+    del input_only.relations[:]
+    input_only.relations.add(rel=aggregate.input)
+    return Decomposition(keys, main, distinct, merges, read_schema, input_only.SerializeToString())
 
 
 def _declare_partial_functions(plan: plan_pb2.Plan) -> dict[str, int]:

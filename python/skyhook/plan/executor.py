@@ -1,7 +1,17 @@
 """Running a decomposed aggregate: sub-plans in storage, one object each, the
-super-plan at the client. An object whose node pushed its work back, or whose
-filter Substrait cannot carry, is completed here with the same sub-plan on
-Acero, so the answer never depends on where the work ran."""
+super-plan at the client. Each reply says how much of its sub-plan ran; the
+client finishes the rest with the same plan's input on Acero and the same
+partial functions, so the answer never depends on where the work ran:
+
+- all:    storage returned the object's partial aggregates;
+- filter: storage filtered and projected but could not aggregate (Arrow's
+          Substrait consumer cannot type computed decimals): the client
+          aggregates the rows, or, when the first such reply is large next to
+          its object, reads the remaining objects plainly (the cost model);
+- none:   a loaded node pushed the work back: the client reads the object.
+
+A filter Substrait cannot carry makes every object a plain read.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +20,14 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.substrait as pas
 
 from skyhook.cost import DEFAULT_PUSHDOWN_THRESHOLD
 from skyhook.expressions import to_substrait
-from skyhook.plan.aggregate import AggregateQuery, Decomposition, decompose, full_plan, rows_plan
 from skyhook.plain_read import read_partition
+from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
 from skyhook.plan.merge import ORDER, merge
-from skyhook.protocol import encode_request
+from skyhook.protocol import Reply, encode_request
 from skyhook.pruning import matching_partitions
 
 if TYPE_CHECKING:
@@ -31,14 +40,14 @@ class AggregateStatistics:
     objects_scanned: int = 0
     objects_pruned: int = 0
     objects_pushed_back: int = 0     # a loaded node declined; the client did the work
-    objects_at_client: int = 0       # every object completed by the client
+    objects_at_client: int = 0       # the client aggregated (any reason)
     rows_scanned: int = 0
     partial_rows: int = 0            # rows of partial aggregates that crossed to the client
     bytes_returned: int = 0
     storage_cpu_s: float = 0.0
     filter_in_storage: bool = True
-    aggregate_in_storage: bool = True  # False: storage filtered and projected, the client aggregated
-    where: dict[int, str] = field(default_factory=dict)  # partition -> storage | pushed back | client
+    aggregate_in_storage: bool = True  # every object's aggregate ran in storage
+    where: dict[int, str] = field(default_factory=dict)  # partition -> what ran where
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -59,9 +68,7 @@ class AggregateExecution:
             to_substrait([query.filter], ["filter"], schema, is_filter=True) is not None
         self.plan = full_plan(schema, query, filter_in_storage=filter_ok)
         self.decomposition: Decomposition = decompose(self.plan, query.keys, schema)
-        in_storage = query.aggregates_in_storage(schema)
-        self.rows_plan = None if in_storage else rows_plan(schema, query, filter_in_storage=filter_ok)
-        self.stats = AggregateStatistics(filter_in_storage=filter_ok, aggregate_in_storage=in_storage)
+        self.stats = AggregateStatistics(filter_in_storage=filter_ok)
 
     def run(self) -> pa.Table:
         manifest = self.dataset.manifest
@@ -69,47 +76,39 @@ class AggregateExecution:
         self.stats.objects_pruned = len(manifest.partitions) - len(partitions)
         if not partitions:
             return self.query.run_locally(self.dataset.schema.empty_table())
-        if self.rows_plan is not None:
-            rows = self._run_everywhere(self.rows_plan, partitions, count=True, sample_first=True).sort_by(ORDER)
-            return self.query.aggregate_inputs(rows.drop_columns([ORDER])).cast(self.output_schema)
-        partials = self._run_everywhere(self.decomposition.sub_plan, partitions, count=True)
-        distinct = [self._run_everywhere(plan, partitions, count=False)
-                    for plan in self.decomposition.distinct_plans]
+        partials = self._everywhere(self.decomposition.sub_plan, partitions, main=True)
+        distinct = [self._everywhere(sub, partitions, main=False) for sub in self.decomposition.distinct_plans]
+        self.stats.aggregate_in_storage = set(self.stats.where.values()) == {"storage"}
         return merge(self.query, self.decomposition, partials, distinct, self.output_schema)
 
-    def _run_everywhere(self, plan: bytes, partitions: list[Partition], count: bool,
-                        sample_first: bool = False) -> pa.Table:
-        results = self._sampled_results(plan, partitions) if sample_first else \
-            self._results(plan, partitions, count)
+    def _everywhere(self, sub: SubPlan, partitions: list[Partition], main: bool) -> pa.Table:
         tables = []
-        for partition, table in zip(partitions, results):
+        for partition, table in zip(partitions, self._results(sub, partitions, main)):
             tables.append(table.append_column(ORDER, pa.array([partition.number] * table.num_rows, pa.int64())))
-            if count:
+            if main:
                 self.stats.partial_rows += table.num_rows
         return pa.concat_tables(tables)
 
-    def _sampled_results(self, plan: bytes, partitions: list[Partition]) -> Iterator[pa.Table]:
-        """Rows that storage only filters and computes can outweigh the objects:
-        the first object's reply decides, as for scans, whether the rest are
-        sent to storage or read plainly."""
-        sample, rest = partitions[:1], partitions[1:]
-        returned_before = self.stats.bytes_returned
-        yield from self._results(plan, sample, count=True)
-        ratio = (self.stats.bytes_returned - returned_before) / max(1, sample[0].size_bytes)
-        if ratio <= self.pushdown_threshold:
-            yield from self._results(plan, rest, count=True)
-            return
-        for partition in rest:
-            self._record(partition, "client (cost model)", True)
-            yield self._complete_here(plan, partition)
-
-    def _results(self, plan: bytes, partitions: list[Partition], count: bool) -> Iterator[pa.Table]:
+    def _results(self, sub: SubPlan, partitions: list[Partition], main: bool) -> Iterator[pa.Table]:
         if not self.stats.filter_in_storage:
             for partition in partitions:
-                self._record(partition, "client", count)
-                yield self._complete_here(plan, partition)
+                self._record(partition, "client", main)
+                yield self._complete_here(sub, partition)
             return
-        request = encode_request({"method": "execute_plan", "plan": plan,
+        first, rest = partitions[:1], partitions[1:]
+        yield from self._in_storage(sub, first, main)
+        first_only_filtered = self.stats.where.get(first[0].number) == "storage (filter only)"
+        if main and first_only_filtered and self._first_reply_ratio > self.pushdown_threshold:
+            for partition in rest:
+                self._record(partition, "client (cost model)", main)
+                yield self._complete_here(sub, partition)
+            return
+        yield from self._in_storage(sub, rest, main)
+
+    def _in_storage(self, sub: SubPlan, partitions: list[Partition], main: bool) -> Iterator[pa.Table]:
+        if not partitions:
+            return
+        request = encode_request({"method": "execute_plan", "plan": sub.plan,
                                   "compression": self.dataset.store.backend.reply_compression,
                                   **self.pushback_limits})
         replies = self.dataset.store.backend.call_each(
@@ -118,16 +117,24 @@ class AggregateExecution:
         for partition, reply in zip(partitions, replies):
             self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
             self.stats.bytes_returned += reply.body.size
-            if reply.executed == "none":
-                self._record(partition, "pushed back", count)
-                yield self._complete_here(plan, partition)
-            else:
-                self._record(partition, "storage", count)
-                self.stats.rows_scanned += reply.statistics["rows_scanned"] if count else 0
-                yield reply.reader().read_all()
+            self._first_reply_ratio = reply.body.size / max(1, partition.size_bytes)
+            yield self._finish(sub, partition, reply, main)
 
-    def _record(self, partition: Partition, where: str, count: bool) -> None:
-        if not count:
+    def _finish(self, sub: SubPlan, partition: Partition, reply: Reply, main: bool) -> pa.Table:
+        if reply.executed == "none":
+            self._record(partition, "pushed back", main)
+            return self._complete_here(sub, partition)
+        if main:
+            self.stats.rows_scanned += reply.statistics["rows_scanned"]
+        rows = reply.reader().read_all()
+        if reply.executed == "filter":
+            self._record(partition, "storage (filter only)", main)
+            return sub.aggregate_rows(rows)
+        self._record(partition, "storage", main)
+        return rows
+
+    def _record(self, partition: Partition, where: str, main: bool) -> None:
+        if not main:
             return
         self.stats.objects_scanned += 1
         self.stats.where[partition.number] = where
@@ -136,11 +143,13 @@ class AggregateExecution:
         if where != "storage":
             self.stats.objects_at_client += 1
 
-    def _complete_here(self, plan: bytes, partition: Partition) -> pa.Table:
-        """The object's sub-plan on this machine: plain read, same plan, same engine."""
+    def _complete_here(self, sub: SubPlan, partition: Partition) -> pa.Table:
+        """The object's sub-plan on this machine: a plain read, the plan's read ->
+        filter -> project on Acero, and the sub-plan's aggregate in pyarrow."""
         filter = None if self.stats.filter_in_storage else self.query.filter
         size, rows, table = read_partition(self.dataset, partition, filter=filter)
         self.stats.bytes_returned += size
         self.stats.rows_scanned += rows
-        return pas.run_query(pa.py_buffer(plan), use_threads=False,
-                             table_provider=lambda names, schema: table.select(schema.names).cast(schema)).read_all()
+        inputs = pas.run_query(pa.py_buffer(self.decomposition.input_plan), use_threads=False,
+                               table_provider=lambda names, schema: table.select(schema.names).cast(schema))
+        return sub.aggregate_rows(inputs.read_all())

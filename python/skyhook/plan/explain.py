@@ -60,7 +60,7 @@ def explain_aggregate(dataset: Dataset, execution: AggregateExecution) -> Explan
     result = execution.run()
     stats = execution.stats
     plan = plan_pb2.Plan.FromString(execution.plan)
-    sub_plan = plan_pb2.Plan.FromString(execution.decomposition.sub_plan)
+    sub_plan = plan_pb2.Plan.FromString(execution.decomposition.sub_plan.plan)
     query = execution.query
     kept = set(stats.where)
     lines = [f"aggregate of {dataset.name!r}: {dataset.manifest.num_rows:,} rows in "
@@ -70,15 +70,14 @@ def explain_aggregate(dataset: Dataset, execution: AggregateExecution) -> Explan
              f"project -> aggregate by {query.keys or '()'}: "
              + ", ".join(name + (" distinct" if call.invocation == DISTINCT else "") for name, call in measures_of(plan)),
              f"  filter: {query.filter}"]
-    if stats.aggregate_in_storage:
-        lines.append("  sub-plan in storage, per object: partial " + ", ".join(name for name, _ in measures_of(sub_plan))
-                     + "".join(f"; distinct values of input {i}" for i in range(len(execution.decomposition.distinct_plans))))
-        lines.append("  super-plan at the client: " + ", ".join(
-            f"{m.output} <- {'count_distinct of the union' if m.distinct_plan is not None else m.function + ' merge of ' + '/'.join(m.partials)}"
-            for m in execution.decomposition.merges))
-    else:
-        lines.append("  sub-plan in storage, per object: filter and computed inputs only (Arrow's Substrait "
-                     "consumer cannot aggregate computed decimals); the client aggregates the rows")
+    lines.append("  sub-plan in storage, per object: partial " + ", ".join(name for name, _ in measures_of(sub_plan))
+                 + "".join(f"; distinct values of input {i}" for i in range(len(execution.decomposition.distinct_plans))))
+    lines.append("  super-plan at the client: " + ", ".join(
+        f"{m.output} <- {'count_distinct of the union' if m.distinct_plan is not None else m.function + ' merge of ' + '/'.join(m.partials)}"
+        for m in execution.decomposition.merges))
+    if "storage (filter only)" in stats.where.values() or "client (cost model)" in stats.where.values():
+        lines.append("  storage could run only the filter and projection (Arrow's Substrait consumer cannot "
+                     "aggregate computed decimals): the client aggregated those rows")
     if not stats.filter_in_storage:
         lines.append("  the filter cannot be expressed in Substrait: every object is read and filtered at the client")
     placement = Counter(stats.where.values())

@@ -1,7 +1,9 @@
-"""CPU seconds and resident memory of storage daemons, read from /proc."""
+"""What the benchmarks share: their command line, the store they run on, and
+CPU seconds and resident memory of the storage daemons, read from /proc."""
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -31,3 +33,15 @@ def cluster_store(directory: Path | None, fallback_uri: str) -> tuple[str, list[
     cluster = LocalCluster(directory)
     uri = cluster.up()
     return uri, [cluster.pid(f"osd.{osd}") for osd in cluster.osd_ids()]
+
+
+def arguments(description: str, name: str, repeat: int) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scale-factor", type=float, default=1.0)
+    parser.add_argument("--repeat", type=int, default=repeat)
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--store", help="store URI (default: a temporary embedded store)")
+    target.add_argument("--cluster", type=Path, help="a local Ceph cluster directory (skyhook cluster up)")
+    parser.add_argument("--data-dir", type=Path, default=Path("data"))
+    parser.add_argument("--output", type=Path, default=Path(f"bench/results/{name}.json"))
+    return parser
