@@ -234,8 +234,9 @@ admin socket =
 log file = {d}/log/client.log
 """)
 
-    def _install_classes(self) -> None:
-        """The OSDs' class directory: the distro's classes plus a copy of ours."""
+    def _install_classes(self) -> bool:
+        """The OSDs' class directory: the distro's classes plus a copy of ours.
+        True if our class changed (running OSDs still have the old one loaded)."""
         classes = self.dir / "classes"
         classes.mkdir(exist_ok=True)
         for library in DISTRO_CLASS_DIR.glob("libcls_*.so"):
@@ -243,9 +244,12 @@ log file = {d}/log/client.log
             if not link.exists():
                 link.symlink_to(library)
         target = classes / "libcls_skyhook.so"
+        if target.exists() and target.read_bytes() == SKYHOOK_CLASS.read_bytes():
+            return False
         temporary = classes / ".libcls_skyhook.so.new"
         shutil.copyfile(SKYHOOK_CLASS, temporary)
         temporary.replace(target)
+        return True
 
     # -- restart -----------------------------------------------------------
 
@@ -258,7 +262,10 @@ log file = {d}/log/client.log
         self._wait_for_monitor(timeout)
         if not self._alive(state.pids.get("mgr.x", 0)):
             self._start(state, "mgr.x", ["ceph-mgr", "-i", "x"])
-        self._install_classes()
+        if self._install_classes():
+            # OSDs load classes at start: restart running ones for the rebuilt class.
+            for osd in state.osds:
+                self._stop(state, f"osd.{osd}", signal.SIGTERM, timeout)
         epoch = self._osdmap_epoch()
         stopped = [int(osd) for osd in state.osds if not self._alive(state.pids.get(f"osd.{osd}", 0))]
         for osd in stopped:

@@ -4,12 +4,14 @@ object plainly and filter at the client.
 Pushdown pays when the reply is much smaller than the object; at high
 selectivity storage does the client's decoding plus an IPC encode and the
 reply is as large as the object (measured: at 100 % pushdown is 14-30 %
-slower). Partition statistics settle the clear case (every row passes and
-every column is wanted); otherwise the first object is pushed down as a sample
-and its reply-to-object size ratio decides for the rest.
+slower). When partition statistics prove that every row passes, the decoded
+sizes of the wanted columns predict the reply; otherwise the first object is
+pushed down as a sample and its reply-to-object size ratio decides the rest.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import pyarrow.compute as pc
 
@@ -26,3 +28,17 @@ def every_row_passes(manifest: Manifest, filter: pc.Expression | None, partition
         return True
     may_fail = {p.number for p in matching_partitions(manifest, ~filter)}
     return not may_fail & {p.number for p in partitions}
+
+
+def predicted_reply_ratio(manifest: Manifest, filter: pc.Expression | None, partitions: list[Partition],
+                          columns) -> float | None:
+    """Reply bytes over object bytes when statistics can tell (every row passes
+    and plain columns are wanted); None when only a sample can."""
+    if isinstance(columns, Mapping) or not every_row_passes(manifest, filter, partitions):
+        return None
+    names = manifest.schema.names if columns is None else list(columns)
+    kept = {p.number for p in partitions}
+    statistics = [row for partition, row in zip(manifest.partitions, manifest.statistics)
+                  if partition.number in kept]
+    reply = sum(row[name]["bytes"].as_py() or 0 for row in statistics for name in names)
+    return reply / max(1, sum(p.size_bytes for p in partitions))

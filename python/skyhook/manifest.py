@@ -17,7 +17,7 @@ def statistics_type(schema: pa.Schema) -> pa.StructType:
     """Per-partition statistics, the row the storage-side describe method returns."""
     return pa.struct([
         pa.field(field.name, pa.struct([("min", field.type), ("max", field.type),
-                                        ("null_count", pa.int64())]))
+                                        ("null_count", pa.int64()), ("bytes", pa.int64())]))
         for field in schema
     ])
 

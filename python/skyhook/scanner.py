@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from skyhook.cost import DEFAULT_PUSHDOWN_THRESHOLD, every_row_passes
+from skyhook.cost import DEFAULT_PUSHDOWN_THRESHOLD, predicted_reply_ratio
 from skyhook.errors import InvalidRequestError
 from skyhook.expressions import Columns, output_expressions, projected_schema, to_substrait
 from skyhook.parallel import ordered_map
@@ -173,9 +173,13 @@ class Scanner:
     def _cost_based(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         if not partitions:
             return
-        if self.columns is None and every_row_passes(self.dataset.manifest, self.filter, partitions):
-            self.stats.cost_model = "statistics: every row passes and every column is wanted: plain reads"
-            yield from self._read_whole(partitions)
+        predicted = predicted_reply_ratio(self.dataset.manifest, self.filter, partitions, self.columns)
+        if predicted is not None:
+            pushdown = predicted <= self.pushdown_threshold
+            self.stats.cost_model = (f"statistics: every row passes, reply/object bytes {predicted:.3f} "
+                                     f"{'<=' if pushdown else '>'} {self.pushdown_threshold}: "
+                                     f"{'pushdown' if pushdown else 'plain reads'}")
+            yield from self._pushdown(partitions) if pushdown else self._read_whole(partitions)
             return
         sample, rest = partitions[0], partitions[1:]
         returned_before = self.stats.bytes_returned

@@ -11,6 +11,7 @@
 #include <arrow/io/memory.h>
 #include <arrow/ipc/writer.h>
 #include <arrow/scalar.h>
+#include <arrow/util/byte_size.h>
 
 #include "skyhook/protocol/frame.h"
 #include "skyhook/storage/cpu_timer.h"
@@ -26,6 +27,7 @@ class ColumnStatistics {
 
   arrow::Status Update(const std::shared_ptr<arrow::Array>& values) {
     null_count_ += values->null_count();
+    bytes_ += arrow::util::TotalBufferSize(*values);
     if (!orderable_ || values->null_count() == values->length()) return arrow::Status::OK();
     if (arrow::is_floating(type_->id())) {
       ARROW_ASSIGN_OR_RAISE(auto nan, arrow::compute::CallFunction("is_nan", {values}));
@@ -54,7 +56,8 @@ class ColumnStatistics {
       max = min;
     }
     ARROW_ASSIGN_OR_RAISE(auto nulls, arrow::MakeArrayFromScalar(arrow::Int64Scalar(null_count_), 1));
-    return arrow::StructArray::Make({min, max, nulls}, {"min", "max", "null_count"});
+    ARROW_ASSIGN_OR_RAISE(auto bytes, arrow::MakeArrayFromScalar(arrow::Int64Scalar(bytes_), 1));
+    return arrow::StructArray::Make({min, max, nulls, bytes}, {"min", "max", "null_count", "bytes"});
   }
 
  private:
@@ -71,6 +74,7 @@ class ColumnStatistics {
 
   std::shared_ptr<arrow::DataType> type_;
   int64_t null_count_ = 0;
+  int64_t bytes_ = 0;  // decoded (Arrow) size: what a reply of this column costs
   bool orderable_ = true;
   std::vector<std::shared_ptr<arrow::Scalar>> minima_, maxima_;
 };

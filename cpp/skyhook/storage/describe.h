@@ -12,7 +12,7 @@
 namespace skyhook {
 
 /// The reply body is an IPC stream of one row with a struct column per object
-/// column: {min, max, null_count}. min/max are null where they cannot be used
+/// column: {min, max, null_count, bytes (decoded Arrow size)}. min/max are null where they cannot be used
 /// for pruning (unorderable types, floating columns holding NaN).
 Reply Describe(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& request);
 
