@@ -162,7 +162,7 @@ def main() -> None:
                 for label, cols in (("100%", None), ("100%", columns), ("1%", columns))}
             report["concurrent_clients"] = {
                 f"{args.clients} clients, {name}": median_of(meter, concurrent_clients(uri, args.clients, limit), 1)
-                for name, limit in (("no push-back", 10_000), ("push-back above 2 in flight", 2))}
+                for name, limit in (("no push-back", 10_000), ("push-back when a call is running", 1))}
             store.delete_dataset("lineitem_bench")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2, default=str))
