@@ -72,3 +72,18 @@ def test_group_by_and_explain(tmp_path):
     assert "super-plan at the client" in explained and "4 in storage" in explained
     bad = skyhook_cli("query", "t", "--store", store, "-g", "flag", check=False)
     assert bad.returncode == 1 and "needs at least one --agg" in bad.stdout
+
+
+def test_pushdown_modes(tmp_path):
+    store = str(tmp_path / "store")
+    pq.write_table(TABLE, tmp_path / "t.parquet")
+    skyhook_cli("import", "t", str(tmp_path / "t.parquet"), "--store", store, "--rows-per-object", "300")
+    def statistic(output: str, name: str) -> str:
+        line = next(line for line in output.splitlines() if f" {name} " in line)
+        return line.split("│")[2].strip()
+
+    plain = skyhook_cli("query", "t", "--store", store, "--where", "k < 10", "--pushdown", "off").stdout
+    pushed = skyhook_cli("query", "t", "--store", store, "--where", "k < 10", "--pushdown", "on").stdout
+    assert statistic(plain, "objects_read_plain") == "1" and statistic(pushed, "objects_read_plain") == "0"
+    bad = skyhook_cli("query", "t", "--store", store, "--pushdown", "maybe", check=False)
+    assert bad.returncode == 1 and "expected auto, on or off" in bad.stdout

@@ -112,7 +112,7 @@ def query(dataset: str, store: StoreOption = DEFAULT_STORE,
           where: Annotated[Optional[str], typer.Option("--where", "-w", help="Filter, e.g. \"price > 10 and flag == 'R'\".")] = None,
           limit: Annotated[int, typer.Option(help="Rows to print.")] = 20,
           output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the result to .parquet or .csv.")] = None,
-          pushdown: Annotated[bool, typer.Option(help="Run the filter in storage (--no-pushdown reads whole objects).")] = True,
+          pushdown: Annotated[str, typer.Option(help="auto (the cost model decides per object), on, or off (plain reads).")] = "auto",
           group_by: Annotated[Optional[str], typer.Option("--group-by", "-g", help="Comma-separated group keys.")] = None,
           agg: Annotated[Optional[list[str]], typer.Option("--agg", "-a", help="COLUMN:FUNCTION, e.g. l_quantity:sum (repeatable).")] = None,
           explain: Annotated[bool, typer.Option("--explain", help="Say what ran in storage and what at the client.")] = False) -> None:
@@ -134,7 +134,10 @@ def query(dataset: str, store: StoreOption = DEFAULT_STORE,
             statistics.pop("where")
             _print_statistics(statistics)
             return
-        scanner = data.scanner(columns=names, filter=where, pushdown=pushdown)
+        modes = {"auto": "auto", "on": True, "off": False}
+        if pushdown not in modes:
+            raise SkyhookError(f"--pushdown {pushdown!r}: expected auto, on or off")
+        scanner = data.scanner(columns=names, filter=where, pushdown=modes[pushdown])
         result = scanner.to_table()
         _show(result, output, limit)
         _print_statistics(scanner.stats.as_dict())
