@@ -175,10 +175,7 @@ class Scanner:
             return
         predicted = predicted_reply_ratio(self.dataset.manifest, self.filter, partitions, self.columns)
         if predicted is not None:
-            pushdown = predicted <= self.pushdown_threshold
-            self.stats.cost_model = (f"statistics: every row passes, reply/object bytes {predicted:.3f} "
-                                     f"{'<=' if pushdown else '>'} {self.pushdown_threshold}: "
-                                     f"{'pushdown' if pushdown else 'plain reads'}")
+            pushdown = self._decide("statistics: every row passes", predicted, len(partitions))
             yield from self._pushdown(partitions) if pushdown else self._read_whole(partitions)
             return
         sample, rest = partitions[0], partitions[1:]
@@ -190,11 +187,16 @@ class Scanner:
             yield from self._pushdown(rest)
             return
         ratio = (self.stats.bytes_returned - returned_before) / max(1, sample.size_bytes)
-        decision = "pushdown" if ratio <= self.pushdown_threshold else "plain reads"
-        self.stats.cost_model = (f"sampled object {sample.number}: reply/object bytes {ratio:.3f} "
-                                 f"{'<=' if ratio <= self.pushdown_threshold else '>'} "
-                                 f"{self.pushdown_threshold}: {decision} for {len(rest)} more objects")
-        yield from self._pushdown(rest) if ratio <= self.pushdown_threshold else self._read_whole(rest)
+        pushdown = self._decide(f"sampled object {sample.number}", ratio, len(rest))
+        yield from self._pushdown(rest) if pushdown else self._read_whole(rest)
+
+    def _decide(self, basis: str, ratio: float, objects: int) -> bool:
+        """Pushdown when the reply is expected to be small next to its object."""
+        pushdown = ratio <= self.pushdown_threshold
+        self.stats.cost_model = (f"{basis}: reply/object bytes {ratio:.3f} {'<=' if pushdown else '>'} "
+                                 f"{self.pushdown_threshold}: {'pushdown' if pushdown else 'plain reads'} "
+                                 f"for {objects} objects")
+        return pushdown
 
     def _read_whole(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         """The baseline a pushdown must beat: move whole objects to the client and

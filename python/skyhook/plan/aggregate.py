@@ -140,8 +140,10 @@ def _input_expression(aggregation: Aggregation) -> pc.Expression:
     return aggregation.input
 
 
-def full_plan(schema: pa.Schema, query: AggregateQuery, filter_in_storage: bool) -> bytes:
-    """The whole query as one Substrait plan (what explain shows)."""
+def full_plan(schema: pa.Schema, query: AggregateQuery, output_schema: pa.Schema,
+              filter_in_storage: bool) -> bytes:
+    """The whole query as one Substrait plan (what explain shows); output_schema
+    is query.output_schema(schema)."""
     inputs = [_input_expression(a) for a in query.aggregations]
     builder = PlanBuilder(schema, query.filter if filter_in_storage else None,
                           [pc.field(k) for k in query.keys] + inputs)
@@ -153,7 +155,7 @@ def full_plan(schema: pa.Schema, query: AggregateQuery, filter_in_storage: bool)
             function_reference=builder.function(extension, name),
             arguments=[algebra_pb2.FunctionArgument(value=field_reference(keys + i))],
             phase=algebra_pb2.AGGREGATION_PHASE_INITIAL_TO_RESULT,
-            output_type=substrait_type(query.output_schema(schema).field(keys + i).type))
+            output_type=substrait_type(output_schema.field(keys + i).type))
         if distinct:
             call.invocation = DISTINCT
         measures.append(algebra_pb2.AggregateRel.Measure(measure=call))

@@ -66,7 +66,7 @@ class AggregateExecution:
         self.output_schema = query.output_schema(schema)
         filter_ok = query.filter is None or \
             to_substrait([query.filter], ["filter"], schema, is_filter=True) is not None
-        self.plan = full_plan(schema, query, filter_in_storage=filter_ok)
+        self.plan = full_plan(schema, query, self.output_schema, filter_in_storage=filter_ok)
         self.decomposition: Decomposition = decompose(self.plan, query.keys, schema)
         self.stats = AggregateStatistics(filter_in_storage=filter_ok)
 
@@ -95,10 +95,15 @@ class AggregateExecution:
                 self._record(partition, "client", main)
                 yield self._complete_here(sub, partition)
             return
+        if not main:  # the cost model decides on the main sub-plan only
+            yield from self._in_storage(sub, partitions, main)
+            return
         first, rest = partitions[:1], partitions[1:]
+        returned_before = self.stats.bytes_returned
         yield from self._in_storage(sub, first, main)
+        ratio = (self.stats.bytes_returned - returned_before) / max(1, first[0].size_bytes)
         first_only_filtered = self.stats.where.get(first[0].number) == "storage (filter only)"
-        if main and first_only_filtered and self._first_reply_ratio > self.pushdown_threshold:
+        if first_only_filtered and ratio > self.pushdown_threshold:
             for partition in rest:
                 self._record(partition, "client (cost model)", main)
                 yield self._complete_here(sub, partition)
@@ -117,7 +122,6 @@ class AggregateExecution:
         for partition, reply in zip(partitions, replies):
             self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
             self.stats.bytes_returned += reply.body.size
-            self._first_reply_ratio = reply.body.size / max(1, partition.size_bytes)
             yield self._finish(sub, partition, reply, main)
 
     def _finish(self, sub: SubPlan, partition: Partition, reply: Reply, main: bool) -> pa.Table:
