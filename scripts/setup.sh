@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Creates .venv in the repository root and builds and installs skyhook into it.
 # Safe to run again: it rebuilds the extension from the current sources.
+# --fuzz also installs clang and its libFuzzer runtime (the test command does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+scripts/install-build-deps.sh "$@"
 
 PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then

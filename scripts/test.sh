@@ -7,5 +7,5 @@ cd "$(dirname "$0")/.."
 if [ "${SKYHOOK_TEST_CEPH:-1}" != 0 ]; then
   scripts/install-ceph.sh
 fi
-scripts/setup.sh
+scripts/setup.sh --fuzz
 exec .venv/bin/python -m pytest "$@"

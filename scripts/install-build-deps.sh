@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the C++ build needs: protobuf (the storage side
+# parses Substrait with generated classes before Arrow sees a request) and,
+# with --fuzz, clang with its sanitizer and libFuzzer runtimes.
+set -euo pipefail
+PACKAGES="protobuf-compiler libprotobuf-dev"
+if [ "${1:-}" = "--fuzz" ]; then
+  PACKAGES="$PACKAGES clang libclang-rt-14-dev"
+fi
+installed=$(dpkg-query -W -f='${Status}\n' $PACKAGES 2>/dev/null | grep -c "install ok installed" || true)
+if [ "$installed" -ne "$(wc -w <<< "$PACKAGES")" ]; then
+  SUDO=$([ "$(id -u)" = 0 ] && echo "" || echo sudo)
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q $PACKAGES
+fi
