@@ -13,9 +13,9 @@
 #include "skyhook/storage/execution.h"
 #include "skyhook/storage/object_columns.h"
 #include "skyhook/storage/object_reader.h"
-#include "skyhook/storage/plan_shape.h"
 #include "skyhook/storage/pushback.h"
 #include "skyhook/storage/result_writer.h"
+#include "skyhook/substrait/request_check.h"
 
 namespace skyhook {
 namespace {
@@ -44,13 +44,13 @@ class PlanExecution {
                                              const arrow::Schema& schema) {
       return ObjectSource(schema);
     };
-    ARROW_ASSIGN_OR_RAISE(auto shape, CheckPlanShape(request_.plan->ToString()));
+    ARROW_ASSIGN_OR_RAISE(auto shape, substrait_check::CheckPlan(std::string_view(*request_.plan)));
     std::optional<arrow::engine::PlanInfo> plan;
     if (shape.has_aggregate) {
       auto input = arrow::engine::DeserializePlan(arrow::Buffer(shape.input_plan), nullptr,
                                                   nullptr, conversion);
       if (!input.ok()) return AsPlanError(input.status());
-      if (!CheckTypedColumns(*input->root.output_schema).ok()) {
+      if (!substrait_check::CheckTypedColumns(*input->root.output_schema).ok()) {
         // The aggregate cannot be converted safely: run the filter and
         // projection only, and say so; the client aggregates the rows.
         reply->executed = Executed::kFilterOnly;
@@ -65,6 +65,9 @@ class PlanExecution {
     ARROW_ASSIGN_OR_RAISE(auto results, arrow::acero::DeclarationToReader(
                                             plan->root.declaration, /*use_threads=*/false));
     auto schema = results->schema();
+    if (schema == nullptr) {  // Acero's answer to a plan that does not type-check
+      return Error(ErrorCode::kInvalidRequest, "the plan does not type-check against the object");
+    }
     if (!plan->names.empty()) {
       ARROW_ASSIGN_OR_RAISE(schema, schema->WithNames(plan->names));
     }
