@@ -55,12 +55,12 @@ class PlanChecker {
 
  private:
   arrow::Result<Columns> CheckRead(const sp::ReadRel& read) {
-    ARROW_RETURN_NOT_OK(OnlyFields(read, {"common", "base_schema", "named_table"}));
     // The only thing a plan reads is the object the method runs on.
     if (!read.has_named_table() || read.named_table().names_size() != 1 ||
         read.named_table().names(0) != kObjectTable) {
       return Reject("a plan may only read the named table '", kObjectTable, "'");
     }
+    ARROW_RETURN_NOT_OK(OnlyFields(read, {"common", "base_schema", "named_table"}));
     ARROW_RETURN_NOT_OK(OnlyFields(read.named_table(), {"names"}));
     ARROW_ASSIGN_OR_RAISE(auto columns, CheckNamedStruct(read.base_schema(), declared_, &budget_));
     return Emit(read.common(), std::move(columns));
