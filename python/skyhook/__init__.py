@@ -3,7 +3,8 @@ inside storage; only results cross to the client."""
 
 from skyhook.dataset import Dataset
 from skyhook.errors import (CorruptObjectError, DatasetExistsError, DatasetNotFoundError,
-                            InvalidRequestError, ObjectNotFoundError, ResultTooLargeError,
+                            InvalidRequestError, LimitExceededError, ObjectNotFoundError,
+                            ResultTooLargeError,
                             SkyhookError, StorageError, TypeMismatchError, UnknownColumnError,
                             UnsupportedVersionError)
 from skyhook.scanner import Scanner, ScanStatistics
@@ -15,5 +16,5 @@ __all__ = [
     "connect", "Store", "Dataset", "Scanner", "ScanStatistics",
     "SkyhookError", "InvalidRequestError", "UnsupportedVersionError", "UnknownColumnError",
     "TypeMismatchError", "CorruptObjectError", "ResultTooLargeError", "ObjectNotFoundError",
-    "DatasetNotFoundError", "DatasetExistsError", "StorageError",
+    "DatasetNotFoundError", "DatasetExistsError", "StorageError", "LimitExceededError",
 ]

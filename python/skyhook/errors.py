@@ -49,6 +49,10 @@ class DatasetExistsError(SkyhookError):
     """A dataset of that name exists and the write did not ask to replace it."""
 
 
+class LimitExceededError(SkyhookError):
+    """A storage call needs more time or memory than the node allows."""
+
+
 class StorageError(SkyhookError):
     """Storage failed for a reason of its own (a bug or an I/O failure)."""
 
@@ -63,4 +67,5 @@ ERROR_BY_CODE: dict[int, type[SkyhookError]] = {
     6: ResultTooLargeError,
     7: ObjectNotFoundError,
     8: StorageError,
+    10: LimitExceededError,
 }

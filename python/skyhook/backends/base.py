@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import pyarrow as pa
 
-from skyhook.protocol import Reply, decode_reply
+from skyhook.protocol import Reply, decode_reply, encode_request, merge_continuations
 
 
 class Backend(ABC):
@@ -55,17 +56,29 @@ class Backend(ABC):
     @abstractmethod
     def dataset_names(self) -> list[str]: ...
 
-    def call_each(self, method: str, object_names: list[str], request: bytes, context: str,
+    def call_each(self, method: str, object_names: list[str], request: dict[str, Any], context: str,
                   parallel: bool = True) -> Iterator[Reply]:
-        """Decoded replies of one request sent to each object, in order; a reply
-        that reports an error raises it, naming context and the object."""
-        calls = ((name, request) for name in object_names)
+        """Decoded replies of one request (header fields) sent to each object, in
+        order; a reply that reports an error raises it, naming context and the
+        object. An object whose call a node limit ended early is continued with
+        more calls, and its replies are merged into one; if any of them was
+        pushed back, the object's reply is that push-back."""
+        encoded_request = encode_request(request)
+        calls = ((name, encoded_request) for name in object_names)
         replies = self.call_many(method, calls) if parallel else \
             (self.call(name, method, body) for name, body in calls)
         for name, encoded in zip(object_names, replies):
-            reply = decode_reply(encoded)
-            reply.raise_for_status(f"{context} (object {name})")
-            yield reply
+            parts = [self._checked(encoded, f"{context} (object {name})")]
+            while parts[-1].resume_row is not None and parts[-1].executed != "none":
+                continuation = encode_request({**request, "start_row": parts[-1].resume_row})
+                parts.append(self._checked(self.call(name, method, continuation), f"{context} (object {name})"))
+            yield parts[-1] if parts[-1].executed == "none" else merge_continuations(parts)
+
+    @staticmethod
+    def _checked(encoded: bytes, context: str) -> Reply:
+        reply = decode_reply(encoded)
+        reply.raise_for_status(context)
+        return reply
 
     def close(self) -> None:
         """Release connections; the default backend holds none."""
