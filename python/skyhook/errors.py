@@ -49,8 +49,16 @@ class DatasetExistsError(SkyhookError):
     """A dataset of that name exists and the write did not ask to replace it."""
 
 
+class CorruptManifestError(SkyhookError):
+    """A dataset's manifest is unreadable or names objects outside the dataset."""
+
+
 class StorageError(SkyhookError):
     """Storage failed for a reason of its own (a bug or an I/O failure)."""
+
+
+class StorageTimeoutError(StorageError, TimeoutError):
+    """Storage did not answer within the client's operation timeout."""
 
 
 # Codes of cpp/skyhook/protocol/error.h, in order.
