@@ -18,6 +18,7 @@ from rich.table import Table
 
 import skyhook
 from skyhook.errors import SkyhookError
+from skyhook.store import DEFAULT_FSCK_GRACE_SECONDS
 from skyhook.writer import input_files
 
 app = typer.Typer(help="Skyhook: Arrow-native programmable storage.", no_args_is_help=True,
@@ -171,6 +172,34 @@ def rm(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
     with _open(store) as source:
         source.delete_dataset(dataset)
     console.print(f"deleted {dataset}")
+
+
+@app.command()
+def fsck(dataset: Annotated[Optional[str], typer.Argument(help="Check only this dataset.")] = None,
+         store: StoreOption = DEFAULT_STORE,
+         repair: Annotated[bool, typer.Option(help="Delete the orphan objects found.")] = False,
+         grace_seconds: Annotated[float, typer.Option(help="Ceph: a write silent this long counts as abandoned.")]
+         = DEFAULT_FSCK_GRACE_SECONDS) -> None:
+    """Find objects that no dataset and no running write owns (left by crashed writers); --repair deletes them.
+    Exits with 1 if problems remain."""
+    with _open(store) as source:
+        report = source.fsck(dataset, repair=repair, grace_seconds=grace_seconds)
+    for title, names in (("orphan objects", report.orphans), ("abandoned writes", report.abandoned_writes),
+                         ("writes in progress (left alone)", report.in_progress),
+                         ("corrupt manifests (their objects left alone)", report.corrupt_manifests)):
+        if names:
+            console.print(f"[bold]{title}[/bold] ({len(names)}):")
+            for name in names:
+                console.print(f"  {name}", markup=False)
+    if report.clean:
+        console.print("clean")
+    elif report.repaired:
+        console.print(f"repaired: deleted {len(report.orphans)} orphan objects, "
+                      f"dropped {len(report.abandoned_writes)} abandoned write records")
+    else:
+        console.print("run again with --repair to delete the orphans")
+    if report.corrupt_manifests or not (report.clean or report.repaired):
+        raise SystemExit(1)
 
 
 @app.command()
