@@ -169,9 +169,9 @@ class Store:
 
     def fsck(self, name: str | None = None, repair: bool = False,
              grace_seconds: float = DEFAULT_FSCK_GRACE_SECONDS) -> FsckReport:
-        """Find (and with repair, delete) orphan objects: partitions that neither a
-        dataset's manifest nor a write in progress owns, left by crashed or killed
-        writers. Objects of writes in progress are left alone; on RADOS a write
+        """Find (and with repair, delete) orphan objects: partitions (and temporary
+        files of partitions) that neither a dataset's manifest nor a write in
+        progress owns, left by crashed or killed writers. Objects of writes in progress are left alone; on RADOS a write
         whose writer has been silent for grace_seconds counts as abandoned (the
         embedded store knows exactly which writers are alive)."""
         if name is not None:
@@ -183,7 +183,8 @@ class Store:
         # Order matters. An object listed now was stored after its write was
         # registered; a write still registered after the listing is protected,
         # and one that finished since has published a manifest read after this.
-        objects = [(object_owner(listed), listed) for listed in self.backend.object_names()]
+        objects = [(object_owner(self.backend.partition_name(listed)), listed)
+                   for listed in self.backend.object_names()]
         owned = [(owner, listed) for owner, listed in objects if owner is not None and wanted(owner.dataset)]
         pending = [record for record in self.backend.pending_writes(grace_seconds) if wanted(record.dataset)]
         live = {(record.dataset, record.generation) for record in pending if not record.abandoned}

@@ -72,7 +72,12 @@ class Backend(ABC):
 
     @abstractmethod
     def object_names(self) -> list[str]:
-        """Every object of the store (partitions and anything else in its namespace)."""
+        """Every object of the store (partitions, temporaries and anything else in its namespace)."""
+
+    def partition_name(self, stored_name: str) -> str:
+        """The partition object whose data a stored object holds: itself, or the
+        one a temporary object is being written for."""
+        return stored_name
 
     # Manifests are published atomically (readers see the old one or the new
     # one) and only by compare-and-swap, so no write is ever silently lost.

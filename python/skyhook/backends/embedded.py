@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +33,8 @@ from skyhook.manifest import check_dataset_name
 from skyhook.parallel import ordered_map
 
 _MARKER = "skyhook-store"
+# _atomic_write's temporary files: "." + the final name + "." + mkstemp's 8 random characters.
+_TEMPORARY = re.compile(r"\.(?P<final>.+)\.[a-z0-9_]{8}")
 
 
 class EmbeddedBackend(Backend):
@@ -70,7 +73,11 @@ class EmbeddedBackend(Backend):
         self._object_path(name).unlink(missing_ok=True)
 
     def object_names(self) -> list[str]:
-        return sorted(path.name for path in self.objects.iterdir() if not path.name.startswith("."))
+        return sorted(path.name for path in self.objects.iterdir())
+
+    def partition_name(self, stored_name: str) -> str:
+        temporary = _TEMPORARY.fullmatch(stored_name)
+        return temporary["final"] if temporary else stored_name
 
     def call(self, name: str, method: str, request: bytes) -> bytes:
         return _embedded.call(str(self._object_path(name)), method, request)
@@ -131,8 +138,8 @@ class EmbeddedBackend(Backend):
         self._pool.shutdown(wait=True, cancel_futures=True)
 
     def _object_path(self, name: str) -> Path:
-        """objects/NAME, refusing any name that could lead outside objects/ or to a temporary file."""
-        if not name or "/" in name or "\0" in name or name.startswith("."):
+        """objects/NAME, refusing any name that could lead outside objects/."""
+        if name in ("", ".", "..") or "/" in name or "\0" in name:
             raise InvalidRequestError(f"invalid object name {name!r}")
         return self.objects / name
 
