@@ -116,9 +116,7 @@ class Manifest:
         """The manifest of dataset, checked: anything else raises CorruptManifestError."""
         try:
             manifest = cls._decode(data)
-        except CorruptManifestError:
-            raise
-        except (pa.ArrowException, KeyError, ValueError, TypeError, AttributeError) as error:
+        except (pa.ArrowException, KeyError, ValueError, TypeError) as error:
             raise CorruptManifestError(f"the manifest of dataset {dataset!r} is unreadable: "
                                        f"{type(error).__name__}: {error}") from None
         manifest._check(dataset)
@@ -129,8 +127,7 @@ class Manifest:
         table = pa.ipc.open_file(pa.py_buffer(data)).read_all()
         metadata = table.schema.metadata or {}
         if metadata.get(b"skyhook.manifest_version") != MANIFEST_VERSION:
-            raise CorruptManifestError(
-                f"unsupported manifest version {metadata.get(b'skyhook.manifest_version')!r}")
+            raise ValueError(f"unsupported manifest version {metadata.get(b'skyhook.manifest_version')!r}")
         schema = pa.ipc.read_schema(pa.py_buffer(metadata[b"skyhook.schema"]))
         partitions = tuple(
             Partition(row["partition"], row["object"], row["num_rows"], row["size_bytes"])
@@ -156,7 +153,7 @@ class Manifest:
         for index, partition in enumerate(self.partitions):
             expected = object_name(dataset, self.generation, index)
             if partition.number != index or partition.object_name != expected:
-                raise corrupt(f"partition {partition.number!r} names object {partition.object_name!r}, "
-                              f"expected {expected!r}")
+                raise corrupt(f"row {index} names partition {partition.number!r}, object "
+                              f"{partition.object_name!r}; expected partition {index}, object {expected!r}")
             if not all(isinstance(value, int) and value >= 0 for value in (partition.num_rows, partition.size_bytes)):
                 raise corrupt(f"partition {index} has invalid sizes")

@@ -11,8 +11,8 @@ import pyarrow as pa
 from skyhook.backends.base import Backend, StoredManifest
 from skyhook.dataset import Dataset
 from skyhook.errors import CorruptManifestError, DatasetExistsError, DatasetNotFoundError, InvalidRequestError
-from skyhook.manifest import (Manifest, Partition, check_dataset_name, new_generation, object_name, object_owner,
-                              statistics_type)
+from skyhook.manifest import (Manifest, ObjectOwner, Partition, check_dataset_name, new_generation, object_name,
+                              object_owner, statistics_type)
 from skyhook.protocol import decode_reply, encode_request
 from skyhook.writer import FORMATS, DataSource, encode_partition, open_source, split_partitions
 
@@ -171,9 +171,9 @@ class Store:
              grace_seconds: float = DEFAULT_FSCK_GRACE_SECONDS) -> FsckReport:
         """Find (and with repair, delete) orphan objects: partitions (and temporary
         files of partitions) that neither a dataset's manifest nor a write in
-        progress owns, left by crashed or killed writers. Objects of writes in progress are left alone; on RADOS a write
-        whose writer has been silent for grace_seconds counts as abandoned (the
-        embedded store knows exactly which writers are alive)."""
+        progress owns, left by crashed or killed writers. On RADOS a write whose
+        writer has been silent for grace_seconds counts as abandoned; the
+        embedded store knows exactly which writers are alive."""
         if name is not None:
             check_dataset_name(name)
 
@@ -187,8 +187,8 @@ class Store:
                    for listed in self.backend.object_names()]
         owned = [(owner, listed) for owner, listed in objects if owner is not None and wanted(owner.dataset)]
         pending = [record for record in self.backend.pending_writes(grace_seconds) if wanted(record.dataset)]
-        live = {(record.dataset, record.generation) for record in pending if not record.abandoned}
-        report = FsckReport(in_progress=sorted(f"{d}.{g}" for d, g in live))
+        live = {ObjectOwner(record.dataset, record.generation) for record in pending if not record.abandoned}
+        report = FsckReport(in_progress=sorted(f"{owner.dataset}.{owner.generation}" for owner in live))
         current: dict[str, str | None] = {}  # dataset -> generation of its manifest
         for dataset in sorted({owner.dataset for owner, _ in owned} | set(filter(wanted, self.list_datasets()))):
             stored = self.backend.get_manifest(dataset)
