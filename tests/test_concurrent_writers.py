@@ -243,6 +243,23 @@ def test_crafted_manifests_touch_nothing_outside_the_dataset(store, tmp_path):
     assert_consistent(store, "victim", writer_table(1))
 
 
+def test_fsck_repairs_the_list_of_datasets(store):
+    if store.backend.runs_in_process:
+        pytest.skip("the embedded store's list of datasets is its manifests directory")
+    store.write_dataset("unlisted", writer_table(1))
+    store.write_dataset("listed", writer_table(2))
+    # What crashes between a manifest and its index entry leave behind.
+    store.backend._pool.omap_remove("_skyhook.datasets", ["unlisted"])
+    store.backend._pool.omap_set("_skyhook.datasets", {"ghost": ""})
+    assert store.list_datasets() == ["ghost", "listed"]
+    report = store.fsck()
+    assert report.index_problems == ["ghost: listed, but has no manifest",
+                                     "unlisted: has a manifest, but is not listed"]
+    assert store.fsck(repair=True).repaired and store.fsck().clean
+    assert store.list_datasets() == ["listed", "unlisted"]
+    assert_consistent(store, "unlisted", writer_table(1))
+
+
 def test_names_with_a_trailing_newline_are_rejected(store):
     for call in (lambda: store.write_dataset("t\n", writer_table(1)), lambda: store.dataset("t\n"),
                  lambda: store.delete_dataset("t\n"), lambda: store.fsck("t\n")):
@@ -273,11 +290,19 @@ def test_fsck_from_the_command_line(tmp_path):
     found = cli()
     assert found.returncode == 1 and "t.1700000000abcdef.0" in found.stdout and "--repair" in found.stdout
     repaired = cli("t", "--repair")
-    assert repaired.returncode == 0 and "deleted 1 orphan" in repaired.stdout
+    assert repaired.returncode == 0 and "orphan objects deleted: 1" in repaired.stdout
     with skyhook.connect(uri) as store:
         assert store.fsck().clean
-    bad = cli("t\n")
-    assert bad.returncode == 1 and "invalid dataset name" in bad.stdout and "Traceback" not in bad.stderr
+        store.write_dataset("bad", writer_table(2))
+        store.backend.replace_manifest("bad", b"garbage", store.backend.get_manifest("bad").version)
+    bad_manifest = cli("--repair")
+    assert bad_manifest.returncode == 1 and "corrupt manifests" in bad_manifest.stdout
+    listing = subprocess.run([sys.executable, "-m", "skyhook.cli", "ls", "--store", uri], capture_output=True,
+                             text=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    assert listing.returncode == 0 and "corrupt manifest" in listing.stdout and "120" in listing.stdout
+    bad_name = cli("t\n")
+    assert bad_name.returncode == 1 and "invalid dataset name" in bad_name.stdout
+    assert "Traceback" not in bad_name.stderr + listing.stderr + bad_manifest.stderr
 
 
 # -- the RADOS operation timeout ----------------------------------------------

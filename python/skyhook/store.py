@@ -173,7 +173,8 @@ class Store:
         files of partitions) that neither a dataset's manifest nor a write in
         progress owns, left by crashed or killed writers. On RADOS a write whose
         writer has been silent for grace_seconds counts as abandoned; the
-        embedded store knows exactly which writers are alive."""
+        embedded store knows exactly which writers are alive. Without a name,
+        the list of datasets is checked against the manifests too (RADOS)."""
         if name is not None:
             check_dataset_name(name)
 
@@ -183,8 +184,8 @@ class Store:
         # Order matters. An object listed now was stored after its write was
         # registered; a write still registered after the listing is protected,
         # and one that finished since has published a manifest read after this.
-        objects = [(object_owner(self.backend.partition_name(listed)), listed)
-                   for listed in self.backend.object_names()]
+        listing = self.backend.object_names()
+        objects = [(object_owner(self.backend.partition_name(listed)), listed) for listed in listing]
         owned = [(owner, listed) for owner, listed in objects if owner is not None and wanted(owner.dataset)]
         pending = [record for record in self.backend.pending_writes(grace_seconds) if wanted(record.dataset)]
         live = {ObjectOwner(record.dataset, record.generation) for record in pending if not record.abandoned}
@@ -201,6 +202,8 @@ class Store:
                 report.orphans.append(listed)
         report.abandoned_writes = sorted(f"{record.dataset}.{record.generation}"
                                          for record in pending if record.abandoned)
+        if name is None:
+            report.index_problems = self.backend.check_index(listing, repair)
         if repair:
             for orphan in report.orphans:
                 self.backend.delete_object(orphan)
@@ -236,11 +239,13 @@ class FsckReport:
     abandoned_writes: list[str] = field(default_factory=list)
     #: Datasets whose manifest cannot be trusted: their objects were left alone.
     corrupt_manifests: list[str] = field(default_factory=list)
+    #: Where the list of datasets and the manifests disagree (RADOS; fixed by a repair).
+    index_problems: list[str] = field(default_factory=list)
     repaired: bool = False
 
     @property
     def clean(self) -> bool:
-        return not (self.orphans or self.abandoned_writes or self.corrupt_manifests)
+        return not (self.orphans or self.abandoned_writes or self.corrupt_manifests or self.index_problems)
 
 
 def _exists(name: str) -> DatasetExistsError:

@@ -100,6 +100,11 @@ class Backend(ABC):
     @abstractmethod
     def dataset_names(self) -> list[str]: ...
 
+    def check_index(self, object_names: list[str], repair: bool) -> list[str]:
+        """Disagreements between the list of datasets and the manifests stored (given
+        every object name), repaired if asked. None where the manifests are the list."""
+        return []
+
     @abstractmethod
     def begin_write(self, dataset: str, generation: str) -> PendingWrite: ...
 

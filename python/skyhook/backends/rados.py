@@ -38,6 +38,7 @@ except ImportError:  # built without librados-dev
 CLASS_NAME = "skyhook"
 DATASET_INDEX = "_skyhook.datasets"
 PENDING_WRITES = "_skyhook.pending"
+MANIFEST_SUFFIX = ".manifest"
 DEFAULT_TIMEOUT_SECONDS = 30
 # One write is limited by osd_max_write_size (90 MiB); keep well inside it.
 MAX_OBJECT_BYTES = 64 << 20
@@ -132,6 +133,26 @@ class RadosBackend(Backend):
     def dataset_names(self) -> list[str]:
         return sorted(self._do(self._pool.omap_keys, DATASET_INDEX))
 
+    def check_index(self, object_names: list[str], repair: bool) -> list[str]:
+        # A crash between a manifest's creation and its index entry, or between
+        # unlisting and removing it, leaves the two out of step. Each suspect is
+        # read again: the listing may be older than a create or delete since.
+        stored = {name.removesuffix(MANIFEST_SUFFIX) for name in object_names if name.endswith(MANIFEST_SUFFIX)}
+        stored = set(filter(DATASET_NAME.fullmatch, stored))
+        listed = set(self.dataset_names())
+        problems = []
+        for dataset in sorted(listed - stored):
+            if self.get_manifest(dataset) is None:
+                problems.append(f"{dataset}: listed, but has no manifest")
+                if repair:
+                    self._do(self._pool.omap_remove, DATASET_INDEX, [dataset])
+        for dataset in sorted(stored - listed):
+            if self.get_manifest(dataset) is not None:
+                problems.append(f"{dataset}: has a manifest, but is not listed")
+                if repair:
+                    self._do(self._pool.omap_set, DATASET_INDEX, {dataset: ""})
+        return problems
+
     def begin_write(self, dataset: str, generation: str) -> PendingWrite:
         return _HeartbeatRecord(self, f"{dataset}.{generation}")
 
@@ -172,7 +193,7 @@ class RadosBackend(Backend):
 
 
 def _manifest_object(dataset: str) -> str:
-    return f"{dataset}.manifest"
+    return dataset + MANIFEST_SUFFIX
 
 
 class _HeartbeatRecord(PendingWrite):
