@@ -322,7 +322,9 @@ def test_a_placement_group_without_osds_times_out_clearly(tmp_path):
                 dataset.to_table()
             with pytest.raises(skyhook.StorageTimeoutError, match="timeout= in the store URI"):
                 store.dataset("t")
-            assert time.monotonic() - started < 20
+            with pytest.raises(skyhook.StorageTimeoutError):
+                store.fsck()
+            assert time.monotonic() - started < 30
     finally:
         cluster.down()
 

@@ -5,12 +5,14 @@
 // taken in order. Every blocking call releases the GIL. Failures raise
 // OSError(errno, message); every operation gives up after the pool's timeout.
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <system_error>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
@@ -221,19 +223,24 @@ class Pool {
     return CheckVersioned(Operate(object, operation), "removing " + object);
   }
 
-  // Every object of the I/O context's namespace.
+  // Every object of the I/O context's namespace. The iterator throws its errors.
   std::vector<std::string> List() {
     std::vector<std::string> names;
+    int code = 0;
     std::string failure;
     {
       nb::gil_scoped_release release;
       try {
         for (auto it = io_.nobjects_begin(); it != io_.nobjects_end(); ++it) names.push_back(it->get_oid());
+      } catch (const std::system_error& error) {
+        code = -std::abs(error.code().value());
+        failure = error.what();
       } catch (const std::exception& error) {
+        code = -EIO;
         failure = error.what();
       }
     }
-    if (!failure.empty()) RaiseOSError(-EIO, "listing objects: " + failure);
+    if (code < 0) RaiseOSError(code, "listing objects (" + failure + ")");
     return names;
   }
 
