@@ -137,8 +137,8 @@ class RadosBackend(Backend):
         # A crash between a manifest's creation and its index entry, or between
         # unlisting and removing it, leaves the two out of step. Each suspect is
         # read again: the listing may be older than a create or delete since.
-        stored = {name.removesuffix(MANIFEST_SUFFIX) for name in object_names if name.endswith(MANIFEST_SUFFIX)}
-        stored = set(filter(DATASET_NAME.fullmatch, stored))
+        manifests = (name.removesuffix(MANIFEST_SUFFIX) for name in object_names if name.endswith(MANIFEST_SUFFIX))
+        stored = set(filter(DATASET_NAME.fullmatch, manifests))
         listed = set(self.dataset_names())
         problems = []
         for dataset in sorted(listed - stored):
