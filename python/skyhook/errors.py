@@ -53,8 +53,16 @@ class LimitExceededError(SkyhookError):
     """A storage call needs more time or memory than the node allows."""
 
 
+class CorruptManifestError(SkyhookError):
+    """A dataset's manifest is unreadable or names objects outside the dataset."""
+
+
 class StorageError(SkyhookError):
     """Storage failed for a reason of its own (a bug or an I/O failure)."""
+
+
+class StorageTimeoutError(StorageError, TimeoutError):
+    """Storage did not answer within the client's operation timeout."""
 
 
 # Codes of cpp/skyhook/protocol/error.h, in order.
