@@ -13,6 +13,7 @@ namespace skyhook {
 namespace {
 
 arrow::Status Corrupt(const std::string& format, const arrow::Status& cause) {
+  if (CodeOf(cause) != ErrorCode::kInternal) return cause;  // a node limit, say
   return Error(ErrorCode::kCorruptObject, "object is not a readable ", format,
                " partition: ", cause.message());
 }
