@@ -137,4 +137,67 @@ def test_continuation_from_a_row(one_object, big_table):
             name, "scan", encode_request({"method": "scan", "start_row": start})))
         reply.raise_for_status("scan")
         table = reply.reader().read_all()
-        assert table.equals(big_table.slice(start)), start
+        assert table.equals(big_table.slice(start, table.num_rows)), start
+        # A node limit may end the reply early (on Ceph, its reply limit): it says where.
+        assert (reply.resume_row or ROWS) == start + table.num_rows
+
+
+# -- on the OSDs, with the limits of conftest.CEPH_NODE_LIMITS ------------------
+
+def _osd_status(cluster) -> dict[int, tuple[int, int]]:
+    """PID and peak resident memory (VmHWM, KiB) of each OSD."""
+    status = {}
+    for osd in cluster.osd_ids():
+        pid = cluster.pid(f"osd.{osd}")
+        peak = next(int(line.split()[1]) for line in open(f"/proc/{pid}/status") if line.startswith("VmHWM"))
+        status[osd] = (pid, peak)
+    return status
+
+
+def _all_up(cluster) -> bool:
+    return all(state == "up" for state in cluster.status()["osds"].values())
+
+
+def test_osds_finish_a_scan_designed_to_be_slow(ceph_cluster, ceph_store):
+    import numpy as np
+    rows = 33_554_432  # 32 Mi int8 rows in one object
+    values = np.random.default_rng(5).integers(-128, 128, rows, dtype=np.int8)
+    table = pa.table({"x": pa.array(values)})
+    dataset = ceph_store.write_dataset("slow", table, rows_per_object=rows, target_object_size=1 << 40,
+                                       row_group_size=1 << 22)
+    before = _osd_status(ceph_cluster)
+    filter = F("x") == 17
+    scanner = dataset.scanner(filter=filter, batch_size=1, pushdown=True)
+    result = scanner.to_table()
+    assert result.num_rows == int((values == 17).sum())
+    assert result.equals(table.filter(filter))
+    assert scanner.stats.continuations >= 1  # batch_size 1 took several calls of <= 3 s
+    assert {osd: pid for osd, (pid, _) in _osd_status(ceph_cluster).items()} == \
+        {osd: pid for osd, (pid, _) in before.items()}
+    assert _all_up(ceph_cluster)
+
+
+def test_osds_split_a_reply_larger_than_their_limit(ceph_cluster, ceph_store):
+    import numpy as np
+    rows = 12_000_000
+    table = pa.table({"k": pa.array(np.arange(rows, dtype=np.int64)),
+                      "c": pa.array(np.random.default_rng(2).integers(0, 50, rows, dtype=np.int32))})
+    dataset = ceph_store.write_dataset("wide", table, rows_per_object=rows, target_object_size=1 << 40)
+    before = _osd_status(ceph_cluster)
+    scanner = dataset.scanner(pushdown=True)
+    assert_same_table(scanner.to_table(), table)  # 144 MB of results
+    replies = scanner.stats.continuations + 1
+    assert replies >= 2 and scanner.stats.bytes_returned <= replies * (32 << 20)
+    after = _osd_status(ceph_cluster)
+    for osd, (pid, peak) in after.items():
+        assert pid == before[osd][0]
+        # Peak memory grew by less than one call's memory limit and two replies.
+        assert (peak - before[osd][1]) * 1024 < (512 + 2 * 32) << 20
+    assert _all_up(ceph_cluster)
+
+
+@pytest.fixture
+def ceph_store(ceph_cluster):
+    import uuid
+    with skyhook.connect(f"{ceph_cluster.uri}&namespace=limits-{uuid.uuid4().hex[:12]}") as store:
+        yield store

@@ -17,7 +17,7 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeE
 from rich.table import Table
 
 import skyhook
-from skyhook.errors import CorruptManifestError, SkyhookError
+from skyhook.errors import CorruptManifestError, InvalidRequestError, SkyhookError
 from skyhook.store import DEFAULT_FSCK_GRACE_SECONDS
 from skyhook.writer import input_files
 
@@ -222,17 +222,30 @@ cluster_app = typer.Typer(help="A local Ceph cluster (1 mon, 1 mgr, N OSDs) with
 app.add_typer(cluster_app, name="cluster")
 ClusterDir = Annotated[Path, typer.Argument(help="Cluster directory.")]
 DEFAULT_CLUSTER_DIR = Path("skyhook-cluster")
+NODE_LIMITS = ("max_call_ms", "max_call_memory_mb", "max_reply_mb", "min_batch_size", "max_in_flight",
+               "max_slice_cpu_ms")
 
 
 @cluster_app.command("up")
 def cluster_up(directory: ClusterDir = DEFAULT_CLUSTER_DIR,
                osds: Annotated[int, typer.Option(help="Number of OSDs (new clusters).")] = 3,
                store: Annotated[str, typer.Option(help="bluestore (survives restarts) or memstore.")] = "bluestore",
-               port: Annotated[Optional[int], typer.Option(help="Monitor port (v2; v1 uses port + 1).")] = None) -> None:
+               port: Annotated[Optional[int], typer.Option(help="Monitor port (v2; v1 uses port + 1).")] = None,
+               limit: Annotated[Optional[list[str]], typer.Option(
+                   help="A node limit of the OSDs (new clusters), NAME=VALUE: max_call_ms, "
+                        "max_call_memory_mb, max_reply_mb, min_batch_size, max_in_flight, "
+                        "max_slice_cpu_ms.")] = None) -> None:
     """Create and start a cluster, or start an existing one again; prints the store URI."""
     from skyhook.cluster import LocalCluster
+    limits = {}
+    for item in limit or []:
+        name, _, value = item.partition("=")
+        if name not in NODE_LIMITS or not value.isdigit():
+            raise InvalidRequestError(f"--limit {item!r}: expected NAME=INTEGER, NAME one of "
+                                      f"{', '.join(NODE_LIMITS)}")
+        limits[name] = int(value)
     started = time.perf_counter()
-    uri = LocalCluster(directory).up(osds=osds, store=store, port=port)
+    uri = LocalCluster(directory).up(osds=osds, store=store, port=port, node_limits=limits)
     console.print(f"cluster ready in {time.perf_counter() - started:.1f} s", style="dim")
     print(uri)
 

@@ -163,7 +163,7 @@ class Scanner:
             self.stats.rows_scanned += reply.statistics["rows_scanned"]
             self.stats.continuations += reply.statistics.get("calls", 1) - 1
             self.stats.bytes_read += reply.statistics["bytes_read"]
-            self.stats.bytes_returned += reply.body.size
+            self.stats.bytes_returned += reply.statistics["bytes_returned"]  # as sent, all calls
             self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
             table = reply.reader().read_all()
             if self._client_filter or self._client_projection:  # what storage could not do

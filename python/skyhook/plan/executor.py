@@ -120,7 +120,7 @@ class AggregateExecution:
             f"aggregating {self.dataset.name!r}", parallel=self.use_threads)
         for partition, reply in zip(partitions, replies):
             self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
-            self.stats.bytes_returned += reply.body.size
+            self.stats.bytes_returned += reply.statistics["bytes_returned"]  # as sent, all calls
             yield self._finish(sub, partition, reply, main)
 
     def _finish(self, sub: SubPlan, partition: Partition, reply: Reply, main: bool) -> pa.Table:
