@@ -1,0 +1,149 @@
+"""Integrity at the client: damaged replies and objects are SkyhookErrors, never
+a crash, a raw library error or a silently wrong answer."""
+
+from __future__ import annotations
+
+import pickle
+import struct
+import subprocess
+import sys
+import textwrap
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import skyhook
+from skyhook.protocol import REPLY_MAGIC, decode_reply, encode_request
+
+from conftest import assert_same_table, make_typed_table
+
+F = pc.field
+TABLE = make_typed_table(rows=3000, seed=5)
+
+
+def real_replies(store: skyhook.Store) -> dict[str, bytes]:
+    """Encoded replies of every kind, as storage sends them."""
+    # Strings, lists, decimals, nulls: every kind of buffer; few columns keep the replies short.
+    dataset = store.write_dataset("t", TABLE.select(["id", "s", "tags", "dec", "ts"]), rows_per_object=1000)
+    name = dataset.manifest.partitions[0].object_name
+    scan = {"method": "scan", "filter": dataset.scanner(filter=F("id") < 30)._filter_substrait}
+    call = store.backend.call
+    return {
+        "scan": call(name, "scan", encode_request(scan)),
+        "scan lz4": call(name, "scan", encode_request({**scan, "compression": "lz4"})),
+        "describe": call(name, "describe", encode_request({"method": "describe"})),
+        "error": call(name, "scan", encode_request({"method": "scan", "batch_size": 0})),
+    }
+
+
+# Runs in a child process: a crash there fails the test instead of killing pytest.
+DECODE_DAMAGED = textwrap.dedent("""
+    import pickle, random, sys
+    import pyarrow as pa
+    from skyhook.errors import StorageError
+    from skyhook.protocol import decode_reply
+
+    def decode(message):
+        try:
+            reply = decode_reply(message)
+            reply.raise_for_status("test")
+            reply.reader().read_all()
+            return "ok"
+        except StorageError:
+            return "storage error"
+        except Exception as error:  # other SkyhookErrors too: only status codes may raise them
+            from skyhook.errors import ERROR_BY_CODE
+            if type(error) in ERROR_BY_CODE.values():
+                return "status"
+            raise
+
+    replies = pickle.load(sys.stdin.buffer)
+    random_bytes = random.Random(1)
+    outcomes = {}
+    for kind, original in replies.items():
+        damaged = []
+        for bit in range(min(len(original), 2048) * 8):  # every bit of the prefix, header and more
+            message = bytearray(original)
+            message[bit // 8] ^= 1 << (bit % 8)
+            damaged.append(bytes(message))
+        for _ in range(3000):  # runs of random bytes anywhere, and truncations
+            message = bytearray(original)
+            start = random_bytes.randrange(len(message))
+            for i in range(start, min(len(message), start + random_bytes.randint(1, 16))):
+                message[i] = random_bytes.randrange(256)
+            damaged.append(bytes(message))
+        damaged.extend(original[:cut] for cut in range(0, len(original), 7))
+        damaged.append(original + b"trailing")
+        for message in damaged:
+            outcome = decode(message)
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    print(outcomes)
+""")
+
+
+def test_damaged_replies_raise_storage_errors_and_never_crash(tmp_path):
+    with skyhook.connect((tmp_path / "store").as_uri()) as store:
+        replies = real_replies(store)
+    child = subprocess.run([sys.executable, "-c", DECODE_DAMAGED], input=pickle.dumps(replies),
+                           capture_output=True, timeout=900)
+    assert child.returncode == 0, f"decoding damaged replies failed ({child.returncode}): {child.stderr.decode()[-3000:]}"
+    outcomes = eval(child.stdout.decode())
+    assert outcomes["storage error"] > 1000
+
+
+def frame(header: pa.RecordBatch, body: bytes = b"") -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, header.schema) as writer:
+        writer.write_batch(header)
+    data = sink.getvalue().to_pybytes()
+    data += bytes(-len(data) % 8)
+    return struct.pack("<4sHHII", REPLY_MAGIC, 1, 0, len(data), 0) + data + body
+
+
+def header(**columns) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict(columns)
+
+
+@pytest.mark.parametrize("message, match", [
+    (frame(header(message=pa.array([""]))), "no 'status'"),
+    (frame(header(status=pa.array([0], pa.int32()))), "no 'message'"),
+    (frame(header(status=pa.array([0], pa.int64()), message=pa.array([""]))), "'status' is int64"),
+    (frame(header(status=pa.array([0, 0], pa.int32()), message=pa.array(["", ""]))), "2 header rows"),
+    (frame(header(status=pa.array([None], pa.int32()), message=pa.array([""]))), "'status' is null"),
+    (frame(header(status=pa.array([0], pa.int32()), message=pa.array([""]), executed=pa.array(["most"]))),
+     "executed 'most'"),
+    (frame(header(status=pa.array([0], pa.int32()), message=pa.array([""]), executed=pa.array([1]))),
+     "'executed' is int64"),
+])
+def test_malformed_reply_headers(message, match):
+    with pytest.raises(skyhook.CorruptReplyError, match=match):
+        decode_reply(message, "object x")
+
+
+def test_two_header_batches_are_malformed():
+    one = header(status=pa.array([0], pa.int32()), message=pa.array([""]))
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, one.schema) as writer:
+        writer.write_batch(one)
+        writer.write_batch(one)
+    data = sink.getvalue().to_pybytes()
+    data += bytes(-len(data) % 8)
+    with pytest.raises(skyhook.CorruptReplyError, match="2 header batches"):
+        decode_reply(struct.pack("<4sHHII", REPLY_MAGIC, 1, 0, len(data), 0) + data)
+
+
+def test_non_utf8_error_message_is_decoded_safely():
+    raw = b"column \xff\xfe is bad"
+    message = pa.Array.from_buffers(pa.string(), 1, pa.array([raw], pa.binary()).buffers())
+    reply = decode_reply(frame(pa.RecordBatch.from_arrays([pa.array([5], pa.int32()), message],
+                                                          names=["status", "message"])))
+    with pytest.raises(skyhook.CorruptObjectError, match="column \ufffd\ufffd is bad"):
+        reply.raise_for_status("scanning")
+
+
+def test_missing_statistic_is_a_corrupt_reply():
+    reply = decode_reply(frame(header(status=pa.array([0], pa.int32()), message=pa.array([""]))), "object x")
+    with pytest.raises(skyhook.CorruptReplyError, match="lacks the statistic 'rows_scanned'"):
+        reply.statistics["rows_scanned"]
