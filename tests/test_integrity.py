@@ -147,3 +147,94 @@ def test_missing_statistic_is_a_corrupt_reply():
     reply = decode_reply(frame(header(status=pa.array([0], pa.int32()), message=pa.array([""]))), "object x")
     with pytest.raises(skyhook.CorruptReplyError, match="lacks the statistic 'rows_scanned'"):
         reply.statistics["rows_scanned"]
+
+
+def flip_inside_a_data_page(object_bytes: bytes, column: str) -> bytes:
+    """The object with one byte flipped near the end of the column's last data
+    page (its values, after the page header) in the first row group."""
+    metadata = pq.ParquetFile(pa.BufferReader(object_bytes)).metadata
+    index = metadata.schema.to_arrow_schema().get_field_index(column)
+    chunk = metadata.row_group(0).column(index)
+    start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+    position = start + chunk.total_compressed_size - 3
+    assert position > chunk.data_page_offset
+    damaged = bytearray(object_bytes)
+    damaged[position] ^= 0x10
+    return bytes(damaged)
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_a_flipped_bit_in_a_parquet_page_is_an_error_on_every_path(store, compression):
+    table = pa.table({"id": pa.array(range(20_000)), "x": pa.array([i * 0.5 for i in range(20_000)])})
+    dataset = store.write_dataset("t", table, rows_per_object=10_000, compression=compression)
+    name = dataset.manifest.partitions[1].object_name
+    original = store.backend.read_object(name).to_pybytes()
+    store.backend.put_object(name, pa.py_buffer(flip_inside_a_data_page(original, "x")), {"skyhook.format": "parquet"})
+    for pushdown in (True, False):
+        with pytest.raises(skyhook.CorruptObjectError, match=name):
+            dataset.to_table(columns=["x"], filter=F("x") > 1.0, pushdown=pushdown)
+        with pytest.raises(skyhook.CorruptObjectError, match=name):
+            dataset.to_table(pushdown=pushdown)
+    with pytest.raises(skyhook.CorruptObjectError, match=name):
+        dataset.aggregate([("x", "sum")])
+    # The undamaged object still answers.
+    assert_same_table(dataset.to_table(filter=F("id") < 10_000), table.slice(0, 10_000))
+
+
+@pytest.mark.parametrize("other_schema", [
+    pa.schema([("id", pa.int32()), ("x", pa.float64())]),   # a narrower type: would be cast silently
+    pa.schema([("id", pa.int64()), ("y", pa.float64())]),   # another column
+    pa.schema([("id", pa.int64())]),                         # a missing column
+])
+def test_an_object_inconsistent_with_the_manifest_is_corrupt(store, other_schema):
+    table = pa.table({"id": pa.array(range(2000)), "x": pa.array([i * 0.5 for i in range(2000)])})
+    dataset = store.write_dataset("t", table, rows_per_object=1000, format="ipc")
+    name = dataset.manifest.partitions[1].object_name
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, other_schema) as writer:
+        writer.write_table(pa.table({field.name: pa.array(range(1000), field.type) for field in other_schema}))
+    store.backend.put_object(name, sink.getvalue(), {"skyhook.format": "ipc"})
+    for pushdown in (True, False):
+        with pytest.raises(skyhook.CorruptObjectError, match=f"{name}.*inconsistent"):
+            dataset.to_table(columns=["id", "x"], filter=F("x") >= 0, pushdown=pushdown)
+    with pytest.raises(skyhook.CorruptObjectError, match=f"{name}.*inconsistent"):
+        dataset.aggregate([("id", "sum"), ("x", "sum")])
+
+
+class FailingFragment:
+    """A fragment whose decoding raises a given pyarrow error."""
+
+    def __init__(self, schema: pa.Schema, error: Exception, only_with_expressions: bool) -> None:
+        self.physical_schema, self.error, self.only_with_expressions = schema, error, only_with_expressions
+
+    def count_rows(self) -> int:
+        return 1000
+
+    def to_table(self, schema, columns=None, filter=None, use_threads=False) -> pa.Table:
+        if self.only_with_expressions and columns is None and filter is None:
+            return schema.empty_table()
+        raise self.error
+
+
+@pytest.mark.parametrize("error, expected", [
+    (pa.ArrowMemoryError("malloc of size 1 GiB failed"), skyhook.OutOfMemoryError),
+    (pa.ArrowNotImplementedError("unsupported encoding"), skyhook.CorruptObjectError),
+    (pa.ArrowTypeError("bad type"), skyhook.CorruptObjectError),
+    (pa.ArrowIndexError("index out of bounds"), skyhook.CorruptObjectError),
+    (pa.ArrowInvalid("bad data"), skyhook.CorruptObjectError),
+    (pa.ArrowCapacityError("too big"), skyhook.CorruptObjectError),
+    (OSError("Unexpected end of stream"), skyhook.CorruptObjectError),
+])
+@pytest.mark.parametrize("only_with_expressions", [False, True])
+def test_every_pyarrow_error_of_a_plain_read_is_wrapped(tmp_path, monkeypatch, error, expected, only_with_expressions):
+    from skyhook import plain_read
+
+    with skyhook.connect((tmp_path / "store").as_uri()) as store:
+        dataset = store.write_dataset("t", TABLE.select(["id", "s"]), rows_per_object=1000)
+        fragment = FailingFragment(dataset.schema, error, only_with_expressions)
+        monkeypatch.setitem(plain_read._FILE_FORMATS, "parquet", type("Format", (), {"make_fragment": lambda self, _: fragment})())
+        if only_with_expressions and expected is not skyhook.OutOfMemoryError:
+            expected = skyhook.InvalidRequestError  # the data decodes: the filter failed
+        name = dataset.manifest.partitions[0].object_name
+        with pytest.raises(expected, match=name):
+            dataset.to_table(columns=["s"], filter=F("id") > 5, pushdown=False)

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
+from skyhook.errors import CorruptObjectError, TypeMismatchError, UnknownColumnError
 from skyhook.protocol import Reply, decode_reply
 
 
@@ -63,8 +64,12 @@ class Backend(ABC):
         replies = self.call_many(method, calls) if parallel else \
             (self.call(name, method, body) for name, body in calls)
         for name, encoded in zip(object_names, replies):
-            reply = decode_reply(encoded)
-            reply.raise_for_status(f"{context} (object {name})")
+            reply = decode_reply(encoded, f"object {name}")
+            try:
+                reply.raise_for_status(f"{context} (object {name})")
+            except (UnknownColumnError, TypeMismatchError) as error:
+                # The client checked the request against the dataset's schema: the object disagrees with it.
+                raise CorruptObjectError(f"{error}: the object is inconsistent with its dataset's schema") from None
             yield reply
 
     def close(self) -> None:
