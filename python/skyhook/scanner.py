@@ -15,7 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from skyhook.cost import DEFAULT_PUSHDOWN_THRESHOLD, predicted_reply_ratio
-from skyhook.errors import InvalidRequestError
+from skyhook.errors import CorruptReplyError, InvalidRequestError, first_line
 from skyhook.expressions import Columns, output_expressions, projected_schema, to_substrait
 from skyhook.parallel import ordered_map
 from skyhook.protocol import encode_request
@@ -99,11 +99,18 @@ class Scanner:
             for table in tables:
                 self.stats.objects_scanned += 1
                 if table.schema != self.projected_schema:  # e.g. nullability of computed columns
-                    table = table.cast(self.projected_schema)
+                    table = self._conform(table)
                 self.stats.rows_returned += table.num_rows
                 yield from table.to_batches(max_chunksize=self.batch_size)
         finally:
             self.stats.wall_s += time.perf_counter() - started
+
+    def _conform(self, table: pa.Table) -> pa.Table:
+        try:
+            return table.cast(self.projected_schema)
+        except (pa.ArrowException, ValueError) as error:  # storage replied with other columns
+            raise CorruptReplyError(f"a result of scanning {self.dataset.name!r} does not have the requested "
+                                    f"columns: {first_line(error)}") from None
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
