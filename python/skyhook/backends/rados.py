@@ -18,7 +18,8 @@ from urllib.parse import quote
 import pyarrow as pa
 
 from skyhook.backends.base import Backend
-from skyhook.errors import InvalidRequestError, ObjectNotFoundError, StorageError
+from skyhook.errors import (ClassCallsNotPermittedError, InvalidRequestError, ObjectNotFoundError,
+                            PermissionDeniedError, StorageError)
 
 try:
     from skyhook import _rados
@@ -27,6 +28,9 @@ except ImportError:  # built without librados-dev
 
 CLASS_NAME = "skyhook"
 DATASET_INDEX = "_skyhook.datasets"
+# Operations of the _rados module, by the OSD capability they need.
+_CLASS_CALLS = ("exec", "submit", "next")
+_WRITES = ("put", "remove", "omap_set", "omap_remove")
 # One write is limited by osd_max_write_size (90 MiB); keep well inside it.
 MAX_OBJECT_BYTES = 64 << 20
 
@@ -103,14 +107,25 @@ class RadosBackend(Backend):
     def close(self) -> None:
         self._pool.close()
 
-    @staticmethod
-    def _do(operation, *args):
+    def _do(self, operation, *args):
         try:
             return operation(*args)
         except OSError as error:
             if error.errno == errno.ENOENT:
                 raise ObjectNotFoundError(str(error)) from None
+            if error.errno in (errno.EPERM, errno.EACCES):
+                raise self._refusal(operation.__name__, error) from None
             raise StorageError(f"Ceph: {error}") from None
+
+    def _refusal(self, operation: str, error: OSError) -> PermissionDeniedError:
+        """A refusal that names the OSD capability this user lacks (see the README, "Ceph")."""
+        scope = f"pool={self.pool_name}" + (f" namespace={self.namespace}" if self.namespace else "")
+        refused = f"Ceph refused client.{self.user} ({error.strerror})"
+        if operation in _CLASS_CALLS:
+            return ClassCallsNotPermittedError(
+                f"{refused}: calling the skyhook object class needs `allow {scope} class skyhook` in its OSD caps")
+        needed = "rw" if operation in _WRITES else "r"
+        return PermissionDeniedError(f"{refused}: this needs `allow {needed} {scope}` in its OSD caps")
 
 
 def _manifest_object(dataset: str) -> str:
