@@ -7,14 +7,15 @@ rather than a wrong answer."""
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from skyhook.errors import (CorruptObjectError, InvalidRequestError, OutOfMemoryError, SkyhookError, StorageError,
-                            first_line)
+from skyhook.errors import (ClassCallsNotPermittedError, CorruptObjectError, InvalidRequestError, OutOfMemoryError,
+                            SkyhookError, StorageError, first_line)
 
 if TYPE_CHECKING:
     from skyhook.dataset import Dataset
@@ -57,6 +58,12 @@ def read_partition(dataset: Dataset, partition: Partition, columns=None,
             raise _read_error(name, format, data_error) from None
         raise InvalidRequestError(f"evaluating the filter or projection on object {name} failed: "
                                   f"{first_line(error)}") from None
+
+
+def warn_class_calls_refused(refusal: ClassCallsNotPermittedError) -> None:
+    """Storage-side methods are refused but plain reads may be allowed: the query
+    goes on at the client, with the same results and the whole objects moved."""
+    warnings.warn(f"{refusal}; reading whole objects at the client instead", RuntimeWarning, stacklevel=3)
 
 
 def _check_schema(physical: pa.Schema, expected: pa.Schema, name: str) -> None:
