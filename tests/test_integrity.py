@@ -238,3 +238,22 @@ def test_every_pyarrow_error_of_a_plain_read_is_wrapped(tmp_path, monkeypatch, e
         name = dataset.manifest.partitions[0].object_name
         with pytest.raises(expected, match=name):
             dataset.to_table(columns=["s"], filter=F("id") > 5, pushdown=False)
+
+
+# Types Parquet cannot hold: their objects have time32[ms], timestamp[ms] and date32 columns.
+STORED_OTHERWISE = pa.table({"t32": pa.array(range(10), pa.time32("s")), "ts": pa.array(range(10), pa.timestamp("s")),
+                             "d64": pa.array([86_400_000 * i for i in range(10)], pa.date64())})
+
+
+def test_plain_reads_accept_what_parquet_makes_of_a_type(tmp_path):
+    with skyhook.connect((tmp_path / "store").as_uri()) as store:
+        dataset = store.write_dataset("t", STORED_OTHERWISE)
+        assert_same_table(dataset.to_table(pushdown=False), STORED_OTHERWISE)
+
+
+@pytest.mark.xfail(strict=True, reason="the manifest records time32[s], the Parquet object holds time32[ms]: "
+                                       "storage refuses the request (write_dataset should record the stored schema)")
+def test_pushdown_on_types_parquet_stores_otherwise(tmp_path):
+    with skyhook.connect((tmp_path / "store").as_uri()) as store:
+        dataset = store.write_dataset("t", STORED_OTHERWISE)
+        assert dataset.to_table(filter=F("t32") > pa.scalar(3, pa.time32("s")), pushdown=True).num_rows == 6

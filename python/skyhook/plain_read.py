@@ -7,6 +7,7 @@ rather than a wrong answer."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ import pyarrow.dataset as pads
 
 from skyhook.errors import (ClassCallsNotPermittedError, CorruptObjectError, InvalidRequestError, OutOfMemoryError,
                             SkyhookError, StorageError, first_line)
+from skyhook.writer import encode_partition
 
 if TYPE_CHECKING:
     from skyhook.dataset import Dataset
@@ -44,7 +46,7 @@ def read_partition(dataset: Dataset, partition: Partition, columns=None,
     try:
         fragment = _FILE_FORMATS[format].make_fragment(pa.BufferReader(data))
         rows = fragment.count_rows()
-        _check_schema(fragment.physical_schema, dataset.schema, name)
+        _check_schema(fragment.physical_schema, _stored_schema(dataset.schema, format), name)
         return data.size, rows, fragment.to_table(schema=dataset.schema, columns=columns, filter=filter,
                                                   use_threads=False)
     except SkyhookError:
@@ -66,14 +68,22 @@ def warn_class_calls_refused(refusal: ClassCallsNotPermittedError) -> None:
     warnings.warn(f"{refusal}; reading whole objects at the client instead", RuntimeWarning, stacklevel=3)
 
 
+@functools.lru_cache(maxsize=64)
+def _stored_schema(schema: pa.Schema, format: str) -> pa.Schema:
+    """The schema the objects of a dataset of this schema have: Parquet cannot hold
+    every Arrow type (time32[s] is read back as time32[ms], date64 as date32)."""
+    empty = encode_partition(schema.empty_table(), format, row_group_size=1, compression="none")
+    return _FILE_FORMATS[format].make_fragment(pa.BufferReader(empty)).physical_schema
+
+
 def _check_schema(physical: pa.Schema, expected: pa.Schema, name: str) -> None:
-    """Both paths must see the columns the manifest promises: never a silent cast."""
+    """An object must have the columns its manifest promises: never a silent cast."""
     stored = {field.name: field.type for field in physical}
     wanted = {field.name: field.type for field in expected}
     if stored == wanted and len(physical) == len(expected):
         return
     differences = [f"{column}: {stored.get(column, 'missing')} in the object, {wanted.get(column, 'absent')} "
-                   "in the manifest" for column in dict.fromkeys([*wanted, *stored])
+                   "expected" for column in dict.fromkeys([*wanted, *stored])
                    if stored.get(column) != wanted.get(column)] or ["repeated column names"]
     raise CorruptObjectError(f"object {name} is inconsistent with its dataset's schema ({'; '.join(differences)})")
 
