@@ -3,6 +3,7 @@ a crash, a raw library error or a silently wrong answer."""
 
 from __future__ import annotations
 
+import json
 import pickle
 import struct
 import subprocess
@@ -40,8 +41,7 @@ def real_replies(store: skyhook.Store) -> dict[str, bytes]:
 
 # Runs in a child process: a crash there fails the test instead of killing pytest.
 DECODE_DAMAGED = textwrap.dedent("""
-    import pickle, random, sys
-    import pyarrow as pa
+    import json, pickle, random, sys
     from skyhook.errors import StorageError
     from skyhook.protocol import decode_reply
 
@@ -79,7 +79,7 @@ DECODE_DAMAGED = textwrap.dedent("""
         for message in damaged:
             outcome = decode(message)
             outcomes[outcome] = outcomes.get(outcome, 0) + 1
-    print(outcomes)
+    print(json.dumps(outcomes))
 """)
 
 
@@ -89,8 +89,15 @@ def test_damaged_replies_raise_storage_errors_and_never_crash(tmp_path):
     child = subprocess.run([sys.executable, "-c", DECODE_DAMAGED], input=pickle.dumps(replies),
                            capture_output=True, timeout=900)
     assert child.returncode == 0, f"decoding damaged replies failed ({child.returncode}): {child.stderr.decode()[-3000:]}"
-    outcomes = eval(child.stdout.decode())
+    outcomes = json.loads(child.stdout)
     assert outcomes["storage error"] > 1000
+
+
+def test_a_result_without_the_requested_columns_is_a_corrupt_reply(tmp_path):
+    with skyhook.connect((tmp_path / "store").as_uri()) as store:
+        scanner = store.write_dataset("t", TABLE.select(["id", "s"])).scanner(columns=["s"])
+        with pytest.raises(skyhook.CorruptReplyError, match="does not have the requested columns"):
+            scanner._conform(pa.table({"id": pa.array([1])}))
 
 
 def frame(header: pa.RecordBatch, body: bytes = b"") -> bytes:
