@@ -84,8 +84,10 @@ class ParquetObjectReader : public ObjectReader {
     parquet::ArrowReaderProperties properties;
     properties.set_pre_buffer(false);  // pre-buffering reads on an I/O thread
     properties.set_use_threads(false);  // storage methods run on the caller's thread
+    parquet::ReaderProperties file_properties(pool);
+    file_properties.set_page_checksum_verification(true);  // a flipped bit: an error, not a wrong answer
     parquet::arrow::FileReaderBuilder builder;
-    auto opened = builder.Open(file, parquet::ReaderProperties(pool));
+    auto opened = builder.Open(file, file_properties);
     if (!opened.ok()) return Corrupt("Parquet", opened);
     auto reader = builder.memory_pool(pool)->properties(properties)->Build();
     if (!reader.ok()) return Corrupt("Parquet", reader.status());
