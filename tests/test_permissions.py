@@ -8,7 +8,6 @@ import subprocess
 import sys
 import uuid
 
-import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
