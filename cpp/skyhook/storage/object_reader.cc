@@ -127,9 +127,11 @@ class ParquetObjectReader : public ObjectReader {
 class IpcBatchReader : public arrow::RecordBatchReader {
  public:
   IpcBatchReader(std::shared_ptr<arrow::ipc::RecordBatchFileReader> file,
-                 std::shared_ptr<arrow::Schema> schema, int64_t batch_size, int64_t start_row)
+                 std::shared_ptr<arrow::Schema> schema, std::vector<int> positions,
+                 int64_t batch_size, int64_t start_row)
       : file_(std::move(file)),
         schema_(std::move(schema)),
+        positions_(std::move(positions)),
         batch_size_(batch_size),
         rows_to_skip_(start_row) {}
 
@@ -145,7 +147,7 @@ class IpcBatchReader : public arrow::RecordBatchReader {
       if (!batch.ok()) return Corrupt("Arrow IPC", batch.status());
       auto valid = (*batch)->ValidateFull();  // corrupt offsets must not reach compute
       if (!valid.ok()) return Corrupt("Arrow IPC", valid);
-      current_ = std::move(*batch);
+      ARROW_ASSIGN_OR_RAISE(current_, (*batch)->SelectColumns(positions_));
       offset_ = std::min(rows_to_skip_, current_->num_rows());
       rows_to_skip_ -= offset_;
     }
@@ -157,6 +159,7 @@ class IpcBatchReader : public arrow::RecordBatchReader {
  private:
   std::shared_ptr<arrow::ipc::RecordBatchFileReader> file_;
   std::shared_ptr<arrow::Schema> schema_;
+  std::vector<int> positions_;  // of the requested fields among those read
   int64_t batch_size_;
   int64_t rows_to_skip_;
   int next_batch_ = 0;
@@ -185,12 +188,23 @@ class IpcObjectReader : public ObjectReader {
 
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
       const std::vector<int>& field_indices, int64_t batch_size, int64_t start_row) override {
+    // IPC reads included fields in file order; batches come out in the order asked for.
+    std::vector<int> in_file_order(field_indices);
+    std::sort(in_file_order.begin(), in_file_order.end());
+    in_file_order.erase(std::unique(in_file_order.begin(), in_file_order.end()), in_file_order.end());
+    std::vector<int> positions;
+    for (int index : field_indices) {
+      positions.push_back(static_cast<int>(
+          std::lower_bound(in_file_order.begin(), in_file_order.end(), index) -
+          in_file_order.begin()));
+    }
     auto options = options_;
-    options.included_fields = field_indices;
+    options.included_fields = in_file_order;
     auto reader = arrow::ipc::RecordBatchFileReader::Open(file_, options);
     if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
     ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
-    return std::make_shared<IpcBatchReader>(*reader, std::move(schema), batch_size, start_row);
+    return std::make_shared<IpcBatchReader>(*reader, std::move(schema), std::move(positions),
+                                            batch_size, start_row);
   }
 
  private:

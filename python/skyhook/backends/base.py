@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from skyhook.errors import CorruptObjectError, TypeMismatchError, UnknownColumnError
+from skyhook.errors import CorruptObjectError, CorruptReplyError, TypeMismatchError, UnknownColumnError
 from skyhook.protocol import Reply, decode_reply, encode_request, merge_continuations
 
 
@@ -131,8 +131,13 @@ class Backend(ABC):
             (self.call(name, method, body) for name, body in calls)
         for name, encoded in zip(object_names, replies):
             parts = [self._checked(encoded, name, context)]
+            start = request.get("start_row", 0)
             while parts[-1].resume_row is not None and parts[-1].executed != "none":
-                continuation = encode_request({**request, "start_row": parts[-1].resume_row})
+                if parts[-1].resume_row <= start:  # a node that never progresses must not loop us
+                    raise CorruptReplyError(f"{context} (object {name}): storage resumed at row "
+                                            f"{parts[-1].resume_row} after starting at {start}")
+                start = parts[-1].resume_row
+                continuation = encode_request({**request, "start_row": start})
                 parts.append(self._checked(self.call(name, method, continuation), name, context))
             yield parts[-1] if parts[-1].executed == "none" else merge_continuations(parts)
 
