@@ -12,6 +12,7 @@ import pyarrow.substrait as pas
 import pytest
 from substrait.gen.proto import algebra_pb2, extended_expression_pb2, plan_pb2, type_pb2
 
+import skyhook
 from skyhook.protocol import decode_reply, encode_request
 
 F = pc.field
@@ -235,3 +236,13 @@ def test_plan_reads_columns_in_its_own_order(store, format):
         {"method": "execute_plan", "plan": p.SerializeToString()}))).reader().read_all().sort_by("s")
               for p in (plan, aggregate_plan(dataset))]
     assert tables[0].equals(tables[1])
+
+
+def test_parquet_text_that_is_not_utf8_is_a_corrupt_object(store):
+    """Parquet stores string bytes as given; storage checks them like IPC's."""
+    good = pa.array(["ok", "fine"])
+    offsets, data = good.buffers()[1], pa.py_buffer(b"ok\xff\xfeine")
+    bad = pa.Array.from_buffers(pa.string(), 2, [None, offsets, data])
+    with pytest.raises(skyhook.CorruptObjectError, match="not a readable Parquet partition: Invalid UTF8"):
+        store.write_dataset("text", pa.table({"s": bad}))
+    assert "text" not in store.list_datasets()

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <arrow/array.h>
 #include <arrow/ipc/reader.h>
 #include <arrow/util/iterator.h>
 #include <parquet/arrow/reader.h>
@@ -16,6 +17,29 @@ arrow::Status Corrupt(const std::string& format, const arrow::Status& cause) {
   if (CodeOf(cause) != ErrorCode::kInternal) return cause;  // a node limit, say
   return Error(ErrorCode::kCorruptObject, "object is not a readable ", format,
                " partition: ", cause.message());
+}
+
+bool HoldsText(const arrow::DataType& type) {
+  if (type.id() == arrow::Type::STRING || type.id() == arrow::Type::LARGE_STRING ||
+      type.id() == arrow::Type::STRING_VIEW) {
+    return true;
+  }
+  for (const auto& child : type.fields()) {
+    if (HoldsText(*child->type())) return true;
+  }
+  return false;
+}
+
+// Parquet's decoder builds valid offsets but copies string bytes as stored:
+// text that is not UTF-8 is a corrupt object, not something compute and the
+// client should meet (IPC batches are validated whole when read).
+arrow::Status CheckText(const arrow::RecordBatch& batch) {
+  for (const auto& column : batch.columns()) {
+    if (!HoldsText(*column->type())) continue;
+    auto valid = column->ValidateFull();
+    if (!valid.ok()) return Corrupt("Parquet", valid);
+  }
+  return arrow::Status::OK();
 }
 
 void CollectLeaves(const parquet::arrow::SchemaField& field, std::vector<int>* leaves) {
@@ -54,7 +78,7 @@ class RowGroupReader : public arrow::RecordBatchReader {
           }
           *out = (*out)->Slice(rows_to_skip_);
           rows_to_skip_ = 0;
-          return arrow::Status::OK();
+          return CheckText(**out);
         }
         current_.reset();
       }
