@@ -42,6 +42,9 @@ cmake --build build/fuzz -j "$(nproc)" > build/fuzz/build.log 2>&1 || { cat buil
 
 # Arrow's allocations through malloc, so ASan sees them (its default pool is jemalloc).
 export ARROW_DEFAULT_MEMORY_POOL=system
+# A request for more memory than exists fails as it does in an OSD (Arrow gets an
+# OutOfMemory status) instead of aborting; allocations over -rss_limit_mb still count.
+export ASAN_OPTIONS=allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 count=$(wc -w <<< "$targets")
 status=0 total=0

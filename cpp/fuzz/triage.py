@@ -37,7 +37,9 @@ def frames(log: str, count: int = 4) -> list[str]:
 
 
 def classify(binary: Path, path: Path) -> tuple[str, str]:
+    # As scripts/fuzz.sh runs them, with full stacks through Arrow's libraries (no frame pointers there).
     environment = dict(os.environ, ARROW_DEFAULT_MEMORY_POOL="system",
+                       ASAN_OPTIONS="allocator_may_return_null=1:fast_unwind_on_malloc=0",
                        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
     try:
         result = subprocess.run([str(binary), "-timeout=10", "-rss_limit_mb=4096", str(path)],
