@@ -170,8 +170,17 @@ void MutateSite(const Site& site, const std::vector<Site>& sites, std::minstd_ra
     case 1:  // repeat it: a column named twice, two conditions where one belongs
       site.siblings->insert(site.siblings->begin() + site.index, WireField(field));
       return;
-    case 2: {  // replace it with another field of its wire type: a subtree out of place
-      const WireField& donor = sites[random() % sites.size()].field();
+    case 2: {  // replace it with another field of its wire type: a subtree out of place;
+               // half the time a sibling of the same number (one name copied over another)
+      std::vector<const WireField*> donors;
+      if (random() % 2 == 0) {
+        for (const auto& sibling : *site.siblings) {
+          if (sibling.number == field.number) donors.push_back(&sibling);
+        }
+      } else {
+        donors.push_back(&sites[random() % sites.size()].field());
+      }
+      const WireField& donor = *donors[random() % donors.size()];
       if (&donor == &field || donor.wire_type != field.wire_type) return;
       const uint32_t number = field.number;
       field = WireField(donor);
