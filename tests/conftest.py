@@ -23,6 +23,7 @@ from skyhook.cluster import LocalCluster
 # otherwise the session starts a real local cluster and every backend-generic
 # test runs on it too.
 BACKENDS = ["embedded"] if os.environ.get("SKYHOOK_TEST_CEPH") == "0" else ["embedded", "ceph"]
+CEPH_NODE_LIMITS = {"max_call_ms": 3000, "max_call_memory_mb": 512, "max_reply_mb": 32, "min_batch_size": 64}
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +32,9 @@ def ceph_cluster(tmp_path_factory) -> LocalCluster:
         pytest.skip("SKYHOOK_TEST_CEPH=0")
     directory = tmp_path_factory.mktemp("ceph") / "cluster"
     cluster = LocalCluster(directory)
-    cluster.up(osds=3, store="bluestore")
+    # Node limits tight enough that long calls continue and big replies split
+    # across the whole suite (tests/test_node_limits.py relies on them).
+    cluster.up(osds=3, store="bluestore", node_limits=CEPH_NODE_LIMITS)
     yield cluster
     cluster.down()
     shutil.rmtree(directory, ignore_errors=True)

@@ -1,18 +1,23 @@
 // The client's path into RADOS, through librados' C++ API: whole-object writes
-// with their attributes in one atomic operation, plain reads, omap, and many
-// object-class calls in flight at once with replies taken in order. Every
-// blocking call releases the GIL. Failures raise OSError(errno, message).
+// with their attributes in one atomic operation, plain reads, conditional
+// writes (create-if-absent, replace or remove only at a known version), omap,
+// object listing, and many object-class calls in flight at once with replies
+// taken in order. Every blocking call releases the GIL. Failures raise
+// OSError(errno, message); every operation gives up after the pool's timeout.
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <system_error>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
@@ -109,9 +114,12 @@ class Pool {
     Check(cluster_.init2(("client." + user).c_str(), "ceph", 0), "initialising librados");
     Check(cluster_.conf_read_file(conf.c_str()), "reading " + conf);
     if (keyring) Check(cluster_.conf_set("keyring", keyring->c_str()), "setting keyring");
+    // Without an OSD operation timeout a call to a placement group whose OSDs
+    // are all down waits for ever; with one it fails with ETIMEDOUT.
     std::string timeout = std::to_string(timeout_seconds);
-    Check(cluster_.conf_set("client_mount_timeout", timeout.c_str()), "setting timeout");
-    Check(cluster_.conf_set("rados_mon_op_timeout", timeout.c_str()), "setting timeout");
+    for (const char* option : {"client_mount_timeout", "rados_mon_op_timeout", "rados_osd_op_timeout"}) {
+      Check(cluster_.conf_set(option, timeout.c_str()), std::string("setting ") + option);
+    }
     int code;
     {
       nb::gil_scoped_release release;
@@ -148,12 +156,7 @@ class Pool {
       encoded.append(value);
       operation.setxattr(name.c_str(), encoded);
     }
-    int code;
-    {
-      nb::gil_scoped_release release;
-      code = io_.operate(object, &operation);
-    }
-    Check(code, "writing " + object);
+    Check(Operate(object, operation), "writing " + object);
   }
 
   nb::bytes Read(const std::string& object) {
@@ -167,6 +170,78 @@ class Pool {
     }
     Check(code, "reading " + object);
     return ToBytes(data);
+  }
+
+  // The whole object and its version, read by one operation (what Replace and
+  // RemoveAtVersion compare against).
+  std::pair<nb::bytes, uint64_t> ReadVersioned(const std::string& object) {
+    librados::ObjectReadOperation operation;
+    ceph::bufferlist data;
+    int read_code = 0;
+    operation.read(0, 0, &data, &read_code);  // length 0: to the end of the object
+    librados::AioCompletion* completion = librados::Rados::aio_create_completion();
+    int code;
+    uint64_t version = 0;
+    {
+      nb::gil_scoped_release release;
+      code = io_.aio_operate(object, completion, &operation, nullptr);
+      if (code >= 0) {
+        completion->wait_for_complete();
+        code = completion->get_return_value();
+        version = completion->get_version64();
+      }
+    }
+    completion->release();
+    Check(code < 0 ? code : read_code, "reading " + object);
+    return {ToBytes(data), version};
+  }
+
+  // Exclusive create: false if the object exists.
+  bool Create(const std::string& object, nb::bytes data) {
+    librados::ObjectWriteOperation operation;
+    operation.create(true);
+    operation.write_full(ToBufferList(data));
+    int code = Operate(object, operation);
+    if (code == -EEXIST) return false;
+    Check(code, "creating " + object);
+    return true;
+  }
+
+  // Replace the content only if the object is still at version: false if it
+  // changed or is gone.
+  bool Replace(const std::string& object, nb::bytes data, uint64_t version) {
+    librados::ObjectWriteOperation operation;
+    operation.assert_version(version);
+    operation.write_full(ToBufferList(data));
+    return CheckVersioned(Operate(object, operation), "replacing " + object);
+  }
+
+  bool RemoveAtVersion(const std::string& object, uint64_t version) {
+    librados::ObjectWriteOperation operation;
+    operation.assert_version(version);
+    operation.remove();
+    return CheckVersioned(Operate(object, operation), "removing " + object);
+  }
+
+  // Every object of the I/O context's namespace. The iterator throws its errors.
+  std::vector<std::string> List() {
+    std::vector<std::string> names;
+    int code = 0;
+    std::string failure;
+    {
+      nb::gil_scoped_release release;
+      try {
+        for (auto it = io_.nobjects_begin(); it != io_.nobjects_end(); ++it) names.push_back(it->get_oid());
+      } catch (const std::system_error& error) {
+        code = -std::abs(error.code().value());
+        failure = error.what();
+      } catch (const std::exception& error) {
+        code = -EIO;
+        failure = error.what();
+      }
+    }
+    if (code < 0) RaiseOSError(code, "listing objects (" + failure + ")");
+    return names;
   }
 
   // Removing an absent object is not an error.
@@ -196,23 +271,32 @@ class Pool {
     for (const auto& [key, value] : values) encoded[key].append(value);
     librados::ObjectWriteOperation operation;
     operation.omap_set(encoded);
-    int code;
-    {
-      nb::gil_scoped_release release;
-      code = io_.operate(object, &operation);
-    }
-    Check(code, "setting omap of " + object);
+    Check(Operate(object, operation), "setting omap of " + object);
   }
 
   void OmapRemove(const std::string& object, const std::vector<std::string>& keys) {
     librados::ObjectWriteOperation operation;
     operation.omap_rm_keys(std::set<std::string>(keys.begin(), keys.end()));
-    int code;
-    {
-      nb::gil_scoped_release release;
-      code = io_.operate(object, &operation);
-    }
+    int code = Operate(object, operation);
     if (code != -ENOENT) Check(code, "removing omap keys of " + object);
+  }
+
+  std::map<std::string, std::string> OmapItems(const std::string& object) {
+    std::map<std::string, std::string> items;
+    std::string after;
+    while (true) {
+      std::map<std::string, ceph::bufferlist> page;
+      int code;
+      {
+        nb::gil_scoped_release release;
+        code = io_.omap_get_vals2(object, after, 1000, &page, nullptr);
+      }
+      if (code == -ENOENT) return items;
+      Check(code, "reading omap of " + object);
+      if (page.empty()) return items;
+      for (auto& [key, value] : page) items[key] = value.to_str();
+      after = page.rbegin()->first;
+    }
   }
 
   std::vector<std::string> OmapKeys(const std::string& object) {
@@ -238,6 +322,19 @@ class Pool {
   }
 
  private:
+  int Operate(const std::string& object, librados::ObjectWriteOperation& operation) {
+    nb::gil_scoped_release release;
+    return io_.operate(object, &operation);
+  }
+
+  // assert_version fails with ERANGE (object newer) or EOVERFLOW (older), an
+  // absent object with ENOENT: all mean "not the version read".
+  static bool CheckVersioned(int code, const std::string& what) {
+    if (code == -ERANGE || code == -EOVERFLOW || code == -ENOENT) return false;
+    Check(code, what);
+    return true;
+  }
+
   librados::Rados cluster_;
   librados::IoCtx io_;
   bool open_ = true;
@@ -261,6 +358,15 @@ NB_MODULE(_rados, m) {
       .def("close", &Pool::Close)
       .def("read", &Pool::Read)
       .def("remove", &Pool::Remove)
+      .def("read_versioned", &Pool::ReadVersioned, "(data, version) of a whole object.")
+      .def("create", &Pool::Create, nb::arg("object"), nb::arg("data"),
+           "Create an object exclusively; False if it exists.")
+      .def("replace", &Pool::Replace, nb::arg("object"), nb::arg("data"), nb::arg("version"),
+           "Replace an object's data if it is at version; False if not.")
+      .def("remove_at_version", &Pool::RemoveAtVersion, nb::arg("object"), nb::arg("version"),
+           "Remove an object if it is at version; False if not.")
+      .def("list", &Pool::List, "Names of every object in the namespace.")
+      .def("omap_items", &Pool::OmapItems)
       .def("exec", &Pool::Exec, nb::arg("object"), nb::arg("cls"), nb::arg("method"),
            nb::arg("request"))
       .def("omap_set", &Pool::OmapSet)

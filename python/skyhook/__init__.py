@@ -2,9 +2,10 @@
 inside storage; only results cross to the client."""
 
 from skyhook.dataset import Dataset
-from skyhook.errors import (CorruptObjectError, DatasetExistsError, DatasetNotFoundError,
-                            InvalidRequestError, ObjectNotFoundError, ResultTooLargeError,
-                            SkyhookError, StorageError, TypeMismatchError, UnknownColumnError,
+from skyhook.errors import (CorruptManifestError, CorruptObjectError, DatasetExistsError,
+                            DatasetNotFoundError, InvalidRequestError, LimitExceededError,
+                            ObjectNotFoundError, ResultTooLargeError, SkyhookError, StorageError,
+                            StorageTimeoutError, TypeMismatchError, UnknownColumnError,
                             UnsupportedVersionError)
 from skyhook.scanner import Scanner, ScanStatistics
 from skyhook.store import Store, connect
@@ -15,5 +16,6 @@ __all__ = [
     "connect", "Store", "Dataset", "Scanner", "ScanStatistics",
     "SkyhookError", "InvalidRequestError", "UnsupportedVersionError", "UnknownColumnError",
     "TypeMismatchError", "CorruptObjectError", "ResultTooLargeError", "ObjectNotFoundError",
-    "DatasetNotFoundError", "DatasetExistsError", "StorageError",
+    "DatasetNotFoundError", "DatasetExistsError", "StorageError", "StorageTimeoutError",
+    "CorruptManifestError", "LimitExceededError",
 ]

@@ -17,7 +17,8 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeE
 from rich.table import Table
 
 import skyhook
-from skyhook.errors import SkyhookError
+from skyhook.errors import CorruptManifestError, InvalidRequestError, SkyhookError
+from skyhook.store import DEFAULT_FSCK_GRACE_SECONDS
 from skyhook.writer import input_files
 
 app = typer.Typer(help="Skyhook: Arrow-native programmable storage.", no_args_is_help=True,
@@ -67,7 +68,11 @@ def list_datasets(store: StoreOption = DEFAULT_STORE) -> None:
     with _open(store) as source:
         table = Table("dataset", "rows", "objects", "size", "format")
         for name in source.list_datasets():
-            manifest = source.manifest(name)
+            try:
+                manifest = source.manifest(name)
+            except CorruptManifestError:  # one bad manifest must not hide the others
+                table.add_row(name, "", "", "", "[red]corrupt manifest[/red] (skyhook fsck says more)")
+                continue
             table.add_row(name, f"{manifest.num_rows:,}", str(len(manifest.partitions)),
                           _size(manifest.size_bytes), manifest.format)
         console.print(table)
@@ -174,6 +179,36 @@ def rm(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
 
 
 @app.command()
+def fsck(dataset: Annotated[Optional[str], typer.Argument(help="Check only this dataset.")] = None,
+         store: StoreOption = DEFAULT_STORE,
+         repair: Annotated[bool, typer.Option(help="Delete the orphan objects found.")] = False,
+         grace_seconds: Annotated[float, typer.Option(help="Ceph: a write silent this long counts as abandoned.")]
+         = DEFAULT_FSCK_GRACE_SECONDS) -> None:
+    """Find objects that no dataset and no running write owns (left by crashed writers) and, on Ceph, where
+    the list of datasets and the manifests disagree; --repair fixes both. Exits with 1 if problems remain."""
+    with _open(store) as source:
+        report = source.fsck(dataset, repair=repair, grace_seconds=grace_seconds)
+    for title, names in (("orphan objects", report.orphans), ("abandoned writes", report.abandoned_writes),
+                         ("writes in progress (left alone)", report.in_progress),
+                         ("corrupt manifests (their objects left alone)", report.corrupt_manifests),
+                         ("list of datasets", report.index_problems)):
+        if names:
+            console.print(f"[bold]{title}[/bold] ({len(names)}):")
+            for name in names:
+                console.print(f"  {name}", markup=False)
+    if report.clean:
+        console.print("clean")
+    elif report.repaired:
+        fixed = {"orphan objects deleted": report.orphans, "abandoned write records dropped": report.abandoned_writes,
+                 "entries of the list of datasets fixed": report.index_problems}
+        console.print("repaired: " + ", ".join(f"{what}: {len(names)}" for what, names in fixed.items() if names))
+    else:
+        console.print("run again with --repair to delete the orphans")
+    if report.corrupt_manifests or not (report.clean or report.repaired):
+        raise SystemExit(1)
+
+
+@app.command()
 def demo(store: StoreOption = "skyhook-demo-store",
          scale_factor: Annotated[float, typer.Option(help="TPC-H scale factor of lineitem.")] = 0.5,
          work_dir: Annotated[Path, typer.Option(help="Where the generated data goes.")] = Path("data")) -> None:
@@ -187,17 +222,30 @@ cluster_app = typer.Typer(help="A local Ceph cluster (1 mon, 1 mgr, N OSDs) with
 app.add_typer(cluster_app, name="cluster")
 ClusterDir = Annotated[Path, typer.Argument(help="Cluster directory.")]
 DEFAULT_CLUSTER_DIR = Path("skyhook-cluster")
+NODE_LIMITS = ("max_call_ms", "max_call_memory_mb", "max_reply_mb", "min_batch_size", "max_in_flight",
+               "max_slice_cpu_ms")
 
 
 @cluster_app.command("up")
 def cluster_up(directory: ClusterDir = DEFAULT_CLUSTER_DIR,
                osds: Annotated[int, typer.Option(help="Number of OSDs (new clusters).")] = 3,
                store: Annotated[str, typer.Option(help="bluestore (survives restarts) or memstore.")] = "bluestore",
-               port: Annotated[Optional[int], typer.Option(help="Monitor port (v2; v1 uses port + 1).")] = None) -> None:
+               port: Annotated[Optional[int], typer.Option(help="Monitor port (v2; v1 uses port + 1).")] = None,
+               limit: Annotated[Optional[list[str]], typer.Option(
+                   help="A node limit of the OSDs (new clusters), NAME=VALUE: max_call_ms, "
+                        "max_call_memory_mb, max_reply_mb, min_batch_size, max_in_flight, "
+                        "max_slice_cpu_ms.")] = None) -> None:
     """Create and start a cluster, or start an existing one again; prints the store URI."""
     from skyhook.cluster import LocalCluster
+    limits = {}
+    for item in limit or []:
+        name, _, value = item.partition("=")
+        if name not in NODE_LIMITS or not value.isdigit():
+            raise InvalidRequestError(f"--limit {item!r}: expected NAME=INTEGER, NAME one of "
+                                      f"{', '.join(NODE_LIMITS)}")
+        limits[name] = int(value)
     started = time.perf_counter()
-    uri = LocalCluster(directory).up(osds=osds, store=store, port=port)
+    uri = LocalCluster(directory).up(osds=osds, store=store, port=port, node_limits=limits)
     console.print(f"cluster ready in {time.perf_counter() - started:.1f} s", style="dim")
     print(uri)
 

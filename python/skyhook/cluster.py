@@ -39,6 +39,8 @@ class ClusterState:
     store: str
     osds: dict[str, str] = field(default_factory=dict)  # id -> uuid
     pids: dict[str, int] = field(default_factory=dict)  # daemon name -> pid
+    # The skyhook node limits in the OSDs' environment (SKYHOOK_MAX_CALL_MS=...).
+    node_limits: dict[str, str] = field(default_factory=dict)
 
 
 class LocalCluster:
@@ -58,8 +60,10 @@ class LocalCluster:
         return self._state_file.exists()
 
     def up(self, osds: int = 3, store: str = "bluestore", port: int | None = None,
-           timeout: float = 120) -> str:
-        """Create the cluster (first time) or start it again; returns the store URI."""
+           timeout: float = 120, node_limits: dict[str, int] | None = None) -> str:
+        """Create the cluster (first time) or start it again; returns the store URI.
+        node_limits (a new cluster's) set the OSDs' skyhook limits, e.g.
+        {"max_call_ms": 2000} for SKYHOOK_MAX_CALL_MS."""
         _check_installed()
         if not SKYHOOK_CLASS.exists():
             raise ClusterError(f"{SKYHOOK_CLASS} is missing: build skyhook with Ceph's development "
@@ -67,7 +71,7 @@ class LocalCluster:
         if self.exists():
             self._restart(timeout)
         else:
-            self._create(osds, store, port, timeout)
+            self._create(osds, store, port, timeout, node_limits or {})
         return self.uri
 
     def down(self, timeout: float = 30) -> None:
@@ -127,7 +131,8 @@ class LocalCluster:
 
     # -- creation ----------------------------------------------------------
 
-    def _create(self, osds: int, store: str, port: int | None, timeout: float) -> None:
+    def _create(self, osds: int, store: str, port: int | None, timeout: float,
+                node_limits: dict[str, int]) -> None:
         if store not in ("bluestore", "memstore"):
             raise ClusterError(f"unknown object store {store!r}: use bluestore or memstore")
         if osds < 1:
@@ -137,7 +142,9 @@ class LocalCluster:
         port = self._free_port(port)
         for sub in ("run", "log", "mon.a", "mgr.x", "classes"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        state = ClusterState(fsid=str(uuid.uuid4()), port=port, store=store)
+        state = ClusterState(fsid=str(uuid.uuid4()), port=port, store=store,
+                             node_limits={f"SKYHOOK_{name.upper()}": str(int(value))
+                                          for name, value in node_limits.items()})
         self._write_conf(state, min(3, osds))
         self._tool("ceph-authtool", "--create-keyring", str(self.keyring), "--gen-key", "-n", "mon.",
                    "--cap", "mon", "allow *")
@@ -280,7 +287,7 @@ log file = {d}/log/client.log
         log = open(self.dir / "log" / f"{name}.stdout", "ab")
         environment = {**os.environ, "CEPH_CONF": str(self.conf),
                        # Arrow in the OSD: the pool that returns memory best (measured).
-                       "ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}
+                       "ARROW_DEFAULT_MEMORY_POOL": "jemalloc", **state.node_limits}
         process = subprocess.Popen([*command, "-c", str(self.conf), "-f"], stdout=log, stderr=subprocess.STDOUT,
                                    stdin=subprocess.DEVNULL, env=environment, start_new_session=True)
         log.close()

@@ -49,8 +49,20 @@ class DatasetExistsError(SkyhookError):
     """A dataset of that name exists and the write did not ask to replace it."""
 
 
+class LimitExceededError(SkyhookError):
+    """A storage call needs more time or memory than the node allows."""
+
+
+class CorruptManifestError(SkyhookError):
+    """A dataset's manifest is unreadable or names objects outside the dataset."""
+
+
 class StorageError(SkyhookError):
     """Storage failed for a reason of its own (a bug or an I/O failure)."""
+
+
+class StorageTimeoutError(StorageError, TimeoutError):
+    """Storage did not answer within the client's operation timeout."""
 
 
 # Codes of cpp/skyhook/protocol/error.h, in order.
@@ -63,4 +75,5 @@ ERROR_BY_CODE: dict[int, type[SkyhookError]] = {
     6: ResultTooLargeError,
     7: ObjectNotFoundError,
     8: StorageError,
+    10: LimitExceededError,
 }

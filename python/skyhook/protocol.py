@@ -57,6 +57,8 @@ class Reply:
     executed: str = "all"  # "none": a loaded node pushed the work back to the client
     statistics: dict[str, int] = field(default_factory=dict)
     body: pa.Buffer | None = None
+    #: Set when a node limit ended the call early: the row to continue from.
+    resume_row: int | None = None
 
     def raise_for_status(self, context: str) -> None:
         if self.code != 0:
@@ -85,4 +87,28 @@ def decode_reply(message: bytes | pa.Buffer) -> Reply:
     code = values.pop("status")
     text = values.pop("message")
     executed = values.pop("executed", "all")
-    return Reply(code, text, executed, values, buffer.slice(end_of_header))
+    resume_row = values.pop("resume_row", None)
+    return Reply(code, text, executed, values, buffer.slice(end_of_header), resume_row)
+
+
+# Statistics that add up over the calls of one object; the rest (limits) do not.
+_ADDITIVE = ("rows_scanned", "rows_returned", "bytes_read", "bytes_returned", "storage_cpu_ns", "slices")
+
+
+def merge_continuations(parts: list[Reply]) -> Reply:
+    """One reply for an object that took several calls: their rows in order
+    (one uncompressed IPC stream) and their statistics added up."""
+    if len(parts) == 1:
+        return parts[0]
+    readers = [part.reader() for part in parts]
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, readers[0].schema) as writer:
+        for reader in readers:
+            for batch in reader:
+                writer.write_batch(batch)
+    statistics = dict(parts[-1].statistics)
+    for name in _ADDITIVE:
+        if name in statistics:
+            statistics[name] = sum(part.statistics.get(name, 0) for part in parts)
+    statistics["calls"] = len(parts)
+    return Reply(0, "", parts[0].executed, statistics, sink.getvalue())

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -18,7 +18,6 @@ from skyhook.cost import DEFAULT_PUSHDOWN_THRESHOLD, predicted_reply_ratio
 from skyhook.errors import InvalidRequestError
 from skyhook.expressions import Columns, output_expressions, projected_schema, to_substrait
 from skyhook.parallel import ordered_map
-from skyhook.protocol import encode_request
 from skyhook.plain_read import read_partition
 from skyhook.pruning import matching_partitions
 
@@ -42,6 +41,7 @@ class ScanStatistics:
     wall_s: float = 0.0
     objects_pushed_back: int = 0  # declined by a loaded node and done here
     objects_read_plain: int = 0   # whole objects read and filtered here (cost model or pushdown=False)
+    continuations: int = 0        # extra calls for objects a node limit (time, reply size) split
     pushdown: bool | str = "auto"  # requested: True, False, or "auto" (the cost model decides)
     cost_model: str = ""          # what the cost model decided and why
     filter_in_storage: bool = True  # False: the filter was not expressible in Substrait
@@ -138,8 +138,8 @@ class Scanner:
     def take(self, indices: pa.Array | list[int]) -> pa.Table:
         return self.to_table().take(indices)
 
-    def _request(self) -> bytes:
-        return encode_request({
+    def _request(self) -> dict[str, Any]:
+        return {
             "method": "scan",
             "filter": self._filter_substrait,
             "projection": self._projection_substrait,
@@ -147,7 +147,7 @@ class Scanner:
             "batch_size": self.batch_size,
             "max_result_bytes": self.max_result_bytes,
             **self.pushback_limits,
-        })
+        }
 
     def _pushdown(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         replies = self.dataset.store.backend.call_each(
@@ -161,8 +161,9 @@ class Scanner:
                 yield table
                 continue
             self.stats.rows_scanned += reply.statistics["rows_scanned"]
+            self.stats.continuations += reply.statistics.get("calls", 1) - 1
             self.stats.bytes_read += reply.statistics["bytes_read"]
-            self.stats.bytes_returned += reply.body.size
+            self.stats.bytes_returned += reply.statistics["bytes_returned"]  # as sent, all calls
             self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
             table = reply.reader().read_all()
             if self._client_filter or self._client_projection:  # what storage could not do

@@ -3,10 +3,22 @@
 #include <arrow/array/util.h>
 #include <arrow/record_batch.h>
 #include <arrow/scalar.h>
+#include <arrow/util/utf8.h>
 
 #include "skyhook/protocol/frame.h"
 
 namespace skyhook {
+namespace {
+
+// Messages quote object and request bytes; the header's message is utf8.
+std::string ValidUtf8(const std::string& text) {
+  if (arrow::util::ValidateUTF8(text)) return text;
+  std::string cleaned;
+  for (unsigned char c : text) cleaned.push_back(c < 0x80 ? static_cast<char>(c) : '?');
+  return cleaned;
+}
+
+}  // namespace
 
 Reply Reply::FromStatus(const arrow::Status& status) {
   Reply reply;
@@ -30,11 +42,14 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeReply(const Reply& reply) {
     return arrow::Status::OK();
   };
   ARROW_RETURN_NOT_OK(add("status", arrow::MakeScalar(static_cast<int32_t>(reply.code))));
-  ARROW_RETURN_NOT_OK(add("message", std::make_shared<arrow::StringScalar>(reply.message)));
+  ARROW_RETURN_NOT_OK(add("message", std::make_shared<arrow::StringScalar>(ValidUtf8(reply.message))));
   const char* executed = reply.executed == Executed::kAll          ? "all"
                          : reply.executed == Executed::kFilterOnly ? "filter"
                                                                    : "none";
   ARROW_RETURN_NOT_OK(add("executed", std::make_shared<arrow::StringScalar>(executed)));
+  if (reply.resume_row) {
+    ARROW_RETURN_NOT_OK(add("resume_row", arrow::MakeScalar(*reply.resume_row)));
+  }
   for (const auto& [name, value] : reply.statistics) {
     ARROW_RETURN_NOT_OK(add(name, arrow::MakeScalar(value)));
   }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +28,9 @@ struct Reply {
   std::string message;
   Executed executed = Executed::kAll;
   std::vector<std::pair<std::string, int64_t>> statistics;
+  /// Set when the call stopped at a node limit before the end of the object:
+  /// the first row of the object the client continues from in its next call.
+  std::optional<int64_t> resume_row;
   std::shared_ptr<arrow::Buffer> body;
 
   /// A failure, or (kPushedBack) a successful reply that executed nothing.

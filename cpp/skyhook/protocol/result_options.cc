@@ -1,6 +1,5 @@
 #include "skyhook/protocol/result_options.h"
 
-#include <cstdlib>
 #include <string>
 
 #include "skyhook/protocol/error.h"
@@ -9,14 +8,6 @@ namespace skyhook {
 namespace {
 
 constexpr int64_t kMaxBatchSize = int64_t{1} << 24;
-
-int64_t FromEnvironment(const char* name, int64_t fallback) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return fallback;
-  char* end = nullptr;
-  long long parsed = std::strtoll(value, &end, 10);
-  return (end && *end == '\0' && parsed >= 0) ? parsed : fallback;
-}
 
 arrow::Result<arrow::Compression::type> DecodeCompression(const HeaderReader& header) {
   ARROW_ASSIGN_OR_RAISE(auto name, header.String("compression"));
@@ -47,21 +38,22 @@ arrow::Result<ResultOptions> ResultOptions::Decode(const HeaderReader& header) {
     }
     options.max_result_bytes = *max_result_bytes;
   }
+  ARROW_ASSIGN_OR_RAISE(auto start_row, header.Int64("start_row"));
+  if (start_row) {
+    if (*start_row < 0) return Error(ErrorCode::kInvalidRequest, "start_row must not be negative");
+    options.start_row = *start_row;
+  }
   return options;
 }
 
 arrow::Result<PushbackLimits> PushbackLimits::Decode(const HeaderReader& header) {
-  static const int64_t default_in_flight = FromEnvironment("SKYHOOK_MAX_IN_FLIGHT", 64);
-  static const int64_t default_slice_ns =
-      FromEnvironment("SKYHOOK_MAX_SLICE_CPU_MS", 0) * 1000000;
-  PushbackLimits limits{default_in_flight, default_slice_ns};
-  ARROW_ASSIGN_OR_RAISE(auto in_flight, header.Int64("max_in_flight"));
-  ARROW_ASSIGN_OR_RAISE(auto slice_ns, header.Int64("max_slice_cpu_ns"));
-  if ((in_flight && *in_flight < 0) || (slice_ns && *slice_ns < 0)) {
+  PushbackLimits limits;
+  ARROW_ASSIGN_OR_RAISE(limits.max_in_flight, header.Int64("max_in_flight"));
+  ARROW_ASSIGN_OR_RAISE(limits.max_slice_cpu_ns, header.Int64("max_slice_cpu_ns"));
+  if ((limits.max_in_flight && *limits.max_in_flight < 0) ||
+      (limits.max_slice_cpu_ns && *limits.max_slice_cpu_ns < 0)) {
     return Error(ErrorCode::kInvalidRequest, "push-back limits must not be negative");
   }
-  if (in_flight) limits.max_in_flight = *in_flight;
-  if (slice_ns) limits.max_slice_cpu_ns = *slice_ns;
   return limits;
 }
 

@@ -4,14 +4,19 @@
 
 #include "skyhook/protocol/error.h"
 #include "skyhook/protocol/frame.h"
+#include "skyhook/substrait/request_check.h"
 
 namespace skyhook {
 namespace {
 
+using substrait_check::ExpressionRole;
+
 arrow::Result<std::optional<arrow::engine::BoundExpressions>> DecodeExpressions(
-    const HeaderReader& header, const std::string& field) {
+    const HeaderReader& header, const std::string& field, ExpressionRole role) {
   ARROW_ASSIGN_OR_RAISE(auto serialized, header.Binary(field));
   if (!serialized) return std::nullopt;
+  auto checked = substrait_check::CheckExtendedExpression(std::string_view(**serialized), role);
+  if (!checked.ok()) return WithContext(checked, "the " + field);
   auto expressions = arrow::engine::DeserializeExpressions(**serialized);
   if (!expressions.ok()) {
     return Error(ErrorCode::kInvalidRequest, "cannot decode the Substrait ", field, ": ",
@@ -27,8 +32,8 @@ arrow::Result<ScanRequest> ScanRequest::Decode(
   ARROW_ASSIGN_OR_RAISE(auto frame, DecodeFrame(message, kRequestMagic));
   HeaderReader header(frame.header);
   ScanRequest request;
-  ARROW_ASSIGN_OR_RAISE(request.filter, DecodeExpressions(header, "filter"));
-  ARROW_ASSIGN_OR_RAISE(request.projection, DecodeExpressions(header, "projection"));
+  ARROW_ASSIGN_OR_RAISE(request.filter, DecodeExpressions(header, "filter", ExpressionRole::kFilter));
+  ARROW_ASSIGN_OR_RAISE(request.projection, DecodeExpressions(header, "projection", ExpressionRole::kProjection));
   if (request.filter) {
     const auto& named = request.filter->named_expressions;
     if (named.size() != 1 || !named[0].expression.type()->Equals(*arrow::boolean())) {

@@ -13,9 +13,10 @@
 #include <arrow/scalar.h>
 #include <arrow/util/byte_size.h>
 
-#include "skyhook/protocol/frame.h"
-#include "skyhook/storage/cpu_timer.h"
+#include "skyhook/protocol/describe_request.h"
+#include "skyhook/storage/execution.h"
 #include "skyhook/storage/object_reader.h"
+#include "skyhook/storage/result_writer.h"
 
 namespace skyhook {
 namespace {
@@ -23,19 +24,23 @@ namespace {
 // Min, max and null count of one column, accumulated slice by slice.
 class ColumnStatistics {
  public:
-  explicit ColumnStatistics(std::shared_ptr<arrow::DataType> type) : type_(std::move(type)) {}
+  ColumnStatistics(std::shared_ptr<arrow::DataType> type, arrow::compute::ExecContext* context)
+      : type_(std::move(type)), context_(context) {}
 
   arrow::Status Update(const std::shared_ptr<arrow::Array>& values) {
     null_count_ += values->null_count();
     bytes_ += arrow::util::TotalBufferSize(*values);
     if (!orderable_ || values->null_count() == values->length()) return arrow::Status::OK();
     if (arrow::is_floating(type_->id())) {
-      ARROW_ASSIGN_OR_RAISE(auto nan, arrow::compute::CallFunction("is_nan", {values}));
-      ARROW_ASSIGN_OR_RAISE(auto any_nan, arrow::compute::Any(nan));
+      ARROW_ASSIGN_OR_RAISE(auto nan, arrow::compute::CallFunction("is_nan", {values}, context_));
+      ARROW_ASSIGN_OR_RAISE(auto any_nan, arrow::compute::Any(
+                                              nan, arrow::compute::ScalarAggregateOptions::Defaults(),
+                                              context_));
       // NaN is outside every [min, max] range, so a range would prune wrongly.
       if (any_nan.scalar_as<arrow::BooleanScalar>().value) orderable_ = false;
     }
-    auto extremes = arrow::compute::MinMax(values);
+    auto extremes = arrow::compute::MinMax(values, arrow::compute::ScalarAggregateOptions::Defaults(),
+                                           context_);
     if (!extremes.ok()) {
       orderable_ = false;  // types without an order (lists, structs, ...) get no range
       return arrow::Status::OK();
@@ -73,70 +78,73 @@ class ColumnStatistics {
   }
 
   std::shared_ptr<arrow::DataType> type_;
+  arrow::compute::ExecContext* context_;
   int64_t null_count_ = 0;
   int64_t bytes_ = 0;  // decoded (Arrow) size: what a reply of this column costs
   bool orderable_ = true;
   std::vector<std::shared_ptr<arrow::Scalar>> minima_, maxima_;
 };
 
-arrow::Result<std::shared_ptr<arrow::Buffer>> DescribeObject(ObjectReader* reader,
-                                                             int64_t* rows) {
-  auto schema = reader->schema();
-  std::vector<ColumnStatistics> columns;
-  std::vector<int> all_fields;
-  for (int i = 0; i < schema->num_fields(); ++i) {
-    columns.emplace_back(schema->field(i)->type());
-    all_fields.push_back(i);
-  }
-  ARROW_ASSIGN_OR_RAISE(auto batches, reader->ReadFields(all_fields, 64 * 1024));
-  while (true) {
-    ARROW_ASSIGN_OR_RAISE(auto batch, batches->Next());
-    if (batch == nullptr) break;
-    *rows += batch->num_rows();
-    for (int i = 0; i < batch->num_columns(); ++i) {
-      ARROW_RETURN_NOT_OK(columns[i].Update(batch->column(i)));
+class DescribeExecution {
+ public:
+  // Statistics only storage computes for a writer: over a limit it fails.
+  static constexpr bool kPushesBackOverLimits = false;
+
+  DescribeExecution(DescribeRequest, CallResources* resources) : resources_(resources) {}
+
+  arrow::Status Run(ObjectContext* object, const InFlightCall&, Reply* reply) {
+    ARROW_ASSIGN_OR_RAISE(reader_, ObjectReader::Open(object, resources_->pool()));
+    auto schema = reader_->schema();
+    std::vector<ColumnStatistics> columns;
+    std::vector<int> all_fields;
+    for (int i = 0; i < schema->num_fields(); ++i) {
+      columns.emplace_back(schema->field(i)->type(), resources_->exec_context());
+      all_fields.push_back(i);
     }
+    ARROW_ASSIGN_OR_RAISE(auto batches, reader_->ReadFields(all_fields, 64 * 1024));
+    while (true) {
+      if (resources_->OutOfTime()) {
+        return Error(ErrorCode::kLimitExceeded, "describing the object takes longer than the "
+                     "node's limit of ", resources_->limits().max_call_ms, " ms per call");
+      }
+      ARROW_ASSIGN_OR_RAISE(auto batch, batches->Next());
+      if (batch == nullptr) break;
+      rows_ += batch->num_rows();
+      for (int i = 0; i < batch->num_columns(); ++i) {
+        ARROW_RETURN_NOT_OK(columns[i].Update(batch->column(i)));
+      }
+    }
+    arrow::FieldVector fields;
+    arrow::ArrayVector arrays;
+    for (int i = 0; i < schema->num_fields(); ++i) {
+      ARROW_ASSIGN_OR_RAISE(auto statistics, columns[i].Finish());
+      fields.push_back(arrow::field(schema->field(i)->name(), statistics->type()));
+      arrays.push_back(std::move(statistics));
+    }
+    auto row = arrow::RecordBatch::Make(arrow::schema(fields, schema->metadata()), 1, arrays);
+    ARROW_ASSIGN_OR_RAISE(auto writer, ResultWriter::Open(row->schema(), ResultOptions{},
+                                                          resources_->limits().max_reply_bytes));
+    ARROW_RETURN_NOT_OK(writer->Write(*row));
+    ARROW_ASSIGN_OR_RAISE(reply->body, writer->Finish());
+    return arrow::Status::OK();
   }
-  arrow::FieldVector fields;
-  arrow::ArrayVector arrays;
-  for (int i = 0; i < schema->num_fields(); ++i) {
-    ARROW_ASSIGN_OR_RAISE(auto statistics, columns[i].Finish());
-    fields.push_back(arrow::field(schema->field(i)->name(), statistics->type()));
-    arrays.push_back(std::move(statistics));
+
+  void AddStatistics(Reply* reply, const CpuTimer& timer) const {
+    reply->statistics = {{"num_rows", rows_},
+                         {"bytes_read", reader_ ? reader_->bytes_read() : 0},
+                         {"storage_cpu_ns", timer.ElapsedNanos()}};
   }
-  auto row = arrow::RecordBatch::Make(arrow::schema(fields, schema->metadata()), 1, arrays);
-  ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
-  ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(sink, row->schema()));
-  ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*row));
-  ARROW_RETURN_NOT_OK(writer->Close());
-  return sink->Finish();
-}
+
+ private:
+  CallResources* resources_;
+  std::unique_ptr<ObjectReader> reader_;
+  int64_t rows_ = 0;
+};
 
 }  // namespace
 
 Reply Describe(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& request) {
-  CpuTimer timer;
-  auto frame = DecodeFrame(request, kRequestMagic);
-  if (!frame.ok()) return Reply::FromStatus(frame.status());
-  int64_t rows = 0;
-  int64_t bytes_read = 0;
-  Reply reply;
-  auto reader = ObjectReader::Open(object);
-  if (!reader.ok()) {
-    reply = Reply::FromStatus(reader.status());
-  } else {
-    auto body = DescribeObject(reader->get(), &rows);
-    if (body.ok()) {
-      reply.body = *body;
-    } else {
-      reply = Reply::FromStatus(body.status());
-    }
-    bytes_read = (*reader)->bytes_read();
-  }
-  reply.statistics = {{"num_rows", rows},
-                      {"bytes_read", bytes_read},
-                      {"storage_cpu_ns", timer.ElapsedNanos()}};
-  return reply;
+  return RunExecution<DescribeRequest, DescribeExecution>(object, request);
 }
 
 }  // namespace skyhook

@@ -9,13 +9,14 @@
 #include <arrow/util/future.h>
 
 #include "skyhook/protocol/plan_request.h"
+#include "skyhook/storage/call_resources.h"
 #include "skyhook/storage/cpu_timer.h"
 #include "skyhook/storage/execution.h"
 #include "skyhook/storage/object_columns.h"
 #include "skyhook/storage/object_reader.h"
-#include "skyhook/storage/plan_shape.h"
 #include "skyhook/storage/pushback.h"
 #include "skyhook/storage/result_writer.h"
+#include "skyhook/substrait/request_check.h"
 
 namespace skyhook {
 namespace {
@@ -31,26 +32,29 @@ arrow::Status AsPlanError(const arrow::Status& status) {
 
 class PlanExecution {
  public:
-  explicit PlanExecution(PlanRequest request)
-      : request_(std::move(request)), budget_(request_.pushback) {}
+  static constexpr bool kPushesBackOverLimits = true;  // the client can run the sub-plan
+
+  PlanExecution(PlanRequest request, CallResources* resources)
+      : request_(std::move(request)),
+        resources_(resources),
+        options_(resources->Bounded(request_.result)),
+        budget_(resources->max_slice_cpu_ns(request_.pushback)) {}
 
   arrow::Status Run(ObjectContext* object, const InFlightCall& call, Reply* reply) {
-    if (TooBusy(call, request_.pushback)) {
-      return Error(ErrorCode::kPushedBack, call.running(), " calls in flight on this node");
-    }
-    ARROW_ASSIGN_OR_RAISE(reader_, ObjectReader::Open(object));
+    ARROW_RETURN_NOT_OK(DeclineIfBusy(call, resources_->max_in_flight(request_.pushback)));
+    ARROW_ASSIGN_OR_RAISE(reader_, ObjectReader::Open(object, resources_->pool()));
     arrow::engine::ConversionOptions conversion;
     conversion.named_table_provider = [this](const std::vector<std::string>&,
                                              const arrow::Schema& schema) {
       return ObjectSource(schema);
     };
-    ARROW_ASSIGN_OR_RAISE(auto shape, CheckPlanShape(request_.plan->ToString()));
+    ARROW_ASSIGN_OR_RAISE(auto shape, substrait_check::CheckPlan(std::string_view(*request_.plan)));
     std::optional<arrow::engine::PlanInfo> plan;
     if (shape.has_aggregate) {
       auto input = arrow::engine::DeserializePlan(arrow::Buffer(shape.input_plan), nullptr,
                                                   nullptr, conversion);
       if (!input.ok()) return AsPlanError(input.status());
-      if (!CheckTypedColumns(*input->root.output_schema).ok()) {
+      if (!substrait_check::CheckTypedColumns(*input->root.output_schema).ok()) {
         // The aggregate cannot be converted safely: run the filter and
         // projection only, and say so; the client aggregates the rows.
         reply->executed = Executed::kFilterOnly;
@@ -62,20 +66,35 @@ class PlanExecution {
       if (!whole.ok()) return AsPlanError(whole.status());
       plan = std::move(*whole);
     }
-    ARROW_ASSIGN_OR_RAISE(auto results, arrow::acero::DeclarationToReader(
-                                            plan->root.declaration, /*use_threads=*/false));
+    arrow::acero::QueryOptions query;
+    query.use_threads = false;
+    query.memory_pool = resources_->pool();
+    ARROW_ASSIGN_OR_RAISE(auto results,
+                          arrow::acero::DeclarationToReader(plan->root.declaration, query));
     auto schema = results->schema();
+    if (schema == nullptr) {  // Acero's answer to a plan that does not type-check
+      return Error(ErrorCode::kInvalidRequest, "the plan does not type-check against the object");
+    }
     if (!plan->names.empty()) {
       ARROW_ASSIGN_OR_RAISE(schema, schema->WithNames(plan->names));
     }
-    ARROW_ASSIGN_OR_RAISE(auto writer, ResultWriter::Open(schema, request_.result));
+    ARROW_ASSIGN_OR_RAISE(auto writer, ResultWriter::Open(schema, options_,
+                                                          resources_->limits().max_reply_bytes));
     while (true) {
       auto next = results->Next();
       if (!next.ok()) return pushed_back_ ? pushed_back_status_ : next.status();
       if (*next == nullptr) break;
       ARROW_ASSIGN_OR_RAISE(auto renamed, (*next)->ReplaceSchema(schema));
+      // Rows already went through the plan, so the reply cannot end early here:
+      // over the node's limit, the client runs the sub-plan itself.
+      ARROW_ASSIGN_OR_RAISE(bool fits, writer->Fits(*renamed));
+      if (!fits) {
+        return Error(ErrorCode::kLimitExceeded, "the plan's result is larger than the node's ",
+                     resources_->limits().max_reply_bytes, "-byte reply limit");
+      }
       ARROW_RETURN_NOT_OK(writer->Write(*renamed));
     }
+    reply->resume_row = resume_row_;
     rows_returned_ = writer->rows_written();
     ARROW_ASSIGN_OR_RAISE(reply->body, writer->Finish());
     return arrow::Status::OK();
@@ -100,7 +119,8 @@ class PlanExecution {
       ARROW_ASSIGN_OR_RAISE(int index, FindObjectField(*reader_->schema(), *field));
       fields.push_back(index);
     }
-    ARROW_ASSIGN_OR_RAISE(auto batches, reader_->ReadFields(fields, request_.result.batch_size));
+    ARROW_ASSIGN_OR_RAISE(auto batches,
+                          reader_->ReadFields(fields, options_.batch_size, options_.start_row));
     auto generator = [this, batches]() -> arrow::Future<SourceBatch> {
       if (started_) {  // the previous slice has gone through the plan: account for it
         auto within_budget = budget_.AfterSlice();
@@ -108,6 +128,12 @@ class PlanExecution {
           pushed_back_ = true;
           pushed_back_status_ = within_budget;
           return arrow::Future<SourceBatch>::MakeFinished(within_budget);
+        }
+        // Past the node's time limit the plan ends here, over the slices read:
+        // its partial result is mergeable, and the client continues.
+        if (resources_->OutOfTime()) {
+          resume_row_ = options_.start_row + rows_scanned_;
+          return arrow::Future<SourceBatch>::MakeFinished(SourceBatch{});
         }
       }
       auto batch = batches->Next();
@@ -123,6 +149,8 @@ class PlanExecution {
   }
 
   PlanRequest request_;
+  CallResources* resources_;
+  ResultOptions options_;
   SliceBudget budget_;
   std::unique_ptr<ObjectReader> reader_;
   bool started_ = false;
@@ -130,6 +158,7 @@ class PlanExecution {
   arrow::Status pushed_back_status_;
   int64_t rows_scanned_ = 0;
   int64_t rows_returned_ = 0;
+  std::optional<int64_t> resume_row_;
 };
 
 }  // namespace

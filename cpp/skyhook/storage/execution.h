@@ -1,5 +1,6 @@
-// The shape every data-returning method shares: decode the request, count the
-// call as in flight, run it, and report statistics whatever happened.
+// The shape every storage method shares: decode the request, count the call
+// as in flight, run it within the node's limits, and report statistics and
+// the limits whatever happened.
 #pragma once
 
 #include <memory>
@@ -7,23 +8,38 @@
 #include <arrow/buffer.h>
 
 #include "skyhook/protocol/reply.h"
+#include "skyhook/storage/call_resources.h"
 #include "skyhook/storage/cpu_timer.h"
 #include "skyhook/storage/object_context.h"
 #include "skyhook/storage/pushback.h"
 
 namespace skyhook {
 
+/// Execution types have a constructor (Request, CallResources*), Run(object,
+/// call, reply) and AddStatistics(reply, timer). kPushedBack and, where the
+/// client can do the work itself (pushes_back_over_limits), kLimitExceeded
+/// become a reply that executed nothing.
 template <typename Request, typename Execution>
 Reply RunExecution(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& request) {
   CpuTimer timer;
   InFlightCall call;
-  auto decoded = Request::Decode(request);
-  if (!decoded.ok()) return Reply::FromStatus(decoded.status());
-  Execution execution(std::move(*decoded));
+  CallResources resources;  // outlives the execution, which allocates from its pool
   Reply reply;
-  auto status = execution.Run(object, call, &reply);
-  if (!status.ok()) reply = Reply::FromStatus(status);
-  execution.AddStatistics(&reply, timer);
+  auto decoded = Request::Decode(request);
+  if (!decoded.ok()) {
+    reply = Reply::FromStatus(decoded.status());
+  } else {
+    Execution execution(std::move(*decoded), &resources);
+    auto status = execution.Run(object, call, &reply);
+    if (!status.ok()) {
+      if (Execution::kPushesBackOverLimits && CodeOf(status) == ErrorCode::kLimitExceeded) {
+        status = Error(ErrorCode::kPushedBack, status.message());
+      }
+      reply = Reply::FromStatus(status);
+    }
+    execution.AddStatistics(&reply, timer);
+  }
+  resources.limits().Report(&reply.statistics);
   return reply;
 }
 

@@ -1,5 +1,7 @@
 #include "skyhook/storage/object_reader.h"
 
+#include <algorithm>
+
 #include <arrow/ipc/reader.h>
 #include <arrow/util/iterator.h>
 #include <parquet/arrow/reader.h>
@@ -11,6 +13,7 @@ namespace skyhook {
 namespace {
 
 arrow::Status Corrupt(const std::string& format, const arrow::Status& cause) {
+  if (CodeOf(cause) != ErrorCode::kInternal) return cause;  // a node limit, say
   return Error(ErrorCode::kCorruptObject, "object is not a readable ", format,
                " partition: ", cause.message());
 }
@@ -25,8 +28,17 @@ void CollectLeaves(const parquet::arrow::SchemaField& field, std::vector<int>* l
 class RowGroupReader : public arrow::RecordBatchReader {
  public:
   RowGroupReader(parquet::arrow::FileReader* file, std::vector<int> leaves,
-                 std::shared_ptr<arrow::Schema> schema)
-      : file_(file), leaves_(std::move(leaves)), schema_(std::move(schema)) {}
+                 std::shared_ptr<arrow::Schema> schema, int64_t start_row)
+      : file_(file), leaves_(std::move(leaves)), schema_(std::move(schema)) {
+    // Whole row groups before start_row are never read; the rest of it is
+    // skipped in the first row group read.
+    auto metadata = file_->parquet_reader()->metadata();
+    while (next_row_group_ < metadata->num_row_groups() &&
+           metadata->RowGroup(next_row_group_)->num_rows() <= start_row) {
+      start_row -= metadata->RowGroup(next_row_group_++)->num_rows();
+    }
+    rows_to_skip_ = start_row;
+  }
 
   std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
 
@@ -35,7 +47,15 @@ class RowGroupReader : public arrow::RecordBatchReader {
       if (current_) {
         auto status = current_->ReadNext(out);
         if (!status.ok()) return Corrupt("Parquet", status);
-        if (*out != nullptr) return arrow::Status::OK();
+        if (*out != nullptr) {
+          if (rows_to_skip_ >= (*out)->num_rows()) {
+            rows_to_skip_ -= (*out)->num_rows();
+            continue;
+          }
+          *out = (*out)->Slice(rows_to_skip_);
+          rows_to_skip_ = 0;
+          return arrow::Status::OK();
+        }
         current_.reset();
       }
       if (next_row_group_ >= file_->num_row_groups()) {
@@ -53,20 +73,21 @@ class RowGroupReader : public arrow::RecordBatchReader {
   std::vector<int> leaves_;
   std::shared_ptr<arrow::Schema> schema_;
   int next_row_group_ = 0;
+  int64_t rows_to_skip_ = 0;
   std::unique_ptr<arrow::RecordBatchReader> current_;
 };
 
 class ParquetObjectReader : public ObjectReader {
  public:
-  static arrow::Result<std::unique_ptr<ObjectReader>> Open(
-      std::shared_ptr<ObjectFile> file) {
+  static arrow::Result<std::unique_ptr<ObjectReader>> Open(std::shared_ptr<ObjectFile> file,
+                                                           arrow::MemoryPool* pool) {
     parquet::ArrowReaderProperties properties;
     properties.set_pre_buffer(false);  // pre-buffering reads on an I/O thread
     properties.set_use_threads(false);  // storage methods run on the caller's thread
     parquet::arrow::FileReaderBuilder builder;
-    auto opened = builder.Open(file);
+    auto opened = builder.Open(file, parquet::ReaderProperties(pool));
     if (!opened.ok()) return Corrupt("Parquet", opened);
-    auto reader = builder.properties(properties)->Build();
+    auto reader = builder.memory_pool(pool)->properties(properties)->Build();
     if (!reader.ok()) return Corrupt("Parquet", reader.status());
     std::shared_ptr<arrow::Schema> schema;
     auto schema_status = (*reader)->GetSchema(&schema);
@@ -79,14 +100,15 @@ class ParquetObjectReader : public ObjectReader {
   int64_t num_rows() const override { return reader_->parquet_reader()->metadata()->num_rows(); }
 
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
-      const std::vector<int>& field_indices, int64_t batch_size) override {
+      const std::vector<int>& field_indices, int64_t batch_size, int64_t start_row) override {
     reader_->set_batch_size(batch_size);
     std::vector<int> leaves;
     for (int index : field_indices) {
       CollectLeaves(reader_->manifest().schema_fields.at(index), &leaves);
     }
     ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
-    return std::make_shared<RowGroupReader>(reader_.get(), std::move(leaves), std::move(schema));
+    return std::make_shared<RowGroupReader>(reader_.get(), std::move(leaves), std::move(schema),
+                                            start_row);
   }
 
  private:
@@ -103,8 +125,11 @@ class ParquetObjectReader : public ObjectReader {
 class IpcBatchReader : public arrow::RecordBatchReader {
  public:
   IpcBatchReader(std::shared_ptr<arrow::ipc::RecordBatchFileReader> file,
-                 std::shared_ptr<arrow::Schema> schema, int64_t batch_size)
-      : file_(std::move(file)), schema_(std::move(schema)), batch_size_(batch_size) {}
+                 std::shared_ptr<arrow::Schema> schema, int64_t batch_size, int64_t start_row)
+      : file_(std::move(file)),
+        schema_(std::move(schema)),
+        batch_size_(batch_size),
+        rows_to_skip_(start_row) {}
 
   std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
 
@@ -119,7 +144,8 @@ class IpcBatchReader : public arrow::RecordBatchReader {
       auto valid = (*batch)->ValidateFull();  // corrupt offsets must not reach compute
       if (!valid.ok()) return Corrupt("Arrow IPC", valid);
       current_ = std::move(*batch);
-      offset_ = 0;
+      offset_ = std::min(rows_to_skip_, current_->num_rows());
+      rows_to_skip_ -= offset_;
     }
     *out = current_->Slice(offset_, batch_size_);
     offset_ += (*out)->num_rows();
@@ -130,6 +156,7 @@ class IpcBatchReader : public arrow::RecordBatchReader {
   std::shared_ptr<arrow::ipc::RecordBatchFileReader> file_;
   std::shared_ptr<arrow::Schema> schema_;
   int64_t batch_size_;
+  int64_t rows_to_skip_;
   int next_batch_ = 0;
   std::shared_ptr<arrow::RecordBatch> current_;
   int64_t offset_ = 0;
@@ -137,11 +164,14 @@ class IpcBatchReader : public arrow::RecordBatchReader {
 
 class IpcObjectReader : public ObjectReader {
  public:
-  static arrow::Result<std::unique_ptr<ObjectReader>> Open(
-      std::shared_ptr<ObjectFile> file) {
-    auto reader = arrow::ipc::RecordBatchFileReader::Open(file);
+  static arrow::Result<std::unique_ptr<ObjectReader>> Open(std::shared_ptr<ObjectFile> file,
+                                                           arrow::MemoryPool* pool) {
+    auto options = arrow::ipc::IpcReadOptions::Defaults();
+    options.memory_pool = pool;
+    options.use_threads = false;
+    auto reader = arrow::ipc::RecordBatchFileReader::Open(file, options);
     if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
-    return std::unique_ptr<ObjectReader>(new IpcObjectReader(std::move(file), *reader));
+    return std::unique_ptr<ObjectReader>(new IpcObjectReader(std::move(file), *reader, options));
   }
 
   std::shared_ptr<arrow::Schema> schema() const override { return reader_->schema(); }
@@ -152,22 +182,23 @@ class IpcObjectReader : public ObjectReader {
   }
 
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
-      const std::vector<int>& field_indices, int64_t batch_size) override {
-    auto options = arrow::ipc::IpcReadOptions::Defaults();
+      const std::vector<int>& field_indices, int64_t batch_size, int64_t start_row) override {
+    auto options = options_;
     options.included_fields = field_indices;
-    options.use_threads = false;
     auto reader = arrow::ipc::RecordBatchFileReader::Open(file_, options);
     if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
     ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
-    return std::make_shared<IpcBatchReader>(*reader, std::move(schema), batch_size);
+    return std::make_shared<IpcBatchReader>(*reader, std::move(schema), batch_size, start_row);
   }
 
  private:
   IpcObjectReader(std::shared_ptr<ObjectFile> file,
-                  std::shared_ptr<arrow::ipc::RecordBatchFileReader> reader)
-      : ObjectReader(std::move(file)), reader_(std::move(reader)) {}
+                  std::shared_ptr<arrow::ipc::RecordBatchFileReader> reader,
+                  arrow::ipc::IpcReadOptions options)
+      : ObjectReader(std::move(file)), reader_(std::move(reader)), options_(std::move(options)) {}
 
   std::shared_ptr<arrow::ipc::RecordBatchFileReader> reader_;
+  arrow::ipc::IpcReadOptions options_;
 };
 
 }  // namespace
@@ -184,7 +215,8 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ObjectReader::FieldsSchema(
   return arrow::schema(std::move(fields));
 }
 
-arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(ObjectContext* object) {
+arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(ObjectContext* object,
+                                                               arrow::MemoryPool* pool) {
   auto file = ObjectFile::Open(object);
   if (!file.ok()) {
     return Error(ErrorCode::kNotFound, "object cannot be opened: ", file.status().message());
@@ -194,8 +226,8 @@ arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(ObjectContext* o
     return Error(ErrorCode::kCorruptObject, "object has no ", kFormatAttribute,
                  " attribute: it was not written as a skyhook partition");
   }
-  if (*format == "parquet") return ParquetObjectReader::Open(std::move(*file));
-  if (*format == "ipc") return IpcObjectReader::Open(std::move(*file));
+  if (*format == "parquet") return ParquetObjectReader::Open(std::move(*file), pool);
+  if (*format == "ipc") return IpcObjectReader::Open(std::move(*file), pool);
   return Error(ErrorCode::kCorruptObject, "object has unknown format '", *format, "'");
 }
 

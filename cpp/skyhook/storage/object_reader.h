@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include <arrow/memory_pool.h>
 #include <arrow/record_batch.h>
 #include <arrow/result.h>
 #include <arrow/type.h>
@@ -23,15 +24,17 @@ class ObjectReader {
 
   /// Errors: kNotFound when the object is missing, kCorruptObject when it is
   /// not a readable partition of the format it claims.
-  static arrow::Result<std::unique_ptr<ObjectReader>> Open(ObjectContext* object);
+  /// Everything the reader decodes is allocated from `pool`.
+  static arrow::Result<std::unique_ptr<ObjectReader>> Open(ObjectContext* object,
+                                                           arrow::MemoryPool* pool);
 
   virtual std::shared_ptr<arrow::Schema> schema() const = 0;
   virtual int64_t num_rows() const = 0;
 
   /// Batches of at most batch_size rows (and never more than one Parquet row
-  /// group) holding the given top-level fields.
+  /// group) holding the given top-level fields, from row start_row on.
   virtual arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
-      const std::vector<int>& field_indices, int64_t batch_size) = 0;
+      const std::vector<int>& field_indices, int64_t batch_size, int64_t start_row = 0) = 0;
 
   int64_t bytes_read() const { return file_->bytes_read(); }
 

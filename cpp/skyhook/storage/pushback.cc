@@ -6,17 +6,20 @@ namespace skyhook {
 
 arrow::Status SliceBudget::AfterSlice() {
   ++slices_;
-  if (limits_.max_slice_cpu_ns <= 0 || slices_ < kSlicesMeasured) return arrow::Status::OK();
+  if (max_slice_cpu_ns_ <= 0 || slices_ < kSlicesMeasured) return arrow::Status::OK();
   int64_t per_slice = timer_.ElapsedNanos() / slices_;
-  if (per_slice > limits_.max_slice_cpu_ns) {
+  if (per_slice > max_slice_cpu_ns_) {
     return Error(ErrorCode::kPushedBack, "slices cost ", per_slice, " ns of CPU each, over the ",
-                 limits_.max_slice_cpu_ns, " ns limit");
+                 max_slice_cpu_ns_, " ns limit");
   }
   return arrow::Status::OK();
 }
 
-bool TooBusy(const InFlightCall& call, const PushbackLimits& limits) {
-  return call.running() > limits.max_in_flight;
+arrow::Status DeclineIfBusy(const InFlightCall& call, int64_t max_in_flight) {
+  if (call.running() > max_in_flight) {
+    return Error(ErrorCode::kPushedBack, call.running(), " calls in flight on this node");
+  }
+  return arrow::Status::OK();
 }
 
 }  // namespace skyhook

@@ -7,7 +7,6 @@
 
 #include <arrow/status.h>
 
-#include "skyhook/protocol/result_options.h"
 #include "skyhook/storage/cpu_timer.h"
 
 namespace skyhook {
@@ -30,10 +29,10 @@ class InFlightCall {
 };
 
 /// Measures the CPU each slice costs. After the first slices it says whether
-/// the call should stop because its cost per slice exceeds the limit.
+/// the call should stop because its cost per slice exceeds the limit (0: never).
 class SliceBudget {
  public:
-  explicit SliceBudget(const PushbackLimits& limits) : limits_(limits) {}
+  explicit SliceBudget(int64_t max_slice_cpu_ns) : max_slice_cpu_ns_(max_slice_cpu_ns) {}
 
   /// Call after each slice; an error with kPushedBack means "stop here".
   arrow::Status AfterSlice();
@@ -41,12 +40,12 @@ class SliceBudget {
 
  private:
   static constexpr int64_t kSlicesMeasured = 2;
-  PushbackLimits limits_;
+  int64_t max_slice_cpu_ns_;
   CpuTimer timer_;
   int64_t slices_ = 0;
 };
 
-/// True if the call should be declined before any work.
-bool TooBusy(const InFlightCall& call, const PushbackLimits& limits);
+/// An error with kPushedBack if the call should be declined before any work.
+arrow::Status DeclineIfBusy(const InFlightCall& call, int64_t max_in_flight);
 
 }  // namespace skyhook

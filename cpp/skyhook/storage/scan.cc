@@ -9,6 +9,7 @@
 #include <arrow/scalar.h>
 
 #include "skyhook/protocol/scan_request.h"
+#include "skyhook/storage/call_resources.h"
 #include "skyhook/storage/cpu_timer.h"
 #include "skyhook/storage/execution.h"
 #include "skyhook/storage/object_columns.h"
@@ -39,11 +40,11 @@ arrow::Status AddReferencedFields(const BoundExpressions& bound,
 
 arrow::Result<std::shared_ptr<arrow::Array>> Evaluate(
     const arrow::compute::Expression& expression, const arrow::Schema& bound_schema,
-    const std::shared_ptr<arrow::RecordBatch>& batch) {
-  ARROW_ASSIGN_OR_RAISE(auto datum,
-                        arrow::compute::ExecuteScalarExpression(expression, bound_schema, batch));
+    const std::shared_ptr<arrow::RecordBatch>& batch, arrow::compute::ExecContext* context) {
+  ARROW_ASSIGN_OR_RAISE(auto datum, arrow::compute::ExecuteScalarExpression(
+                                        expression, bound_schema, batch, context));
   if (datum.is_array()) return datum.make_array();
-  return arrow::MakeArrayFromScalar(*datum.scalar(), batch->num_rows());
+  return arrow::MakeArrayFromScalar(*datum.scalar(), batch->num_rows(), context->memory_pool());
 }
 
 // Evaluation errors (overflow, division by zero, bad casts) come from the
@@ -57,13 +58,16 @@ arrow::Result<T> AsInvalidRequest(const char* what, arrow::Result<T> result) {
 
 class ScanExecution {
  public:
-  explicit ScanExecution(ScanRequest request) : request_(std::move(request)) {}
+  static constexpr bool kPushesBackOverLimits = true;  // the client can read the object
+
+  ScanExecution(ScanRequest request, CallResources* resources)
+      : request_(std::move(request)),
+        resources_(resources),
+        options_(resources->Bounded(request_.result)) {}
 
   arrow::Status Run(ObjectContext* object, const InFlightCall& call, Reply* reply) {
-    if (TooBusy(call, request_.pushback)) {
-      return Error(ErrorCode::kPushedBack, call.running(), " calls in flight on this node");
-    }
-    ARROW_ASSIGN_OR_RAISE(auto reader, ObjectReader::Open(object));
+    ARROW_RETURN_NOT_OK(DeclineIfBusy(call, resources_->max_in_flight(request_.pushback)));
+    ARROW_ASSIGN_OR_RAISE(auto reader, ObjectReader::Open(object, resources_->pool()));
     auto object_schema = reader->schema();
     std::set<int> needed;
     if (request_.filter) {
@@ -82,19 +86,37 @@ class ScanExecution {
       output_schema = object_schema;
     }
 
-    ARROW_ASSIGN_OR_RAISE(auto writer, ResultWriter::Open(output_schema, request_.result));
-    ARROW_ASSIGN_OR_RAISE(auto batches, reader->ReadFields({needed.begin(), needed.end()},
-                                                           request_.result.batch_size));
-    SliceBudget budget(request_.pushback);
+    ARROW_ASSIGN_OR_RAISE(auto writer, ResultWriter::Open(output_schema, options_,
+                                                          resources_->limits().max_reply_bytes));
+    ARROW_ASSIGN_OR_RAISE(auto batches,
+                          reader->ReadFields({needed.begin(), needed.end()}, options_.batch_size,
+                                             options_.start_row));
+    SliceBudget budget(resources_->max_slice_cpu_ns(request_.pushback));
+    int64_t position = options_.start_row;  // the first row of the object not yet consumed
     while (true) {
-      ARROW_ASSIGN_OR_RAISE(auto batch, batches->Next());
-      if (batch == nullptr) break;
-      rows_scanned_ += batch->num_rows();
-      ARROW_ASSIGN_OR_RAISE(batch, AsInvalidRequest("filter", Filter(batch)));
+      // Past the node's time limit, answer with what is done; the client continues.
+      if (budget.slices() > 0 && resources_->OutOfTime()) {
+        reply->resume_row = position;
+        break;
+      }
+      ARROW_ASSIGN_OR_RAISE(auto slice, batches->Next());
+      if (slice == nullptr) break;
+      ARROW_ASSIGN_OR_RAISE(auto batch, AsInvalidRequest("filter", Filter(slice)));
       if (batch->num_rows() > 0) {
         ARROW_ASSIGN_OR_RAISE(batch, AsInvalidRequest("projection", Project(batch, output_schema)));
+        ARROW_ASSIGN_OR_RAISE(bool fits, writer->Fits(*batch));
+        if (!fits) {
+          if (writer->rows_written() == 0) {
+            return Error(ErrorCode::kLimitExceeded, "one slice's result is larger than the node's ",
+                         resources_->limits().max_reply_bytes, "-byte reply limit");
+          }
+          reply->resume_row = position;  // this slice goes into the next reply
+          break;
+        }
         ARROW_RETURN_NOT_OK(writer->Write(*batch));
       }
+      position += slice->num_rows();
+      rows_scanned_ += slice->num_rows();
       bytes_read_ = reader->bytes_read();
       ARROW_RETURN_NOT_OK(budget.AfterSlice());
     }
@@ -118,12 +140,14 @@ class ScanExecution {
     const auto& bound = *request_.filter;
     ARROW_ASSIGN_OR_RAISE(auto datum, arrow::compute::ExecuteScalarExpression(
                                           bound.named_expressions[0].expression,
-                                          *bound.schema, batch));
+                                          *bound.schema, batch, resources_->exec_context()));
     if (datum.is_scalar()) {
       const auto& keep = static_cast<const arrow::BooleanScalar&>(*datum.scalar());
       return keep.is_valid && keep.value ? batch : batch->Slice(0, 0);
     }
-    ARROW_ASSIGN_OR_RAISE(auto filtered, arrow::compute::Filter(batch, datum));
+    ARROW_ASSIGN_OR_RAISE(auto filtered,
+                          arrow::compute::Filter(batch, datum, arrow::compute::FilterOptions::Defaults(),
+                                                 resources_->exec_context()));
     return filtered.record_batch();
   }
 
@@ -134,13 +158,16 @@ class ScanExecution {
     const auto& bound = *request_.projection;
     arrow::ArrayVector columns;
     for (const auto& named : bound.named_expressions) {
-      ARROW_ASSIGN_OR_RAISE(auto column, Evaluate(named.expression, *bound.schema, batch));
+      ARROW_ASSIGN_OR_RAISE(auto column, Evaluate(named.expression, *bound.schema, batch,
+                                                  resources_->exec_context()));
       columns.push_back(std::move(column));
     }
     return arrow::RecordBatch::Make(output_schema, batch->num_rows(), std::move(columns));
   }
 
   ScanRequest request_;
+  CallResources* resources_;
+  ResultOptions options_;
   int64_t rows_scanned_ = 0;
   int64_t rows_returned_ = 0;
   int64_t bytes_read_ = 0;

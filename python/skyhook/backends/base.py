@@ -1,14 +1,43 @@
 """What the client needs of a storage backend: a flat namespace of objects with
-attributes, storage-side method calls on them, and dataset manifests."""
+attributes, storage-side method calls on them, dataset manifests published by
+compare-and-swap, and a record of the writes in progress (for fsck)."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
-from skyhook.protocol import Reply, decode_reply
+from skyhook.protocol import Reply, decode_reply, encode_request, merge_continuations
+
+
+@dataclass(frozen=True)
+class StoredManifest:
+    data: bytes
+    #: Opaque; replace_manifest and delete_manifest act only if the manifest is still at it.
+    version: object
+
+
+@dataclass(frozen=True)
+class PendingWriteRecord:
+    dataset: str
+    generation: str
+    #: True when the writer is known dead (or silent for longer than the grace).
+    abandoned: bool
+
+
+class PendingWrite(ABC):
+    """A write in progress, registered before its first object is stored so that
+    fsck leaves its objects alone; finish() withdraws it."""
+
+    def heartbeat(self) -> None:
+        """Say the writer is still alive (after each object)."""
+
+    @abstractmethod
+    def finish(self) -> None: ...
 
 
 class Backend(ABC):
@@ -43,29 +72,74 @@ class Backend(ABC):
         Closing the iterator early abandons calls not yet started."""
 
     @abstractmethod
-    def get_manifest(self, dataset: str) -> bytes | None: ...
+    def object_names(self) -> list[str]:
+        """Every object of the store (partitions, temporaries and anything else in its namespace)."""
+
+    def partition_name(self, stored_name: str) -> str:
+        """The partition object whose data a stored object holds: itself, or the
+        one a temporary object is being written for."""
+        return stored_name
+
+    # Manifests are published atomically (readers see the old one or the new
+    # one) and only by compare-and-swap, so no write is ever silently lost.
 
     @abstractmethod
-    def put_manifest(self, dataset: str, data: bytes) -> None:
-        """Publish a manifest atomically: readers see the old one or the new one."""
+    def get_manifest(self, dataset: str) -> StoredManifest | None: ...
 
     @abstractmethod
-    def delete_manifest(self, dataset: str) -> None: ...
+    def create_manifest(self, dataset: str, data: bytes) -> bool:
+        """Publish the first manifest of a dataset; False if one exists."""
+
+    @abstractmethod
+    def replace_manifest(self, dataset: str, data: bytes, version: object) -> bool:
+        """Replace the manifest if it is still at version; False if it changed or is gone."""
+
+    @abstractmethod
+    def delete_manifest(self, dataset: str, version: object) -> bool:
+        """Remove the manifest if it is still at version; False if it changed or is gone."""
 
     @abstractmethod
     def dataset_names(self) -> list[str]: ...
 
-    def call_each(self, method: str, object_names: list[str], request: bytes, context: str,
+    def check_index(self, object_names: list[str], repair: bool) -> list[str]:
+        """Disagreements between the list of datasets and the manifests stored (given
+        every object name), repaired if asked. None where the manifests are the list."""
+        return []
+
+    @abstractmethod
+    def begin_write(self, dataset: str, generation: str) -> PendingWrite: ...
+
+    @abstractmethod
+    def pending_writes(self, grace_seconds: float) -> list[PendingWriteRecord]:
+        """Writes begun and not finished; abandoned ones belong to dead writers."""
+
+    @abstractmethod
+    def forget_write(self, dataset: str, generation: str) -> None:
+        """Drop the record of an abandoned write (after fsck removed its objects)."""
+
+    def call_each(self, method: str, object_names: list[str], request: dict[str, Any], context: str,
                   parallel: bool = True) -> Iterator[Reply]:
-        """Decoded replies of one request sent to each object, in order; a reply
-        that reports an error raises it, naming context and the object."""
-        calls = ((name, request) for name in object_names)
+        """Decoded replies of one request (header fields) sent to each object, in
+        order; a reply that reports an error raises it, naming context and the
+        object. An object whose call a node limit ended early is continued with
+        more calls, and its replies are merged into one; if any of them was
+        pushed back, the object's reply is that push-back."""
+        encoded_request = encode_request(request)
+        calls = ((name, encoded_request) for name in object_names)
         replies = self.call_many(method, calls) if parallel else \
             (self.call(name, method, body) for name, body in calls)
         for name, encoded in zip(object_names, replies):
-            reply = decode_reply(encoded)
-            reply.raise_for_status(f"{context} (object {name})")
-            yield reply
+            parts = [self._checked(encoded, f"{context} (object {name})")]
+            while parts[-1].resume_row is not None and parts[-1].executed != "none":
+                continuation = encode_request({**request, "start_row": parts[-1].resume_row})
+                parts.append(self._checked(self.call(name, method, continuation), f"{context} (object {name})"))
+            yield parts[-1] if parts[-1].executed == "none" else merge_continuations(parts)
+
+    @staticmethod
+    def _checked(encoded: bytes, context: str) -> Reply:
+        reply = decode_reply(encoded)
+        reply.raise_for_status(context)
+        return reply
 
     def close(self) -> None:
         """Release connections; the default backend holds none."""

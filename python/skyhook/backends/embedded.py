@@ -5,24 +5,36 @@ extended attributes, manifests are files under ``manifests/``. Every write goes
 to a temporary file that is fsynced and renamed into place, so a crash never
 leaves a half-written object or manifest. Storage-side methods run in this
 process through the C++ extension, in a thread pool with the GIL released.
+
+A manifest is compared and swapped under an exclusive ``flock`` of
+``locks/<dataset>`` (lock files stay: removing one could let two writers hold
+"the" lock at once). A write in progress holds an ``flock`` on its record
+``pending/<dataset>.<generation>`` until it finishes; the kernel drops the lock
+when the writer dies, which is how fsck tells abandoned writes from live ones.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
 
 from skyhook import _embedded
-from skyhook.backends.base import Backend
-from skyhook.errors import ObjectNotFoundError, SkyhookError
+from skyhook.backends.base import Backend, PendingWrite, PendingWriteRecord, StoredManifest
+from skyhook.errors import InvalidRequestError, ObjectNotFoundError, SkyhookError
+from skyhook.manifest import check_dataset_name
 from skyhook.parallel import ordered_map
 
 _MARKER = "skyhook-store"
+# _atomic_write's temporary files: "." + the final name + "." + mkstemp's 8 random characters.
+_TEMPORARY = re.compile(r"\.(?P<final>.+)\.[a-z0-9_]{8}")
 
 
 class EmbeddedBackend(Backend):
@@ -32,11 +44,13 @@ class EmbeddedBackend(Backend):
         self.root = Path(root).absolute()
         self.objects = self.root / "objects"
         self.manifests = self.root / "manifests"
+        self.locks = self.root / "locks"
+        self.pending = self.root / "pending"
         self.parallelism = parallelism or os.cpu_count() or 1
         if self.root.exists() and any(self.root.iterdir()) and not (self.root / _MARKER).exists():
             raise SkyhookError(f"{self.root} exists and is not a skyhook store")
-        self.objects.mkdir(parents=True, exist_ok=True)
-        self.manifests.mkdir(parents=True, exist_ok=True)
+        for directory in (self.objects, self.manifests, self.locks, self.pending):
+            directory.mkdir(parents=True, exist_ok=True)
         if not (self.root / _MARKER).exists():
             _atomic_write(self.root / _MARKER, b"skyhook embedded store, layout 1\n", {})
         self._pool = ThreadPoolExecutor(self.parallelism, thread_name_prefix="skyhook-scan")
@@ -46,43 +60,154 @@ class EmbeddedBackend(Backend):
         return self.root.as_uri()
 
     def put_object(self, name: str, data: pa.Buffer, attributes: dict[str, str]) -> None:
-        _atomic_write(self.objects / name, data, attributes)
+        _atomic_write(self._object_path(name), data, attributes)
 
     def read_object(self, name: str) -> pa.Buffer:
         try:
-            with pa.memory_map(str(self.objects / name)) as mapped:
+            with pa.memory_map(str(self._object_path(name))) as mapped:
                 return mapped.read_buffer()
         except FileNotFoundError:
             raise ObjectNotFoundError(f"object {name} is missing from {self.uri}") from None
 
     def delete_object(self, name: str) -> None:
-        (self.objects / name).unlink(missing_ok=True)
+        self._object_path(name).unlink(missing_ok=True)
+
+    def object_names(self) -> list[str]:
+        return sorted(path.name for path in self.objects.iterdir())
+
+    def partition_name(self, stored_name: str) -> str:
+        temporary = _TEMPORARY.fullmatch(stored_name)
+        return temporary["final"] if temporary else stored_name
 
     def call(self, name: str, method: str, request: bytes) -> bytes:
-        return _embedded.call(str(self.objects / name), method, request)
+        return _embedded.call(str(self._object_path(name)), method, request)
 
     def call_many(self, method: str, calls: Iterable[tuple[str, bytes]]) -> Iterator[bytes]:
         return ordered_map(self._pool, lambda call: self.call(call[0], method, call[1]), calls,
                            window=2 * self.parallelism)
 
-    def get_manifest(self, dataset: str) -> bytes | None:
-        try:
-            return (self.manifests / dataset).read_bytes()
-        except FileNotFoundError:
-            return None
+    # The manifest's version is its content: every manifest names a generation
+    # of its own, so equal content means the same publication.
 
-    def put_manifest(self, dataset: str, data: bytes) -> None:
-        _atomic_write(self.manifests / dataset, data, {})
+    def get_manifest(self, dataset: str) -> StoredManifest | None:
+        data = self._read_manifest(dataset)
+        return None if data is None else StoredManifest(data, data)
 
-    def delete_manifest(self, dataset: str) -> None:
-        (self.manifests / dataset).unlink(missing_ok=True)
-        _fsync_directory(self.manifests)
+    def create_manifest(self, dataset: str, data: bytes) -> bool:
+        with self._manifest_lock(dataset):
+            if self._read_manifest(dataset) is not None:
+                return False
+            _atomic_write(self._manifest_path(dataset), data, {})
+            return True
+
+    def replace_manifest(self, dataset: str, data: bytes, version: object) -> bool:
+        with self._manifest_lock(dataset):
+            if self._read_manifest(dataset) != version:
+                return False
+            _atomic_write(self._manifest_path(dataset), data, {})
+            return True
+
+    def delete_manifest(self, dataset: str, version: object) -> bool:
+        with self._manifest_lock(dataset):
+            if self._read_manifest(dataset) != version:
+                return False
+            self._manifest_path(dataset).unlink()
+            _fsync_directory(self.manifests)
+            return True
 
     def dataset_names(self) -> list[str]:
         return sorted(path.name for path in self.manifests.iterdir() if not path.name.startswith("."))
 
+    def begin_write(self, dataset: str, generation: str) -> PendingWrite:
+        return _LockedRecord(self.pending / f"{dataset}.{generation}")
+
+    def pending_writes(self, grace_seconds: float) -> list[PendingWriteRecord]:
+        # Exact, so the grace is not needed: a record whose lock can be taken
+        # while it is still linked belongs to a dead writer.
+        records = []
+        for path in self.pending.iterdir():
+            dataset, dot, generation = path.name.partition(".")
+            if dataset and dot and not path.name.startswith("."):
+                records.append(PendingWriteRecord(dataset, generation, _abandoned(path)))
+        return records
+
+    def forget_write(self, dataset: str, generation: str) -> None:
+        (self.pending / f"{dataset}.{generation}").unlink(missing_ok=True)
+
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _object_path(self, name: str) -> Path:
+        """objects/NAME, refusing any name that could lead outside objects/."""
+        if name in ("", ".", "..") or "/" in name or "\0" in name:
+            raise InvalidRequestError(f"invalid object name {name!r}")
+        return self.objects / name
+
+    def _manifest_path(self, dataset: str) -> Path:
+        check_dataset_name(dataset)
+        return self.manifests / dataset
+
+    def _read_manifest(self, dataset: str) -> bytes | None:
+        try:
+            return self._manifest_path(dataset).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    @contextmanager
+    def _manifest_lock(self, dataset: str) -> Iterator[None]:
+        check_dataset_name(dataset)
+        descriptor = os.open(self.locks / dataset, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(descriptor)
+
+
+class _LockedRecord(PendingWrite):
+    """A pending-write record that is locked from the moment it has its name:
+    created under a temporary name, locked, then renamed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            os.replace(temporary, path)
+        except BaseException:
+            os.close(descriptor)
+            Path(temporary).unlink(missing_ok=True)
+            raise
+        self._descriptor = descriptor
+
+    def finish(self) -> None:
+        # Unlink while still holding the lock: a record fsck can lock while it is
+        # linked is then always abandoned.
+        if self._descriptor is None:
+            return
+        try:
+            self.path.unlink(missing_ok=True)
+        finally:
+            os.close(self._descriptor)
+            self._descriptor = None
+
+
+def _abandoned(path: Path) -> bool:
+    try:
+        descriptor = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return False  # finished meanwhile
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # its writer holds the lock: alive
+        try:
+            return os.stat(path).st_ino == os.fstat(descriptor).st_ino
+        except FileNotFoundError:
+            return False
+    finally:
+        os.close(descriptor)
 
 
 def _atomic_write(path: Path, data: bytes | pa.Buffer, attributes: dict[str, str]) -> None:

@@ -6,19 +6,29 @@ A RADOS namespace (``&namespace=`` in the URI) gives a separate store in the
 same pool. Object names: ``<dataset>.<generation>.<n>`` for partitions and
 ``<dataset>.manifest`` for manifests (replaced whole by one write, which RADOS
 applies atomically); the omap of ``_skyhook.datasets`` lists the datasets.
+
+Manifests are created exclusively and replaced or removed only at the object
+version read (``assert_version``). Writes in progress are omap entries of
+``_skyhook.pending`` (``<dataset>.<generation>`` -> time of the writer's last
+heartbeat); RADOS cannot tell a dead client from a slow one, so fsck counts a
+write silent for longer than its grace as abandoned. Every operation gives up
+after ``timeout`` seconds (URI option, default 30) instead of waiting for ever
+on a placement group whose OSDs are down.
 """
 
 from __future__ import annotations
 
 import atexit
 import errno
+import time
 from collections.abc import Iterable, Iterator
 from urllib.parse import quote
 
 import pyarrow as pa
 
-from skyhook.backends.base import Backend
-from skyhook.errors import InvalidRequestError, ObjectNotFoundError, StorageError
+from skyhook.backends.base import Backend, PendingWrite, PendingWriteRecord, StoredManifest
+from skyhook.errors import InvalidRequestError, ObjectNotFoundError, StorageError, StorageTimeoutError
+from skyhook.manifest import DATASET_NAME, GENERATION
 
 try:
     from skyhook import _rados
@@ -27,6 +37,9 @@ except ImportError:  # built without librados-dev
 
 CLASS_NAME = "skyhook"
 DATASET_INDEX = "_skyhook.datasets"
+PENDING_WRITES = "_skyhook.pending"
+MANIFEST_SUFFIX = ".manifest"
+DEFAULT_TIMEOUT_SECONDS = 30
 # One write is limited by osd_max_write_size (90 MiB); keep well inside it.
 MAX_OBJECT_BYTES = 64 << 20
 
@@ -35,24 +48,29 @@ class RadosBackend(Backend):
     reply_compression = "lz4"
 
     def __init__(self, pool: str, conf: str, *, namespace: str = "", user: str = "admin",
-                 keyring: str | None = None, max_in_flight: int = 16, timeout_seconds: int = 30) -> None:
+                 keyring: str | None = None, max_in_flight: int = 16,
+                 timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS) -> None:
         if _rados is None:
             raise StorageError("this skyhook was built without librados: run scripts/install-ceph.sh, "
                                "then scripts/setup.sh")
+        if timeout_seconds < 1:
+            raise InvalidRequestError(f"the Ceph timeout must be at least 1 s, not {timeout_seconds}")
         self.pool_name, self.conf, self.namespace = pool, conf, namespace
         self.user, self.keyring = user, keyring
         self.max_in_flight = max_in_flight
+        self.timeout_seconds = timeout_seconds
         try:
             self._pool = _rados.Pool(conf, pool, namespace, user, keyring, timeout_seconds)
         except OSError as error:
-            raise StorageError(f"cannot open Ceph pool {pool!r} with {conf}: {error}") from None
+            raise self._error(error, f"cannot open Ceph pool {pool!r} with {conf}") from None
         # librados' threads must stop before the interpreter does.
         atexit.register(self._pool.close)
 
     @property
     def uri(self) -> str:
         options = {"conf": self.conf, "namespace": self.namespace, "user": self.user if self.user != "admin" else "",
-                   "keyring": self.keyring or ""}
+                   "keyring": self.keyring or "",
+                   "timeout": str(self.timeout_seconds) if self.timeout_seconds != DEFAULT_TIMEOUT_SECONDS else ""}
         return f"ceph://{self.pool_name}?" + "&".join(f"{key}={quote(value)}" for key, value in options.items() if value)
 
     def put_object(self, name: str, data: pa.Buffer, attributes: dict[str, str]) -> None:
@@ -82,36 +100,109 @@ class RadosBackend(Backend):
         finally:
             stream.drain()
 
-    def get_manifest(self, dataset: str) -> bytes | None:
+    def object_names(self) -> list[str]:
+        return sorted(self._do(self._pool.list))
+
+    def get_manifest(self, dataset: str) -> StoredManifest | None:
         try:
-            return self._do(self._pool.read, _manifest_object(dataset))
+            data, version = self._do(self._pool.read_versioned, _manifest_object(dataset))
         except ObjectNotFoundError:
             return None
+        return StoredManifest(data, version)
 
-    def put_manifest(self, dataset: str, data: bytes) -> None:
+    def create_manifest(self, dataset: str, data: bytes) -> bool:
         # Manifest first, then the index: a listed dataset is always complete.
-        self._do(self._pool.put, _manifest_object(dataset), data, {})
+        if not self._do(self._pool.create, _manifest_object(dataset), data):
+            return False
         self._do(self._pool.omap_set, DATASET_INDEX, {dataset: ""})
+        return True
 
-    def delete_manifest(self, dataset: str) -> None:
+    def replace_manifest(self, dataset: str, data: bytes, version: object) -> bool:
+        return self._do(self._pool.replace, _manifest_object(dataset), data, version)
+
+    def delete_manifest(self, dataset: str, version: object) -> bool:
+        # Unlist first and list again if the manifest changed meanwhile: a
+        # concurrent create can then never lose its index entry to this delete.
         self._do(self._pool.omap_remove, DATASET_INDEX, [dataset])
-        self._do(self._pool.remove, _manifest_object(dataset))
+        if self._do(self._pool.remove_at_version, _manifest_object(dataset), version):
+            return True
+        if self.get_manifest(dataset) is not None:
+            self._do(self._pool.omap_set, DATASET_INDEX, {dataset: ""})
+        return False
 
     def dataset_names(self) -> list[str]:
         return sorted(self._do(self._pool.omap_keys, DATASET_INDEX))
 
+    def check_index(self, object_names: list[str], repair: bool) -> list[str]:
+        # A crash between a manifest's creation and its index entry, or between
+        # unlisting and removing it, leaves the two out of step. Each suspect is
+        # read again: the listing may be older than a create or delete since.
+        manifests = (name.removesuffix(MANIFEST_SUFFIX) for name in object_names if name.endswith(MANIFEST_SUFFIX))
+        stored = set(filter(DATASET_NAME.fullmatch, manifests))
+        listed = set(self.dataset_names())
+        problems = []
+        for dataset in sorted(listed - stored):
+            if self.get_manifest(dataset) is None:
+                problems.append(f"{dataset}: listed, but has no manifest")
+                if repair:
+                    self._do(self._pool.omap_remove, DATASET_INDEX, [dataset])
+        for dataset in sorted(stored - listed):
+            if self.get_manifest(dataset) is not None:
+                problems.append(f"{dataset}: has a manifest, but is not listed")
+                if repair:
+                    self._do(self._pool.omap_set, DATASET_INDEX, {dataset: ""})
+        return problems
+
+    def begin_write(self, dataset: str, generation: str) -> PendingWrite:
+        return _HeartbeatRecord(self, f"{dataset}.{generation}")
+
+    def pending_writes(self, grace_seconds: float) -> list[PendingWriteRecord]:
+        now = time.time()
+        records = []
+        for key, heartbeat in self._do(self._pool.omap_items, PENDING_WRITES).items():
+            dataset, _, generation = key.partition(".")
+            if not (DATASET_NAME.fullmatch(dataset) and GENERATION.fullmatch(generation)):
+                continue  # not ours: never acted upon
+            try:
+                silent_for = now - float(heartbeat)
+            except ValueError:
+                silent_for = float("inf")
+            records.append(PendingWriteRecord(dataset, generation, silent_for > grace_seconds))
+        return records
+
+    def forget_write(self, dataset: str, generation: str) -> None:
+        self._do(self._pool.omap_remove, PENDING_WRITES, [f"{dataset}.{generation}"])
+
     def close(self) -> None:
         self._pool.close()
 
-    @staticmethod
-    def _do(operation, *args):
+    def _do(self, operation, *args):
         try:
             return operation(*args)
         except OSError as error:
-            if error.errno == errno.ENOENT:
-                raise ObjectNotFoundError(str(error)) from None
-            raise StorageError(f"Ceph: {error}") from None
+            raise self._error(error, "Ceph") from None
+
+    def _error(self, error: OSError, context: str) -> StorageError | ObjectNotFoundError:
+        if error.errno == errno.ENOENT:
+            return ObjectNotFoundError(str(error))
+        if error.errno == errno.ETIMEDOUT:
+            return StorageTimeoutError(
+                f"{context}: no answer within {self.timeout_seconds} s ({error}); the cluster's monitors "
+                "or the OSDs of a placement group may be down (timeout= in the store URI sets the limit)")
+        return StorageError(f"{context}: {error}")
 
 
 def _manifest_object(dataset: str) -> str:
-    return f"{dataset}.manifest"
+    return dataset + MANIFEST_SUFFIX
+
+
+class _HeartbeatRecord(PendingWrite):
+    def __init__(self, backend: RadosBackend, key: str) -> None:
+        self.backend, self.key = backend, key
+        self.heartbeat()
+
+    def heartbeat(self) -> None:
+        self.backend._do(self.backend._pool.omap_set, PENDING_WRITES, {self.key: repr(time.time())})
+
+    def finish(self) -> None:
+        self.backend._do(self.backend._pool.omap_remove, PENDING_WRITES, [self.key])

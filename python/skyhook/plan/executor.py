@@ -27,7 +27,7 @@ from skyhook.expressions import to_substrait
 from skyhook.plain_read import read_partition
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
 from skyhook.plan.merge import ORDER, merge
-from skyhook.protocol import Reply, encode_request
+from skyhook.protocol import Reply
 from skyhook.pruning import matching_partitions
 
 if TYPE_CHECKING:
@@ -113,15 +113,14 @@ class AggregateExecution:
     def _in_storage(self, sub: SubPlan, partitions: list[Partition], main: bool) -> Iterator[pa.Table]:
         if not partitions:
             return
-        request = encode_request({"method": "execute_plan", "plan": sub.plan,
-                                  "compression": self.dataset.store.backend.reply_compression,
-                                  **self.pushback_limits})
+        request = {"method": "execute_plan", "plan": sub.plan,
+                   "compression": self.dataset.store.backend.reply_compression, **self.pushback_limits}
         replies = self.dataset.store.backend.call_each(
             "execute_plan", [p.object_name for p in partitions], request,
             f"aggregating {self.dataset.name!r}", parallel=self.use_threads)
         for partition, reply in zip(partitions, replies):
             self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
-            self.stats.bytes_returned += reply.body.size
+            self.stats.bytes_returned += reply.statistics["bytes_returned"]  # as sent, all calls
             yield self._finish(sub, partition, reply, main)
 
     def _finish(self, sub: SubPlan, partition: Partition, reply: Reply, main: bool) -> pa.Table:

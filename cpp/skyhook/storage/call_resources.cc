@@ -1,0 +1,29 @@
+#include "skyhook/storage/call_resources.h"
+
+#include <algorithm>
+
+namespace skyhook {
+
+CallResources::CallResources()
+    : limits_(NodeLimits::FromEnvironment()),
+      pool_(arrow::default_memory_pool(), limits_.max_call_memory_bytes),
+      exec_context_(&pool_),
+      deadline_(std::chrono::steady_clock::now() +
+                std::chrono::milliseconds(limits_.max_call_ms)) {}
+
+bool CallResources::OutOfTime() const { return std::chrono::steady_clock::now() >= deadline_; }
+
+ResultOptions CallResources::Bounded(ResultOptions requested) const {
+  requested.batch_size = std::max(requested.batch_size, limits_.min_batch_size);
+  return requested;
+}
+
+int64_t CallResources::max_in_flight(const PushbackLimits& requested) const {
+  return requested.max_in_flight.value_or(limits_.max_in_flight);
+}
+
+int64_t CallResources::max_slice_cpu_ns(const PushbackLimits& requested) const {
+  return requested.max_slice_cpu_ns.value_or(limits_.max_slice_cpu_ns);
+}
+
+}  // namespace skyhook

@@ -1,0 +1,57 @@
+// What every Substrait check shares: the limits a request must stay inside,
+// the error it gets otherwise, and a strict allowlist of the fields a message
+// may set. Storage parses requests with protobuf classes generated from the
+// same Substrait version the client writes, and checks them here before Arrow
+// sees them: Arrow's consumer aborts or crashes on some malformed plans, and a
+// crash inside an object class takes the OSD down.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string_view>
+#include <utility>
+
+#include <arrow/status.h>
+#include <google/protobuf/message.h>
+
+#include "skyhook/protocol/error.h"
+
+namespace skyhook::substrait_check {
+
+struct Limits {
+  static constexpr int kMaxDepth = 64;              // nested expressions, types
+  static constexpr int64_t kMaxNodes = 200'000;     // messages in one request
+  static constexpr int64_t kMaxLiteralBytes = 1 << 20;
+  static constexpr int kMaxListLength = 1 << 16;    // list literals, IN lists
+  static constexpr int kMaxFields = 4096;           // schema and output widths
+  static constexpr int kMaxNameBytes = 1024;
+};
+
+template <typename... Args>
+arrow::Status Reject(Args&&... args) {
+  return Error(ErrorCode::kInvalidRequest, "unsupported Substrait: ",
+               std::forward<Args>(args)...);
+}
+
+/// Counts the work a request describes, so a small message cannot ask for an
+/// unbounded amount of checking or execution.
+class Budget {
+ public:
+  arrow::Status Visit(int depth);
+
+ private:
+  int64_t nodes_ = 0;
+};
+
+arrow::Status NoUnknownFields(const google::protobuf::Message& message);
+
+/// An error unless `message` sets only the named fields (or any field of the
+/// named oneof, whose cases the caller then checks one by one) and no unknown ones.
+arrow::Status OnlyFields(const google::protobuf::Message& message,
+                         std::initializer_list<std::string_view> allowed,
+                         std::string_view oneof = {});
+
+/// Parses one message of `bytes`, rejecting what protobuf cannot parse.
+arrow::Status Parse(std::string_view bytes, const char* what, google::protobuf::Message* message);
+
+}  // namespace skyhook::substrait_check

@@ -1,0 +1,188 @@
+"""Requests crafted to crash, or to reach outside the object, get a clear
+InvalidRequest from storage: each of these once killed the process (embedded)
+or the OSD (Ceph). The store keeps working afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.substrait as pas
+import pytest
+from substrait.gen.proto import algebra_pb2, extended_expression_pb2, plan_pb2, type_pb2
+
+from skyhook.protocol import decode_reply, encode_request
+
+F = pc.field
+TABLE = pa.table({"k": pa.array(range(1000), pa.int64()),
+                  "s": pa.array([f"v{i % 7}" for i in range(1000)]),
+                  "d": pa.array([i * 0.5 for i in range(1000)])})
+
+Plan = plan_pb2.Plan
+
+
+@pytest.fixture
+def dataset(store):
+    return store.write_dataset("hostile", TABLE, rows_per_object=500)
+
+
+def call(dataset, method: str, **fields) -> tuple[int, str]:
+    name = dataset.manifest.partitions[0].object_name
+    reply = decode_reply(dataset.store.backend.call(name, method, encode_request({"method": method, **fields})))
+    return reply.code, reply.message
+
+
+def aggregate_plan(dataset) -> Plan:
+    """A valid sub-plan the client sends: sum(d) grouped by s where k > 10."""
+    execution = dataset.group_by("s").execution([("d", "sum")], filter=F("k") > 10)
+    return Plan.FromString(execution.decomposition.sub_plan.plan)
+
+
+def relations(plan: Plan) -> tuple[algebra_pb2.AggregateRel, algebra_pb2.ProjectRel,
+                                    algebra_pb2.FilterRel, algebra_pb2.ReadRel]:
+    aggregate = plan.relations[0].root.input.aggregate
+    project = aggregate.input.project
+    filter = project.input.filter
+    return aggregate, project, filter, filter.input.read
+
+
+def assert_refused(dataset, plan: Plan, message: str) -> None:
+    code, text = call(dataset, "execute_plan", plan=plan.SerializeToString())
+    assert code == 1, text
+    assert message in text
+    # The node is still there and still answers correctly.
+    assert dataset.to_table(filter=F("k") < 3).equals(TABLE.slice(0, 3))
+
+
+def test_valid_plan_runs(dataset):
+    code, text = call(dataset, "execute_plan", plan=aggregate_plan(dataset).SerializeToString())
+    assert code == 0, text
+
+
+def _decimal_everywhere() -> list[tuple[str, Callable[[Plan], None]]]:
+    def in_read_schema(plan: Plan) -> None:
+        _, _, _, read = relations(plan)
+        read.base_schema.struct.types[0].CopyFrom(_decimal_type(0, 0))
+
+    def in_cast(plan: Plan) -> None:
+        _, project, _, _ = relations(plan)
+        cast = algebra_pb2.Expression(cast=algebra_pb2.Expression.Cast(
+            type=_decimal_type(39, 2), input=project.expressions[0]))
+        project.expressions[0].CopyFrom(cast)
+
+    def in_output_type(plan: Plan) -> None:
+        aggregate, _, _, _ = relations(plan)
+        aggregate.measures[0].measure.output_type.CopyFrom(_decimal_type(100, 101))
+
+    def in_literal(plan: Plan) -> None:
+        _, _, filter, _ = relations(plan)
+        literal = filter.condition.scalar_function.arguments[1].value.literal
+        literal.CopyFrom(algebra_pb2.Expression.Literal(decimal=algebra_pb2.Expression.Literal.Decimal(
+            value=bytes(16), precision=40, scale=2)))
+
+    return [("read schema", in_read_schema), ("cast", in_cast), ("output type", in_output_type),
+            ("literal", in_literal)]
+
+
+def _decimal_type(precision: int, scale: int) -> type_pb2.Type:
+    return type_pb2.Type(decimal=type_pb2.Type.Decimal(precision=precision, scale=scale))
+
+
+@pytest.mark.parametrize("where, corrupt", _decimal_everywhere(), ids=lambda x: x if isinstance(x, str) else "")
+def test_decimal_precision_out_of_range(dataset, where, corrupt):
+    plan = aggregate_plan(dataset)
+    corrupt(plan)
+    assert_refused(dataset, plan, "")
+
+
+def test_decimal_precision_in_a_scan_filter(dataset):
+    filter = extended_expression_pb2.ExtendedExpression.FromString(
+        bytes(pas.serialize_expressions([F("k") > 5], ["f"], TABLE.schema)))
+    filter.base_schema.struct.types[2].CopyFrom(_decimal_type(0, 0))
+    code, text = call(dataset, "scan", filter=filter.SerializeToString())
+    assert code == 1 and "decimal(0, 0)" in text
+
+
+@pytest.mark.parametrize("relation", ["project", "filter", "aggregate"])
+def test_emit_out_of_range(dataset, relation):
+    plan = aggregate_plan(dataset)
+    aggregate, project, filter, _ = relations(plan)
+    target = {"project": project, "filter": filter, "aggregate": aggregate}[relation]
+    target.common.emit.output_mapping[:] = [0, 1_000_000]
+    assert_refused(dataset, plan, "emit index 1000000 is out of range")
+
+
+def test_read_naming_a_column_twice(dataset):
+    plan = aggregate_plan(dataset)
+    _, _, _, read = relations(plan)
+    read.base_schema.names.append(read.base_schema.names[0])
+    read.base_schema.struct.types.append(read.base_schema.struct.types[0])
+    assert_refused(dataset, plan, "named twice")
+
+
+def test_filter_that_is_not_boolean(dataset):
+    plan = aggregate_plan(dataset)
+    _, _, filter, read = relations(plan)
+    filter.condition.CopyFrom(filter.condition.scalar_function.arguments[0].value)  # just the column
+    assert_refused(dataset, plan, "boolean")
+
+
+def test_string_compared_with_an_integer(dataset):
+    plan = aggregate_plan(dataset)
+    _, _, filter, read = relations(plan)
+    names = list(read.base_schema.names)
+    string_column = names.index("s")
+    # k > 10 becomes s > 10.
+    filter.condition.scalar_function.arguments[0].value.selection.direct_reference.struct_field.field = string_column
+    assert_refused(dataset, plan, "comparable types")
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "/", "../../objects"])
+def test_local_files_cannot_be_read(dataset, path):
+    plan = aggregate_plan(dataset)
+    _, _, _, read = relations(plan)
+    read.ClearField("named_table")
+    item = read.local_files.items.add(uri_file=path)
+    item.parquet.SetInParent()
+    assert_refused(dataset, plan, "may only read the named table 'object'")
+
+
+def test_other_named_tables_cannot_be_read(dataset):
+    plan = aggregate_plan(dataset)
+    _, _, _, read = relations(plan)
+    read.named_table.names[:] = [dataset.manifest.partitions[1].object_name]
+    assert_refused(dataset, plan, "may only read the named table 'object'")
+
+
+def test_functions_outside_the_allowlist(dataset):
+    plan = aggregate_plan(dataset)
+    for declaration in plan.extensions:
+        if declaration.extension_function.name.startswith("gt"):
+            declaration.extension_function.name = "regexp_replace"
+    assert_refused(dataset, plan, "function 'regexp_replace' is not allowed in storage")
+
+
+def test_field_reference_out_of_range(dataset):
+    plan = aggregate_plan(dataset)
+    _, _, filter, _ = relations(plan)
+    filter.condition.scalar_function.arguments[0].value.selection.direct_reference.struct_field.field = 7
+    assert_refused(dataset, plan, "field reference 7 is out of range")
+
+
+def test_unknown_fields_are_refused(dataset):
+    plan = aggregate_plan(dataset)
+    data = plan.SerializeToString() + bytes([0xF8, 0x3F, 0x01])  # field 1023, varint 1
+    code, text = call(dataset, "execute_plan", plan=data)
+    assert code == 1 and "does not know" in text
+
+
+def test_oversized_in_list(dataset):
+    filter = extended_expression_pb2.ExtendedExpression.FromString(
+        bytes(pas.serialize_expressions([F("k") == 1], ["f"], TABLE.schema)))
+    comparison = filter.referred_expr[0].expression.scalar_function
+    in_list = algebra_pb2.Expression(singular_or_list=algebra_pb2.Expression.SingularOrList(
+        value=comparison.arguments[0].value, options=[comparison.arguments[1].value] * 70_000))
+    filter.referred_expr[0].expression.CopyFrom(in_list)
+    code, text = call(dataset, "scan", filter=filter.SerializeToString())
+    assert code == 1 and "IN list of 70000 values" in text
