@@ -214,8 +214,8 @@ def main() -> None:
             selector = FORMATS_OF_OBJECTS_TARGET.index(format) + 8 * request
             entry = bytes([selector]) + data.to_pybytes()
             write_file(HERE / "corpus/fuzz_objects", digest(entry), entry)
-    total = sum(path.stat().st_size for path in HERE.rglob("*") if path.is_file()
-                and path.parent.name in ("objects", "fixed_requests", "fuzz_requests", "fuzz_objects"))
+    total = sum(path.stat().st_size for directory in ("objects", "fixed_requests", "corpus")
+                for path in (HERE / directory).rglob("*") if path.is_file())
     print(f"{len(seen)} requests, {len(fixed)} fixed requests, {len(objects)} objects, {total:,} bytes")
 
 
