@@ -44,7 +44,11 @@ cmake --build build/fuzz -j "$(nproc)" > build/fuzz/build.log 2>&1 || { cat buil
 export ARROW_DEFAULT_MEMORY_POOL=system
 # A request for more memory than exists fails as it does in an OSD (Arrow gets an
 # OutOfMemory status) instead of aborting; allocations over -rss_limit_mb still count.
-export ASAN_OPTIONS=allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}
+# Allocation stacks of 2 frames: fast unwinding through Arrow's code (no frame pointers)
+# yields garbage frames, each a new entry in ASan's stack depot, which then grows by
+# ~4 KB per execution until a long run hits the RSS limit (cpp/fuzz/triage.py replays
+# crashes with full stacks).
+export ASAN_OPTIONS=allocator_may_return_null=1:malloc_context_size=2${ASAN_OPTIONS:+:$ASAN_OPTIONS}
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 count=$(wc -w <<< "$targets")
 status=0 total=0

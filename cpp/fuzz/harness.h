@@ -21,7 +21,7 @@ struct SeedFile {
 };
 
 /// The files of a directory under cpp/fuzz (or $SKYHOOK_FUZZ_DATA), sorted by
-/// name so that an input selects the same file on every machine. Exits when
+/// name so that an input selects the same file on every machine. Aborts when
 /// the directory is empty: a harness without seeds fuzzes nothing useful.
 std::vector<SeedFile> LoadSeedFiles(const std::string& subdirectory);
 
