@@ -1,0 +1,223 @@
+"""Regenerates the fuzzing seeds under cpp/fuzz from real client requests.
+
+Writes a small table of every type the storage methods handle into an embedded
+store (Parquet and Arrow IPC), runs scans, counts, aggregates and describes
+through the client with the backend's calls wrapped, and saves:
+
+  objects/               the seed objects fuzz_requests runs against
+                         (extension .parquet or .arrow gives the format attribute)
+  fixed_requests/        the valid requests fuzz_objects sends to mutated objects
+                         (<n>-<what>.<method>)
+  corpus/fuzz_requests/  selector byte (method, object) + a captured request
+  corpus/fuzz_objects/   selector byte (format, fixed request) + a seed object
+
+    .venv/bin/python cpp/fuzz/make_corpus.py
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import hashlib
+import random
+import shutil
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import skyhook
+from skyhook.writer import encode_partition
+
+HERE = Path(__file__).resolve().parent
+METHODS = ["scan", "describe", "execute_plan"]  # the order of kMethods in method.h
+FORMATS_OF_OBJECTS_TARGET = ["parquet", "ipc"]  # kFormats[0] and [1] in fuzz_objects.cc
+F = pc.field
+
+
+def typed_table(rows: int = 120, seed: int = 11) -> pa.Table:
+    """Every type the engine handles, with nulls, NaN, duplicates and empty values."""
+    rng = random.Random(seed)
+
+    def maybe(value):
+        return None if rng.random() < 0.1 else value
+
+    day, moment = datetime.date(1995, 1, 1), datetime.datetime(2020, 1, 1)
+    words = ["apple", "banana", "cherry", "", "ünïcode", "zeta"]
+    return pa.table({
+        "id": pa.array(range(rows), pa.int64()),
+        "i8": pa.array([maybe(rng.randint(-128, 127)) for _ in range(rows)], pa.int8()),
+        "i32": pa.array([maybe(rng.randint(-1000, 1000)) for _ in range(rows)], pa.int32()),
+        "u16": pa.array([maybe(rng.randint(0, 60000)) for _ in range(rows)], pa.uint16()),
+        "f32": pa.array([maybe(rng.uniform(-10, 10)) for _ in range(rows)], pa.float32()),
+        "f64": pa.array([maybe(float("nan") if rng.random() < 0.05 else rng.gauss(0, 100))
+                         for _ in range(rows)], pa.float64()),
+        "dec": pa.array([maybe(decimal.Decimal(rng.randint(-99999, 99999)) / 100) for _ in range(rows)],
+                        pa.decimal128(12, 2)),
+        "dec38": pa.array([maybe(decimal.Decimal(rng.randint(-10**20, 10**20)) / 10**10) for _ in range(rows)],
+                          pa.decimal128(38, 10)),
+        "s": pa.array([maybe(rng.choice(words)) for _ in range(rows)], pa.string()),
+        "bin": pa.array([maybe(bytes([rng.randint(0, 255)]) * rng.randint(0, 3)) for _ in range(rows)],
+                        pa.binary()),
+        "d": pa.array([maybe(day + datetime.timedelta(days=rng.randint(0, 2000))) for _ in range(rows)],
+                      pa.date32()),
+        "ts": pa.array([maybe(moment + datetime.timedelta(seconds=rng.randint(0, 10**7))) for _ in range(rows)],
+                       pa.timestamp("us")),
+        "tsz": pa.array([maybe(moment + datetime.timedelta(minutes=rng.randint(0, 10**5))) for _ in range(rows)],
+                        pa.timestamp("ms", tz="UTC")),
+        "b": pa.array([maybe(rng.random() < 0.5) for _ in range(rows)], pa.bool_()),
+        "all_null": pa.array([None] * rows, pa.int64()),
+        "tags": pa.array([maybe([rng.randint(0, 9) for _ in range(rng.randint(0, 3))]) for _ in range(rows)],
+                         pa.list_(pa.int32())),
+    })
+
+
+def retyped(table: pa.Table) -> pa.Table:
+    """The same column names with other types: requests bound to the dataset's
+    schema meet an object that disagrees (TypeMismatch, UnknownColumn)."""
+    return pa.table({"id": pc.cast(table["id"], pa.string()), "i32": pc.cast(table["i32"], pa.int64()),
+                     "s": pc.cast(table["s"], pa.large_string()), "dec": pc.cast(table["dec"], pa.float64()),
+                     "d": table["d"], "extra": table["tags"]})
+
+
+SCANS = [  # (name, scanner arguments); a name starting with "fixed" also becomes a fixed request
+    ("fixed-scan-all", {}),
+    ("fixed-scan-filter-projection", {"columns": ["id", "dec", "s", "d", "ts", "tags"],
+                                      "filter": (F("i32") > 0) & (F("s") != "apple") | F("dec").is_null()}),
+    ("fixed-count", {"columns": [], "filter": F("d") < datetime.date(1997, 1, 1)}),
+    ("scan-small-batches", {"columns": ["id", "bin"], "batch_size": 7}),
+    ("scan-computed", {"columns": {"x": F("i32") * 2 + F("i8"), "y": F("dec") + F("dec"), "z": F("f64") / 3.0,
+                                   "w": pc.if_else(F("b"), F("s"), pa.scalar("none"))}}),
+    ("scan-cast", {"columns": {"i": F("u16").cast(pa.int64()), "t": F("ts").cast(pa.date32())}}),
+]
+FILTERS = [
+    F("id") >= 60, F("i8") < 0, (F("i32") >= -100) & (F("i32") <= 100), F("u16") == 5000, F("f32") > 1.5,
+    F("f64").is_nan(), "dec > 100.5", "dec38 < 0", F("s") == "apple", "s in ('banana', 'zeta')",
+    pc.starts_with(F("s"), "ch"), F("bin") == b"\x01", "d <= '1996-01-01'",
+    F("ts") > pa.scalar(datetime.datetime(2020, 3, 1), pa.timestamp("us")),
+    F("tsz") < pa.scalar(datetime.datetime(2020, 2, 1, tzinfo=datetime.timezone.utc), pa.timestamp("ms", "UTC")),
+    F("b"), ~F("b") | F("all_null").is_valid(), F("all_null").is_null(), pc.list_value_length(F("tags")) > 1,
+    (F("id") - 7 > F("i8")) & ~(F("s") == ""), F("i32").isin(pa.array([1, 2, 3], pa.int32())),
+]
+AGGREGATES = [  # (name, keys, aggregations, filter)
+    ("fixed-plan-group-by", ["s"], [("dec", "sum"), ("i8", "count"), ("f32", "stddev"), ("d", "min"),
+                                    ("ts", "max"), ("i32", "count_distinct")], F("id") > 10),
+    ("plan-no-keys", [], [("i32", "sum"), ("f64", "mean"), ("dec38", "sum"), ("u16", "variance")], None),
+    ("plan-two-keys", ["b", "d"], [("dec38", "mean"), ("tsz", "min"), ("s", "first"), ("s", "last")], "i8 > 0"),
+    ("fixed-plan-computed-decimal", ["s"], [(F("dec") * F("dec"), "sum", "squares"), ("dec", "max")], None),
+    ("plan-computed-int", ["b"], [(F("i32") * F("i32"), "sum", "squares"), ("id", "count")],
+     F("tsz").is_valid()),
+    ("plan-keys-of-many-types", ["i8", "dec", "bin"], [("f32", "max"), ("all_null", "count")], None),
+]
+
+
+class Recorder:
+    """Wraps a backend's calls and keeps every (method, request) it sends."""
+
+    def __init__(self, backend) -> None:
+        self.calls: list[tuple[str, bytes]] = []
+        call, call_many = backend.call, backend.call_many
+
+        def recording_call(name, method, request):
+            self.calls.append((method, bytes(request)))
+            return call(name, method, request)
+
+        def recording_call_many(method, calls):
+            def recorded():
+                for name, request in calls:
+                    self.calls.append((method, bytes(request)))
+                    yield name, request
+            return call_many(method, recorded())
+
+        backend.call, backend.call_many = recording_call, recording_call_many
+
+    def take(self) -> list[tuple[str, bytes]]:
+        taken, self.calls = self.calls, []
+        return taken
+
+
+def write_file(directory: Path, name: str, data: bytes) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_bytes(data)
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()[:16]
+
+
+def main() -> None:
+    table = typed_table()
+    for directory in ("objects", "fixed_requests", "corpus"):
+        shutil.rmtree(HERE / directory, ignore_errors=True)
+    objects = {
+        "typed.parquet": encode_partition(table, "parquet", 40, "zstd"),
+        "typed.arrow": encode_partition(table, "ipc", 40, "none"),
+        "typed-zstd.arrow": encode_partition(table, "ipc", 50, "zstd"),
+        "empty.parquet": encode_partition(table.slice(0, 0), "parquet", 40, "zstd"),
+        "retyped.parquet": encode_partition(retyped(table), "parquet", 64, "snappy"),
+    }
+    for name, data in objects.items():
+        write_file(HERE / "objects", name, data.to_pybytes())
+    object_names = sorted(objects)
+
+    captured: dict[str, list[tuple[str, bytes]]] = {}  # operation -> calls
+    with tempfile.TemporaryDirectory() as scratch, skyhook.connect(Path(scratch).as_uri()) as store:
+        recorder = Recorder(store.backend)
+        for format in ("parquet", "ipc"):
+            dataset = store.write_dataset(f"typed_{format}", table, format=format, row_group_size=40)
+            captured[f"{format}:describe"] = recorder.take()
+
+            def record(name, run):
+                try:
+                    run()
+                except (skyhook.SkyhookError, pa.ArrowException) as error:
+                    print(f"{format} {name}: {error}")  # what was sent before the error is still a seed
+                captured[f"{format}:{name}"] = recorder.take()
+                if not captured[f"{format}:{name}"]:
+                    print(f"{format} {name}: nothing reached storage")
+
+            for name, arguments in SCANS:
+                record(name, lambda: dataset.to_table(pushdown=True, **arguments))
+            for number, filter in enumerate(FILTERS):
+                record(f"filter-{number}", lambda: dataset.to_table(filter=filter, pushdown=True))
+            record("head", lambda: dataset.head(3, columns=["s", "tags"], pushdown=True))
+            record("limits", lambda: dataset.to_table(filter="id < 5", pushdown=True, max_result_bytes=1 << 20,
+                                                      max_in_flight=1000, max_slice_cpu_ns=10**9))
+            for name, keys, aggregations, filter in AGGREGATES:
+                record(name, lambda: dataset.group_by(keys).aggregate(aggregations, filter=filter))
+
+    seen = set()
+    for operation, calls in captured.items():
+        format, name = operation.split(":")
+        own_object = object_names.index("typed.parquet" if format == "parquet" else "typed.arrow")
+        for method, request in calls:
+            selector = METHODS.index(method) + len(METHODS) * own_object
+            if (selector, request) in seen:
+                continue
+            seen.add((selector, request))
+            write_file(HERE / "corpus/fuzz_requests", digest(bytes([selector]) + request), bytes([selector]) + request)
+            if format == "parquet" and name.startswith("fixed"):
+                write_file(HERE / "fixed_requests", f"{name}.{method}", request)
+    write_file(HERE / "fixed_requests", "fixed-describe.describe", captured["parquet:describe"][0][1])
+    # A few requests against the objects that are not the dataset's own.
+    for other in ("empty.parquet", "retyped.parquet", "typed-zstd.arrow"):
+        for method, request in captured["parquet:fixed-scan-filter-projection"] + \
+                captured["parquet:fixed-plan-group-by"] + captured["parquet:describe"]:
+            selector = METHODS.index(method) + len(METHODS) * object_names.index(other)
+            write_file(HERE / "corpus/fuzz_requests", digest(bytes([selector]) + request), bytes([selector]) + request)
+
+    fixed = sorted(path.name for path in (HERE / "fixed_requests").iterdir())
+    for number, (name, data) in enumerate(objects.items()):  # each object under two of the requests
+        format = "parquet" if name.endswith(".parquet") else "ipc"
+        for request in (number % len(fixed), (number + len(objects)) % len(fixed)):
+            selector = FORMATS_OF_OBJECTS_TARGET.index(format) + 8 * request
+            entry = bytes([selector]) + data.to_pybytes()
+            write_file(HERE / "corpus/fuzz_objects", digest(entry), entry)
+    total = sum(path.stat().st_size for directory in ("objects", "fixed_requests", "corpus")
+                for path in (HERE / directory).rglob("*") if path.is_file())
+    print(f"{len(seen)} requests, {len(fixed)} fixed requests, {len(objects)} objects, {total:,} bytes")
+
+
+if __name__ == "__main__":
+    main()
