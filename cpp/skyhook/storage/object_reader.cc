@@ -9,6 +9,7 @@
 #include <parquet/arrow/schema.h>
 
 #include "skyhook/protocol/error.h"
+#include "skyhook/storage/ipc_blocks.h"
 
 namespace skyhook {
 namespace {
@@ -200,6 +201,8 @@ class IpcObjectReader : public ObjectReader {
     options.use_threads = false;
     auto reader = arrow::ipc::RecordBatchFileReader::Open(file, options);
     if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
+    auto blocks = CheckIpcBlocks(file.get());
+    if (!blocks.ok()) return Corrupt("Arrow IPC", blocks);
     return std::unique_ptr<ObjectReader>(new IpcObjectReader(std::move(file), *reader, options));
   }
 
