@@ -87,3 +87,11 @@ def test_pushdown_modes(tmp_path):
     assert statistic(plain, "objects_read_plain") == "1" and statistic(pushed, "objects_read_plain") == "0"
     bad = skyhook_cli("query", "t", "--store", store, "--pushdown", "maybe", check=False)
     assert bad.returncode == 1 and "expected auto, on or off" in bad.stdout
+
+
+def test_cluster_limits_are_checked(tmp_path):
+    for bad in ("max_call_ms", "max_call_ms=fast", "max_calls=5"):
+        result = skyhook_cli("cluster", "up", str(tmp_path / "cluster"), "--limit", bad, check=False)
+        assert result.returncode == 1 and "expected NAME=INTEGER" in result.stdout
+        assert "Traceback" not in result.stdout + result.stderr
+    assert not (tmp_path / "cluster").exists()

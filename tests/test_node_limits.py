@@ -201,3 +201,19 @@ def ceph_store(ceph_cluster):
     import uuid
     with skyhook.connect(f"{ceph_cluster.uri}&namespace=limits-{uuid.uuid4().hex[:12]}") as store:
         yield store
+
+
+def test_plan_time_limit_counts_the_plans_work(one_object, big_table, limits):
+    """Acero decodes ahead of its work; the limit must still stop a plan whose
+    work per slice is expensive (a long IN list), and its partials stay right."""
+    embedded_only(one_object)
+    limits(max_call_ms=100)
+    filter = F("v").isin([float(i) for i in range(1000)]) | (F("g") == 3)
+    execution = one_object.group_by("g").execution([("k", "count")], filter=filter)
+    name = one_object.manifest.partitions[0].object_name
+    reply = decode_reply(one_object.store.backend.call(name, "execute_plan", encode_request(
+        {"method": "execute_plan", "plan": execution.decomposition.sub_plan.plan})))
+    reply.raise_for_status("execute_plan")
+    assert 0 < reply.resume_row < ROWS and reply.statistics["rows_scanned"] == reply.resume_row
+    result = one_object.group_by("g").aggregate([("k", "count")], filter=filter).sort_by("g")
+    assert result.equals(big_table.filter(filter).group_by("g").aggregate([("k", "count")]).sort_by("g"))

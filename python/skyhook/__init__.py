@@ -2,10 +2,11 @@
 inside storage; only results cross to the client."""
 
 from skyhook.dataset import Dataset
-from skyhook.errors import (CorruptManifestError, CorruptObjectError, DatasetExistsError,
-                            DatasetNotFoundError, InvalidRequestError, LimitExceededError,
-                            ObjectNotFoundError, ResultTooLargeError, SkyhookError, StorageError,
-                            StorageTimeoutError, TypeMismatchError, UnknownColumnError,
+from skyhook.errors import (ClassCallsNotPermittedError, CorruptManifestError, CorruptObjectError,
+                            CorruptReplyError, DatasetExistsError, DatasetNotFoundError,
+                            InvalidRequestError, LimitExceededError, ObjectNotFoundError,
+                            OutOfMemoryError, PermissionDeniedError, ResultTooLargeError, SkyhookError,
+                            StorageError, StorageTimeoutError, TypeMismatchError, UnknownColumnError,
                             UnsupportedVersionError)
 from skyhook.scanner import Scanner, ScanStatistics
 from skyhook.store import Store, connect
@@ -17,5 +18,6 @@ __all__ = [
     "SkyhookError", "InvalidRequestError", "UnsupportedVersionError", "UnknownColumnError",
     "TypeMismatchError", "CorruptObjectError", "ResultTooLargeError", "ObjectNotFoundError",
     "DatasetNotFoundError", "DatasetExistsError", "StorageError", "StorageTimeoutError",
-    "CorruptManifestError", "LimitExceededError",
+    "CorruptManifestError", "LimitExceededError", "CorruptReplyError", "PermissionDeniedError",
+    "ClassCallsNotPermittedError", "OutOfMemoryError",
 ]

@@ -289,6 +289,21 @@ def cluster_start_osd(osd: int, directory: ClusterDir = DEFAULT_CLUSTER_DIR) -> 
     console.print(f"osd.{osd} up")
 
 
+@cluster_app.command("user")
+def cluster_user(name: str, directory: ClusterDir = DEFAULT_CLUSTER_DIR,
+                 role: Annotated[str, typer.Option(help="reader, writer or admin.")] = "reader",
+                 namespace: Annotated[Optional[str], typer.Option(
+                     help="Restrict the user to this RADOS namespace (default: the whole pool).")] = None) -> None:
+    """Create a Ceph user with the least capabilities of a role; prints its store URI."""
+    from skyhook.cluster import LocalCluster, role_capabilities
+    cluster = LocalCluster(directory)
+    capabilities = role_capabilities(role, namespace=namespace)
+    keyring = cluster.add_user(name, capabilities)
+    for daemon, capability in capabilities.items():
+        console.print(f"{daemon} '{capability}'", style="dim")
+    print(cluster.user_uri(name, keyring, namespace))
+
+
 def _print_table(table: pa.Table, limit: int) -> None:
     shown = Table(*table.column_names, title=f"{table.num_rows:,} rows" + (f" (first {limit})" if table.num_rows > limit else ""))
     for row in table.slice(0, limit).to_pylist():

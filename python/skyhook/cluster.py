@@ -19,6 +19,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 from skyhook.errors import SkyhookError
 
@@ -28,8 +29,29 @@ SKYHOOK_CLASS = Path(__file__).with_name("libcls_skyhook.so")
 REQUIRED_COMMANDS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "ceph-authtool", "monmaptool")
 
 
+ROLES = ("reader", "writer", "admin")
+EMPTY_NAMESPACE = '""'  # how an OSD capability names the default namespace
+
+
 class ClusterError(SkyhookError):
     """The local cluster could not be started, reached or stopped."""
+
+
+def role_capabilities(role: str, pool: str = POOL, namespace: str | None = None) -> dict[str, str]:
+    """The least Ceph capabilities a skyhook user needs, per daemon type (README, "Ceph").
+    A reader scans and aggregates; a writer also writes and deletes datasets; an
+    administrator manages the cluster. namespace None: every namespace of the pool."""
+    scope = f"pool={pool}" if namespace is None else f"pool={pool} namespace={namespace or EMPTY_NAMESPACE}"
+    # The class grant carries the scope too: an unscoped `allow class skyhook` lets its
+    # methods read objects of every pool and namespace (class calls need no `r`).
+    skyhook_class = f"allow {scope} class skyhook"
+    if role == "reader":
+        return {"mon": "allow r", "osd": f"allow r {scope}, {skyhook_class}"}
+    if role == "writer":
+        return {"mon": "allow r", "osd": f"allow rw {scope}, {skyhook_class}"}
+    if role == "admin":
+        return {"mon": "allow *", "osd": "allow *", "mgr": "allow *"}
+    raise ClusterError(f"unknown role {role!r}: use one of {', '.join(ROLES)}")
 
 
 @dataclass
@@ -120,6 +142,19 @@ class LocalCluster:
     def primary_osd(self, object_name: str) -> int:
         mapping = self._ceph_json("osd", "map", POOL, object_name, timeout=20)
         return int(mapping["acting_primary"])
+
+    def add_user(self, name: str, capabilities: dict[str, str]) -> Path:
+        """Create client.NAME with exactly these capabilities (replacing those of an
+        existing user) and return its keyring: connect with ``&user=NAME&keyring=PATH``."""
+        keyring = self.dir / f"keyring.client.{name}"
+        self.ceph("auth", "get-or-create", f"client.{name}")
+        self.ceph("auth", "caps", f"client.{name}", *(item for pair in capabilities.items() for item in pair))
+        self.ceph("auth", "get", f"client.{name}", "-o", str(keyring))
+        return keyring
+
+    def user_uri(self, name: str, keyring: Path, namespace: str | None = None) -> str:
+        return self.uri + (f"&namespace={quote(namespace)}" if namespace else "") + \
+            f"&user={quote(name)}&keyring={quote(str(keyring))}"
 
     def ceph(self, *args: str, timeout: float = 30) -> str:
         """Run the ceph CLI against this cluster."""

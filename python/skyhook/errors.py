@@ -65,6 +65,28 @@ class StorageTimeoutError(StorageError, TimeoutError):
     """Storage did not answer within the client's operation timeout."""
 
 
+class CorruptReplyError(StorageError):
+    """A storage reply is not a well-formed skyhook reply (damaged on its way or a storage bug)."""
+
+
+class PermissionDeniedError(SkyhookError, PermissionError):
+    """Storage refused an operation to this user (in Ceph: its capabilities)."""
+
+
+class ClassCallsNotPermittedError(PermissionDeniedError):
+    """The user may read objects but not call the skyhook object class."""
+
+
+class OutOfMemoryError(SkyhookError, MemoryError):
+    """The client ran out of memory decoding an object."""
+
+
+def first_line(error: BaseException) -> str:
+    """The gist of a (possibly multi-line) library error, for our own messages."""
+    text = str(error)
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 # Codes of cpp/skyhook/protocol/error.h, in order.
 ERROR_BY_CODE: dict[int, type[SkyhookError]] = {
     1: InvalidRequestError,

@@ -9,6 +9,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.substrait as pas
+from google.protobuf.message import Message
+from substrait.gen.proto.algebra_pb2 import Expression
+from substrait.gen.proto.extended_expression_pb2 import ExtendedExpression
 
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
 
@@ -71,9 +74,33 @@ def to_substrait(expressions: list[pc.Expression], names: list[str], schema: pa.
     if any(_changes_meaning_in_substrait(expression, is_filter) for expression in expressions):
         return None
     try:
-        return bytes(pas.serialize_expressions(expressions, names, schema))
+        serialized = bytes(pas.serialize_expressions(expressions, names, schema))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
+    return serialized if _within_storage_limits(serialized) else None
+
+
+# Storage refuses deeper expressions and longer IN lists (cpp/skyhook/substrait/checks.h):
+# Arrow recurses once per level, and an IN list becomes a chain of ORs as long as the list.
+MAX_EXPRESSION_DEPTH = 256
+MAX_IN_LIST_LENGTH = 1000
+
+
+def _within_storage_limits(serialized: bytes) -> bool:
+    pending: list[tuple[Message, int]] = [(ExtendedExpression.FromString(serialized), 0)]
+    while pending:
+        message, depth = pending.pop()
+        if isinstance(message, Expression):
+            depth += 1
+            if depth > MAX_EXPRESSION_DEPTH:
+                return False
+            if message.HasField("singular_or_list") and \
+                    len(message.singular_or_list.options) > MAX_IN_LIST_LENGTH:
+                return False
+        for descriptor, value in message.ListFields():
+            if descriptor.message_type is not None:
+                pending.extend((item, depth) for item in (value if descriptor.is_repeated else [value]))
+    return True
 
 
 def output_expressions(columns: Columns) -> tuple[list[pc.Expression], list[str]]:

@@ -1,42 +1,95 @@
 """The plain path: read a whole object and let pyarrow decode and filter it at
-the client (pushdown off, chosen by the cost model, or pushed back)."""
+the client (pushdown off, chosen by the cost model, or pushed back).
+
+Every failure is a SkyhookError naming the object: pyarrow's own errors never
+escape. Parquet page checksums are verified, so a damaged page is an error
+rather than a wrong answer."""
 
 from __future__ import annotations
 
+import functools
+import warnings
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from skyhook.errors import CorruptObjectError, InvalidRequestError
+from skyhook.errors import (ClassCallsNotPermittedError, CorruptObjectError, InvalidRequestError, OutOfMemoryError,
+                            SkyhookError, StorageError, first_line)
+from skyhook.writer import encode_partition
 
 if TYPE_CHECKING:
     from skyhook.dataset import Dataset
     from skyhook.manifest import Partition
 
+_FILE_FORMATS = {
+    "parquet": pads.ParquetFileFormat(
+        default_fragment_scan_options=pads.ParquetFragmentScanOptions(page_checksum_verification=True)),
+    "ipc": pads.IpcFileFormat(),
+}
+# pyarrow reports damaged data as ArrowException subclasses or as OSError (IOError).
+_ARROW_ERRORS = (pa.ArrowException, OSError)
+
 
 def read_partition(dataset: Dataset, partition: Partition, columns=None,
                    filter: pc.Expression | None = None) -> tuple[int, int, pa.Table]:
     """(object bytes moved, rows in the object, the filtered and projected table)."""
-    data = dataset.store.backend.read_object(partition.object_name)
-    file_format = pads.ParquetFileFormat() if dataset.manifest.format == "parquet" else pads.IpcFileFormat()
+    name = partition.object_name
     try:
-        fragment = file_format.make_fragment(pa.BufferReader(data))
+        data = dataset.store.backend.read_object(name)
+    except SkyhookError:
+        raise
+    except OSError as error:
+        raise StorageError(f"reading object {name} failed: {error}") from None
+    format = dataset.manifest.format
+    try:
+        fragment = _FILE_FORMATS[format].make_fragment(pa.BufferReader(data))
         rows = fragment.count_rows()
-    except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as error:
-        raise _corrupt(partition, dataset.manifest.format, error) from None
-    try:
-        table = fragment.to_table(schema=dataset.schema, columns=columns, filter=filter, use_threads=False)
-    except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as error:
+        _check_schema(fragment.physical_schema, _stored_schema(dataset.schema, format), name)
+        return data.size, rows, fragment.to_table(schema=dataset.schema, columns=columns, filter=filter,
+                                                  use_threads=False)
+    except SkyhookError:
+        raise
+    except _ARROW_ERRORS as error:
+        if isinstance(error, MemoryError) or (columns is None and filter is None):
+            raise _read_error(name, format, error) from None
         try:  # the data itself, or the expressions?
             fragment.to_table(schema=dataset.schema, use_threads=False)
-        except (pa.ArrowInvalid, pa.ArrowIOError, OSError):
-            raise _corrupt(partition, dataset.manifest.format, error) from None
-        raise InvalidRequestError(f"evaluating the filter or projection failed: {error}") from None
-    return data.size, rows, table
+        except _ARROW_ERRORS as data_error:
+            raise _read_error(name, format, data_error) from None
+        raise InvalidRequestError(f"evaluating the filter or projection on object {name} failed: "
+                                  f"{first_line(error)}") from None
 
 
-def _corrupt(partition: Partition, format: str, error: Exception) -> CorruptObjectError:
-    return CorruptObjectError(f"object {partition.object_name} is not a readable {format} partition: "
-                              f"{str(error).splitlines()[0]}")
+def warn_class_calls_refused(refusal: ClassCallsNotPermittedError) -> None:
+    """Storage-side methods are refused but plain reads may be allowed: the query
+    goes on at the client, with the same results and the whole objects moved."""
+    warnings.warn(f"{refusal}; reading whole objects at the client instead", RuntimeWarning, stacklevel=3)
+
+
+@functools.lru_cache(maxsize=64)
+def _stored_schema(schema: pa.Schema, format: str) -> pa.Schema:
+    """The schema the objects of a dataset of this schema have: Parquet cannot hold
+    every Arrow type (time32[s] is read back as time32[ms], date64 as date32)."""
+    empty = encode_partition(schema.empty_table(), format, row_group_size=1, compression="none")
+    return _FILE_FORMATS[format].make_fragment(pa.BufferReader(empty)).physical_schema
+
+
+def _check_schema(physical: pa.Schema, expected: pa.Schema, name: str) -> None:
+    """An object must have the columns its manifest promises: never a silent cast."""
+    stored = {field.name: field.type for field in physical}
+    wanted = {field.name: field.type for field in expected}
+    if stored == wanted and len(physical) == len(expected):
+        return
+    differences = [f"{column}: {stored.get(column, 'missing')} in the object, {wanted.get(column, 'absent')} "
+                   "expected" for column in dict.fromkeys([*wanted, *stored])
+                   if stored.get(column) != wanted.get(column)] or ["repeated column names"]
+    raise CorruptObjectError(f"object {name} is inconsistent with its dataset's schema ({'; '.join(differences)})")
+
+
+def _read_error(name: str, format: str, error: BaseException) -> SkyhookError:
+    if isinstance(error, MemoryError):
+        return OutOfMemoryError(f"out of memory decoding object {name}: {first_line(error)}")
+    return CorruptObjectError(f"object {name} is not a readable {format} partition: {first_line(error)}")
+

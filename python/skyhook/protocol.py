@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 
-from skyhook.errors import ERROR_BY_CODE, StorageError
+from skyhook.errors import ERROR_BY_CODE, CorruptReplyError, StorageError, first_line
 
 PROTOCOL_VERSION = 1
 REQUEST_MAGIC = b"SKRQ"
@@ -50,13 +51,25 @@ def _wire_type(value: Any) -> pa.DataType:
     return pa.int64()
 
 
+EXECUTED_VALUES = ("all", "filter", "none")
+_HEADER_TYPES = {"status": pa.int32(), "message": pa.string(), "executed": pa.string()}
+
+
+class _Statistics(dict):
+    """Reply statistics: one that a reply lacks makes the reply malformed, not the caller wrong."""
+
+    def __missing__(self, name: str) -> int:
+        raise CorruptReplyError(f"storage reply lacks the statistic {name!r}")
+
+
 @dataclass
 class Reply:
     code: int
     message: str
     executed: str = "all"  # "none": a loaded node pushed the work back to the client
-    statistics: dict[str, int] = field(default_factory=dict)
+    statistics: dict[str, int] = field(default_factory=_Statistics)
     body: pa.Buffer | None = None
+    source: str = "storage"  # what replied, for error messages
     #: Set when a node limit ended the call early: the row to continue from.
     resume_row: int | None = None
 
@@ -65,30 +78,88 @@ class Reply:
             error = ERROR_BY_CODE.get(self.code, StorageError)
             raise error(f"{context}: {self.message}")
 
-    def reader(self) -> pa.RecordBatchStreamReader:
-        return pa.ipc.open_stream(self.body)
+    def reader(self) -> pa.RecordBatchReader:
+        """The body's record batches, each validated in full: a damaged body
+        raises CorruptReplyError here instead of reaching compute kernels."""
+        try:
+            stream = pa.ipc.open_stream(self.body)
+        except (pa.ArrowException, OSError) as error:
+            raise CorruptReplyError(f"the reply of {self.source} is malformed: {first_line(error)}") from None
+        return pa.RecordBatchReader.from_batches(stream.schema, self._validated(stream))
+
+    def _validated(self, stream: pa.RecordBatchStreamReader) -> Iterator[pa.RecordBatch]:
+        while True:
+            try:
+                batch = stream.read_next_batch()
+                batch.validate(full=True)
+            except StopIteration:
+                return
+            except (pa.ArrowException, OSError) as error:
+                raise CorruptReplyError(f"the reply of {self.source} is malformed: {first_line(error)}") from None
+            yield batch
 
 
-def decode_reply(message: bytes | pa.Buffer) -> Reply:
+def decode_reply(message: bytes | pa.Buffer, source: str = "storage") -> Reply:
+    """The reply in message; anything malformed raises CorruptReplyError naming source."""
     buffer = pa.py_buffer(message)
     if buffer.size < _PREFIX.size:
-        raise StorageError(f"storage reply of {buffer.size} bytes is truncated")
+        raise CorruptReplyError(f"the reply of {source} ({buffer.size} bytes) is truncated")
     magic, version, _, header_length, _ = _PREFIX.unpack(buffer[: _PREFIX.size].to_pybytes())
     if magic != REPLY_MAGIC:
-        raise StorageError("storage reply does not start with the skyhook magic")
+        raise CorruptReplyError(f"the reply of {source} does not start with the skyhook magic")
     if version > PROTOCOL_VERSION:
-        raise StorageError(f"storage replied with protocol version {version}; "
+        raise StorageError(f"{source} replied with protocol version {version}; "
                            f"this client speaks up to {PROTOCOL_VERSION}")
     end_of_header = _PREFIX.size + header_length
-    if end_of_header > buffer.size:
-        raise StorageError("storage reply header is truncated")
-    header = pa.ipc.open_stream(buffer.slice(_PREFIX.size, header_length)).read_next_batch()
-    values = header.to_pylist()[0]
-    code = values.pop("status")
-    text = values.pop("message")
-    executed = values.pop("executed", "all")
-    resume_row = values.pop("resume_row", None)
-    return Reply(code, text, executed, values, buffer.slice(end_of_header), resume_row)
+    if header_length % 8 or end_of_header > buffer.size:
+        raise CorruptReplyError(f"the reply of {source} has a header length of {header_length} "
+                                f"in {buffer.size} bytes")
+    try:
+        fields = _header_fields(buffer.slice(_PREFIX.size, header_length))
+    except (pa.ArrowException, OSError, ValueError) as error:
+        raise CorruptReplyError(f"the reply of {source} has a malformed header: {first_line(error)}") from None
+    executed = fields.pop("executed", "all")
+    if executed not in EXECUTED_VALUES:
+        raise CorruptReplyError(f"the reply of {source} says it executed {executed!r}")
+    code, text = fields.pop("status"), fields.pop("message")
+    resume_row = fields.pop("resume_row", None)
+    if resume_row is not None and resume_row < 0:
+        raise CorruptReplyError(f"the reply of {source} resumes at row {resume_row}")
+    statistics = _Statistics((name, value) for name, value in fields.items() if isinstance(value, int))
+    return Reply(code, text, executed, statistics, buffer.slice(end_of_header), source, resume_row)
+
+
+def _header_fields(data: pa.Buffer) -> dict[str, Any]:
+    """The header's one row, checked in full before any value becomes a Python object.
+    The message is read as bytes and decoded leniently: storage may quote any bytes."""
+    batches = list(pa.ipc.open_stream(data))  # the header is small: its length is checked
+    if len(batches) != 1:
+        raise ValueError(f"{len(batches)} header batches, not 1")
+    batch = batches[0]
+    if batch.num_rows != 1:
+        raise ValueError(f"{batch.num_rows} header rows, not 1")
+    names = batch.schema.names
+    if len(set(names)) != len(names):
+        raise ValueError("repeated header fields")
+    columns = dict(zip(names, batch.columns))
+    for name in ("status", "message"):
+        if name not in columns:
+            raise ValueError(f"no {name!r} field")
+    for name, expected in _HEADER_TYPES.items():
+        if name in columns and columns[name].type != expected:
+            raise ValueError(f"field {name!r} is {columns[name].type}, not {expected}")
+    message = columns["message"]
+    columns["message"] = pa.Array.from_buffers(pa.binary(), len(message), message.buffers(), offset=message.offset)
+    checked = pa.RecordBatch.from_arrays(list(columns.values()), names=names)
+    checked.validate(full=True)
+    values = {}
+    for name, column in columns.items():
+        if column.null_count:
+            raise ValueError(f"field {name!r} is null")
+        if name in _HEADER_TYPES or column.type == pa.int64():  # others: fields of a newer protocol
+            values[name] = column[0].as_py()
+    values["message"] = values["message"].decode("utf-8", errors="replace")
+    return values
 
 
 # Statistics that add up over the calls of one object; the rest (limits) do not.
@@ -106,9 +177,9 @@ def merge_continuations(parts: list[Reply]) -> Reply:
         for reader in readers:
             for batch in reader:
                 writer.write_batch(batch)
-    statistics = dict(parts[-1].statistics)
+    statistics = _Statistics(parts[-1].statistics)
     for name in _ADDITIVE:
         if name in statistics:
             statistics[name] = sum(part.statistics.get(name, 0) for part in parts)
     statistics["calls"] = len(parts)
-    return Reply(0, "", parts[0].executed, statistics, sink.getvalue())
+    return Reply(0, "", parts[0].executed, statistics, sink.getvalue(), parts[0].source)

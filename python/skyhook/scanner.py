@@ -15,10 +15,10 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from skyhook.cost import DEFAULT_PUSHDOWN_THRESHOLD, predicted_reply_ratio
-from skyhook.errors import InvalidRequestError
+from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, InvalidRequestError, first_line
 from skyhook.expressions import Columns, output_expressions, projected_schema, to_substrait
 from skyhook.parallel import ordered_map
-from skyhook.plain_read import read_partition
+from skyhook.plain_read import read_partition, warn_class_calls_refused
 from skyhook.pruning import matching_partitions
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ class ScanStatistics:
     cost_model: str = ""          # what the cost model decided and why
     filter_in_storage: bool = True  # False: the filter was not expressible in Substrait
     projection_in_storage: bool = True  # (and was completed by the client)
+    class_calls_refused: bool = False  # the user may not call the object class: plain reads
 
     def as_dict(self) -> dict[str, int | float | bool]:
         return asdict(self)
@@ -99,11 +100,18 @@ class Scanner:
             for table in tables:
                 self.stats.objects_scanned += 1
                 if table.schema != self.projected_schema:  # e.g. nullability of computed columns
-                    table = table.cast(self.projected_schema)
+                    table = self._conform(table)
                 self.stats.rows_returned += table.num_rows
                 yield from table.to_batches(max_chunksize=self.batch_size)
         finally:
             self.stats.wall_s += time.perf_counter() - started
+
+    def _conform(self, table: pa.Table) -> pa.Table:
+        try:
+            return table.cast(self.projected_schema)
+        except (pa.ArrowException, ValueError) as error:  # storage replied with other columns
+            raise CorruptReplyError(f"a result of scanning {self.dataset.name!r} does not have the requested "
+                                    f"columns: {first_line(error)}") from None
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
@@ -153,23 +161,30 @@ class Scanner:
         replies = self.dataset.store.backend.call_each(
             "scan", [p.object_name for p in partitions], self._request(),
             f"scanning {self.dataset.name!r}", parallel=self.use_threads)
-        for partition, reply in zip(partitions, replies):
-            if reply.executed == "none":  # pushed back by a loaded node: do it here
-                self.stats.objects_pushed_back += 1
-                size, rows, table = self._read_and_filter(partition)
-                self._count_plain_read(size, rows)
+        answered = 0
+        try:
+            for partition, reply in zip(partitions, replies):
+                answered += 1
+                if reply.executed == "none":  # pushed back by a loaded node: do it here
+                    self.stats.objects_pushed_back += 1
+                    size, rows, table = self._read_and_filter(partition)
+                    self._count_plain_read(size, rows)
+                    yield table
+                    continue
+                self.stats.rows_scanned += reply.statistics["rows_scanned"]
+                self.stats.continuations += reply.statistics.get("calls", 1) - 1
+                self.stats.bytes_read += reply.statistics["bytes_read"]
+                self.stats.bytes_returned += reply.statistics["bytes_returned"]  # as sent, all calls
+                self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
+                table = reply.reader().read_all()
+                if self._client_filter or self._client_projection:  # what storage could not do
+                    table = pads.dataset(table).to_table(
+                        columns=self.columns, filter=self.filter if self._client_filter else None)
                 yield table
-                continue
-            self.stats.rows_scanned += reply.statistics["rows_scanned"]
-            self.stats.continuations += reply.statistics.get("calls", 1) - 1
-            self.stats.bytes_read += reply.statistics["bytes_read"]
-            self.stats.bytes_returned += reply.statistics["bytes_returned"]  # as sent, all calls
-            self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
-            table = reply.reader().read_all()
-            if self._client_filter or self._client_projection:  # what storage could not do
-                table = pads.dataset(table).to_table(
-                    columns=self.columns, filter=self.filter if self._client_filter else None)
-            yield table
+        except ClassCallsNotPermittedError as refusal:
+            warn_class_calls_refused(refusal)
+            self.stats.class_calls_refused = True
+            yield from self._read_whole(partitions[answered:])
 
     def _cost_based(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         if not partitions:

@@ -119,7 +119,9 @@ def split_partitions(reader: pa.RecordBatchReader, target_object_size: int,
 def encode_partition(table: pa.Table, format: str, row_group_size: int, compression: str) -> pa.Buffer:
     sink = pa.BufferOutputStream()
     if format == "parquet":
-        pq.write_table(table, sink, row_group_size=row_group_size, compression=compression)
+        # Page checksums: both read paths verify them, so a flipped bit is an error, not a wrong answer.
+        pq.write_table(table, sink, row_group_size=row_group_size, compression=compression,
+                       write_page_checksum=True)
     elif format == "ipc":
         options = pa.ipc.IpcWriteOptions(compression=None if compression == "none" else compression)
         with pa.ipc.new_file(sink, table.schema, options=options) as writer:

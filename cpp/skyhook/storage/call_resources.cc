@@ -3,6 +3,11 @@
 #include <algorithm>
 
 namespace skyhook {
+namespace {
+
+constexpr int64_t kMaxBatchRows = 64 * 1024;
+
+}  // namespace
 
 CallResources::CallResources()
     : limits_(NodeLimits::FromEnvironment()),
@@ -14,7 +19,10 @@ CallResources::CallResources()
 bool CallResources::OutOfTime() const { return std::chrono::steady_clock::now() >= deadline_; }
 
 ResultOptions CallResources::Bounded(ResultOptions requested) const {
-  requested.batch_size = std::max(requested.batch_size, limits_.min_batch_size);
+  // Limits are checked between slices, so a slice's work must stay small.
+  requested.batch_size =
+      std::clamp(requested.batch_size, limits_.min_batch_size,
+                 std::max(limits_.min_batch_size, kMaxBatchRows));
   return requested;
 }
 

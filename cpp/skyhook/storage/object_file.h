@@ -20,6 +20,9 @@ class ObjectFile : public arrow::io::RandomAccessFile {
   arrow::Result<int64_t> Tell() const override;
   arrow::Status Seek(int64_t position) override;
   arrow::Result<int64_t> GetSize() override;
+  /// Reads are views of what the adapter read: Arrow's readers then slice them
+  /// instead of allocating what a (possibly corrupt) length field says.
+  bool supports_zero_copy() const override { return true; }
   arrow::Result<int64_t> Read(int64_t nbytes, void* out) override;
   arrow::Result<std::shared_ptr<arrow::Buffer>> Read(int64_t nbytes) override;
   arrow::Result<int64_t> ReadAt(int64_t position, int64_t nbytes, void* out) override;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include <arrow/array.h>
 #include <arrow/ipc/reader.h>
 #include <arrow/util/iterator.h>
 #include <parquet/arrow/reader.h>
@@ -16,6 +17,29 @@ arrow::Status Corrupt(const std::string& format, const arrow::Status& cause) {
   if (CodeOf(cause) != ErrorCode::kInternal) return cause;  // a node limit, say
   return Error(ErrorCode::kCorruptObject, "object is not a readable ", format,
                " partition: ", cause.message());
+}
+
+bool HoldsText(const arrow::DataType& type) {
+  if (type.id() == arrow::Type::STRING || type.id() == arrow::Type::LARGE_STRING ||
+      type.id() == arrow::Type::STRING_VIEW) {
+    return true;
+  }
+  for (const auto& child : type.fields()) {
+    if (HoldsText(*child->type())) return true;
+  }
+  return false;
+}
+
+// Parquet's decoder builds valid offsets but copies string bytes as stored:
+// text that is not UTF-8 is a corrupt object, not something compute and the
+// client should meet (IPC batches are validated whole when read).
+arrow::Status CheckText(const arrow::RecordBatch& batch) {
+  for (const auto& column : batch.columns()) {
+    if (!HoldsText(*column->type())) continue;
+    auto valid = column->ValidateFull();
+    if (!valid.ok()) return Corrupt("Parquet", valid);
+  }
+  return arrow::Status::OK();
 }
 
 void CollectLeaves(const parquet::arrow::SchemaField& field, std::vector<int>* leaves) {
@@ -54,7 +78,7 @@ class RowGroupReader : public arrow::RecordBatchReader {
           }
           *out = (*out)->Slice(rows_to_skip_);
           rows_to_skip_ = 0;
-          return arrow::Status::OK();
+          return CheckText(**out);
         }
         current_.reset();
       }
@@ -84,8 +108,10 @@ class ParquetObjectReader : public ObjectReader {
     parquet::ArrowReaderProperties properties;
     properties.set_pre_buffer(false);  // pre-buffering reads on an I/O thread
     properties.set_use_threads(false);  // storage methods run on the caller's thread
+    parquet::ReaderProperties file_properties(pool);
+    file_properties.set_page_checksum_verification(true);  // a flipped bit: an error, not a wrong answer
     parquet::arrow::FileReaderBuilder builder;
-    auto opened = builder.Open(file, parquet::ReaderProperties(pool));
+    auto opened = builder.Open(file, file_properties);
     if (!opened.ok()) return Corrupt("Parquet", opened);
     auto reader = builder.memory_pool(pool)->properties(properties)->Build();
     if (!reader.ok()) return Corrupt("Parquet", reader.status());
@@ -125,9 +151,11 @@ class ParquetObjectReader : public ObjectReader {
 class IpcBatchReader : public arrow::RecordBatchReader {
  public:
   IpcBatchReader(std::shared_ptr<arrow::ipc::RecordBatchFileReader> file,
-                 std::shared_ptr<arrow::Schema> schema, int64_t batch_size, int64_t start_row)
+                 std::shared_ptr<arrow::Schema> schema, std::vector<int> positions,
+                 int64_t batch_size, int64_t start_row)
       : file_(std::move(file)),
         schema_(std::move(schema)),
+        positions_(std::move(positions)),
         batch_size_(batch_size),
         rows_to_skip_(start_row) {}
 
@@ -143,7 +171,7 @@ class IpcBatchReader : public arrow::RecordBatchReader {
       if (!batch.ok()) return Corrupt("Arrow IPC", batch.status());
       auto valid = (*batch)->ValidateFull();  // corrupt offsets must not reach compute
       if (!valid.ok()) return Corrupt("Arrow IPC", valid);
-      current_ = std::move(*batch);
+      ARROW_ASSIGN_OR_RAISE(current_, (*batch)->SelectColumns(positions_));
       offset_ = std::min(rows_to_skip_, current_->num_rows());
       rows_to_skip_ -= offset_;
     }
@@ -155,6 +183,7 @@ class IpcBatchReader : public arrow::RecordBatchReader {
  private:
   std::shared_ptr<arrow::ipc::RecordBatchFileReader> file_;
   std::shared_ptr<arrow::Schema> schema_;
+  std::vector<int> positions_;  // of the requested fields among those read
   int64_t batch_size_;
   int64_t rows_to_skip_;
   int next_batch_ = 0;
@@ -183,12 +212,23 @@ class IpcObjectReader : public ObjectReader {
 
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
       const std::vector<int>& field_indices, int64_t batch_size, int64_t start_row) override {
+    // IPC reads included fields in file order; batches come out in the order asked for.
+    std::vector<int> in_file_order(field_indices);
+    std::sort(in_file_order.begin(), in_file_order.end());
+    in_file_order.erase(std::unique(in_file_order.begin(), in_file_order.end()), in_file_order.end());
+    std::vector<int> positions;
+    for (int index : field_indices) {
+      positions.push_back(static_cast<int>(
+          std::lower_bound(in_file_order.begin(), in_file_order.end(), index) -
+          in_file_order.begin()));
+    }
     auto options = options_;
-    options.included_fields = field_indices;
+    options.included_fields = in_file_order;
     auto reader = arrow::ipc::RecordBatchFileReader::Open(file_, options);
     if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
     ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
-    return std::make_shared<IpcBatchReader>(*reader, std::move(schema), batch_size, start_row);
+    return std::make_shared<IpcBatchReader>(*reader, std::move(schema), std::move(positions),
+                                            batch_size, start_row);
   }
 
  private:

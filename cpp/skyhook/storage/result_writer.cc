@@ -20,10 +20,14 @@ arrow::Result<std::unique_ptr<ResultWriter>> ResultWriter::Open(
 }
 
 arrow::Result<bool> ResultWriter::Fits(const arrow::RecordBatch& batch) const {
-  ARROW_ASSIGN_OR_RAISE(int64_t written, sink_->Tell());
   // The bytes the batch refers to bound what it adds (compression only shrinks it).
   ARROW_ASSIGN_OR_RAISE(int64_t size, arrow::util::ReferencedBufferSize(batch));
-  int64_t after = written + size;
+  return Fits(size);
+}
+
+arrow::Result<bool> ResultWriter::Fits(int64_t bytes) const {
+  ARROW_ASSIGN_OR_RAISE(int64_t written, sink_->Tell());
+  int64_t after = written + bytes;
   if (after > client_max_bytes_) {
     return Error(ErrorCode::kResultTooLarge, "the result exceeds the request's limit of ",
                  client_max_bytes_, " bytes per object");

@@ -25,6 +25,8 @@ class ResultWriter {
   /// and the client continues in another call); kResultTooLarge if it would
   /// pass the client's.
   arrow::Result<bool> Fits(const arrow::RecordBatch& batch) const;
+  /// The same for `bytes` more (several batches written together).
+  arrow::Result<bool> Fits(int64_t bytes) const;
   arrow::Status Write(const arrow::RecordBatch& batch);
   arrow::Result<std::shared_ptr<arrow::Buffer>> Finish();
   int64_t rows_written() const { return rows_written_; }

@@ -18,11 +18,16 @@
 
 namespace skyhook::substrait_check {
 
+// Arrow's consumer and binder recurse once per level of nesting, and turn an
+// IN list into a chain of ORs as deep as it is long (an IN list of 20,000
+// values overflows an 8 MiB stack): depth and IN lists stay far below that.
+// The client keeps to the same limits (skyhook/expressions.py).
 struct Limits {
-  static constexpr int kMaxDepth = 64;              // nested expressions, types
+  static constexpr int kMaxDepth = 256;             // nested expressions, types
   static constexpr int64_t kMaxNodes = 200'000;     // messages in one request
   static constexpr int64_t kMaxLiteralBytes = 1 << 20;
-  static constexpr int kMaxListLength = 1 << 16;    // list literals, IN lists
+  static constexpr int kMaxListLength = 1 << 16;    // list literals
+  static constexpr int kMaxInListLength = 1000;     // IN lists
   static constexpr int kMaxFields = 4096;           // schema and output widths
   static constexpr int kMaxNameBytes = 1024;
 };

@@ -161,9 +161,9 @@ arrow::Result<sp::Type> ExpressionChecker::Check(const sp::Expression& expressio
     case Rex::kSingularOrList: {
       const auto& in_list = expression.singular_or_list();
       ARROW_RETURN_NOT_OK(OnlyFields(in_list, {"value", "options"}));
-      if (in_list.options_size() < 1 || in_list.options_size() > Limits::kMaxListLength) {
+      if (in_list.options_size() < 1 || in_list.options_size() > Limits::kMaxInListLength) {
         return Reject("an IN list of ", in_list.options_size(), " values (1..",
-                      Limits::kMaxListLength, ")");
+                      Limits::kMaxInListLength, ")");
       }
       ARROW_ASSIGN_OR_RAISE(auto value, Check(in_list.value(), input, depth + 1));
       auto value_class = ClassOf(value, declared_);

@@ -42,7 +42,7 @@ arrow::Result<std::vector<sp::Type>> CheckNamedStruct(const sp::NamedStruct& sch
                                                       Budget* budget);
 
 /// How many names a NamedStruct spends on a column of this type (itself and,
-/// depth first, the fields of structs inside it).
+/// depth first, the fields of structs directly inside it).
 int64_t NamesFor(const sp::Type& type);
 
 /// Equal types, ignoring nullability.

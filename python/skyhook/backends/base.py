@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from skyhook.errors import CorruptObjectError, CorruptReplyError, TypeMismatchError, UnknownColumnError
 from skyhook.protocol import Reply, decode_reply, encode_request, merge_continuations
 
 
@@ -129,16 +130,25 @@ class Backend(ABC):
         replies = self.call_many(method, calls) if parallel else \
             (self.call(name, method, body) for name, body in calls)
         for name, encoded in zip(object_names, replies):
-            parts = [self._checked(encoded, f"{context} (object {name})")]
+            parts = [self._checked(encoded, name, context)]
+            start = request.get("start_row", 0)
             while parts[-1].resume_row is not None and parts[-1].executed != "none":
-                continuation = encode_request({**request, "start_row": parts[-1].resume_row})
-                parts.append(self._checked(self.call(name, method, continuation), f"{context} (object {name})"))
+                if parts[-1].resume_row <= start:  # a node that never progresses must not loop us
+                    raise CorruptReplyError(f"{context} (object {name}): storage resumed at row "
+                                            f"{parts[-1].resume_row} after starting at {start}")
+                start = parts[-1].resume_row
+                continuation = encode_request({**request, "start_row": start})
+                parts.append(self._checked(self.call(name, method, continuation), name, context))
             yield parts[-1] if parts[-1].executed == "none" else merge_continuations(parts)
 
     @staticmethod
-    def _checked(encoded: bytes, context: str) -> Reply:
-        reply = decode_reply(encoded)
-        reply.raise_for_status(context)
+    def _checked(encoded: bytes, name: str, context: str) -> Reply:
+        reply = decode_reply(encoded, f"object {name}")
+        try:
+            reply.raise_for_status(f"{context} (object {name})")
+        except (UnknownColumnError, TypeMismatchError) as error:
+            # The client checked the request against the dataset's schema: the object disagrees with it.
+            raise CorruptObjectError(f"{error}: the object is inconsistent with its dataset's schema") from None
         return reply
 
     def close(self) -> None:

@@ -27,7 +27,8 @@ from urllib.parse import quote
 import pyarrow as pa
 
 from skyhook.backends.base import Backend, PendingWrite, PendingWriteRecord, StoredManifest
-from skyhook.errors import InvalidRequestError, ObjectNotFoundError, StorageError, StorageTimeoutError
+from skyhook.errors import (ClassCallsNotPermittedError, InvalidRequestError, ObjectNotFoundError,
+                            PermissionDeniedError, StorageError, StorageTimeoutError)
 from skyhook.manifest import DATASET_NAME, GENERATION
 
 try:
@@ -40,6 +41,9 @@ DATASET_INDEX = "_skyhook.datasets"
 PENDING_WRITES = "_skyhook.pending"
 MANIFEST_SUFFIX = ".manifest"
 DEFAULT_TIMEOUT_SECONDS = 30
+# Operations of the _rados module, by the OSD capability they need.
+_CLASS_CALLS = ("exec", "submit", "next")
+_WRITES = ("put", "create", "replace", "remove", "remove_at_version", "omap_set", "omap_remove")
 # One write is limited by osd_max_write_size (90 MiB); keep well inside it.
 MAX_OBJECT_BYTES = 64 << 20
 
@@ -180,16 +184,29 @@ class RadosBackend(Backend):
         try:
             return operation(*args)
         except OSError as error:
-            raise self._error(error, "Ceph") from None
+            raise self._error(error, "Ceph", operation.__name__) from None
 
-    def _error(self, error: OSError, context: str) -> StorageError | ObjectNotFoundError:
+    def _error(self, error: OSError, context: str,
+               operation: str = "") -> StorageError | ObjectNotFoundError | PermissionDeniedError:
         if error.errno == errno.ENOENT:
             return ObjectNotFoundError(str(error))
         if error.errno == errno.ETIMEDOUT:
             return StorageTimeoutError(
                 f"{context}: no answer within {self.timeout_seconds} s ({error}); the cluster's monitors "
                 "or the OSDs of a placement group may be down (timeout= in the store URI sets the limit)")
+        if error.errno in (errno.EPERM, errno.EACCES):
+            return self._refusal(operation, error)
         return StorageError(f"{context}: {error}")
+
+    def _refusal(self, operation: str, error: OSError) -> PermissionDeniedError:
+        """A refusal that names the OSD capability this user lacks (see the README, "Ceph")."""
+        scope = f"pool={self.pool_name}" + (f" namespace={self.namespace}" if self.namespace else "")
+        refused = f"Ceph refused client.{self.user} ({error.strerror})"
+        if operation in _CLASS_CALLS:
+            return ClassCallsNotPermittedError(
+                f"{refused}: calling the skyhook object class needs `allow {scope} class skyhook` in its OSD caps")
+        needed = "rw" if operation in _WRITES else "r"
+        return PermissionDeniedError(f"{refused}: this needs `allow {needed} {scope}` in its OSD caps")
 
 
 def _manifest_object(dataset: str) -> str:

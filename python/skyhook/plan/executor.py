@@ -23,8 +23,9 @@ import pyarrow as pa
 import pyarrow.substrait as pas
 
 from skyhook.cost import DEFAULT_PUSHDOWN_THRESHOLD
+from skyhook.errors import ClassCallsNotPermittedError
 from skyhook.expressions import to_substrait
-from skyhook.plain_read import read_partition
+from skyhook.plain_read import read_partition, warn_class_calls_refused
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
 from skyhook.plan.merge import ORDER, merge
 from skyhook.protocol import Reply
@@ -118,10 +119,18 @@ class AggregateExecution:
         replies = self.dataset.store.backend.call_each(
             "execute_plan", [p.object_name for p in partitions], request,
             f"aggregating {self.dataset.name!r}", parallel=self.use_threads)
-        for partition, reply in zip(partitions, replies):
-            self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
-            self.stats.bytes_returned += reply.statistics["bytes_returned"]  # as sent, all calls
-            yield self._finish(sub, partition, reply, main)
+        answered = 0
+        try:
+            for partition, reply in zip(partitions, replies):
+                answered += 1
+                self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
+                self.stats.bytes_returned += reply.statistics["bytes_returned"]  # as sent, all calls
+                yield self._finish(sub, partition, reply, main)
+        except ClassCallsNotPermittedError as refusal:
+            warn_class_calls_refused(refusal)
+            for partition in partitions[answered:]:
+                self._record(partition, "client (class calls not permitted)", main)
+                yield self._complete_here(sub, partition)
 
     def _finish(self, sub: SubPlan, partition: Partition, reply: Reply, main: bool) -> pa.Table:
         if reply.executed == "none":
