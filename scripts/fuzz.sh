@@ -57,15 +57,20 @@ for target in $targets; do
   max_len=$([ "$target" = fuzz_objects ] && echo 65536 || echo 16384)
   options=(-dict=cpp/fuzz/skyhook.dict -max_len="$max_len" -timeout=10 -rss_limit_mb=4096
            -print_final_stats=1)
-  regressions=(cpp/fuzz/regressions/"$target"/*)
-  if [ -e "${regressions[0]}" ]; then
-    echo "== $target: replaying ${#regressions[@]} regression inputs"
-    if ! "$binary" "${options[@]}" "${regressions[@]}" > "build/fuzz/$target.regressions.log" 2>&1; then
-      grep -E "^Running:|ERROR|Check failed|runtime error|SUMMARY" "build/fuzz/$target.regressions.log" | tail -20
-      echo "== $target: a regression input crashes (log: build/fuzz/$target.regressions.log)"
-      status=1
-      [ "$keep_going" = 1 ] || continue
+  # One process per regression input, so every one that still crashes is named.
+  failed=0
+  : > "build/fuzz/$target.regressions.log"
+  for input in cpp/fuzz/regressions/"$target"/*; do
+    [ -e "$input" ] || continue
+    if ! "$binary" "${options[@]}" "$input" >> "build/fuzz/$target.regressions.log" 2>&1; then
+      echo "== $target: regression input $input crashes"
+      failed=1
     fi
+  done
+  if [ "$failed" = 1 ]; then
+    echo "== $target: see build/fuzz/$target.regressions.log"
+    status=1
+    [ "$keep_going" = 1 ] || continue
   fi
   corpus=build/fuzz/corpus/$target artifacts=build/fuzz/artifacts/$target
   mkdir -p "$corpus" "$artifacts"
