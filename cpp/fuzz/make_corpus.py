@@ -21,6 +21,7 @@ import decimal
 import hashlib
 import random
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -31,46 +32,20 @@ import skyhook
 from skyhook.writer import encode_partition
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent / "tests"))
+from conftest import make_typed_table  # noqa: E402  (the suite's typed data; a tool, not a test)
 METHODS = ["scan", "describe", "execute_plan"]  # the order of kMethods in method.h
 FORMATS_OF_OBJECTS_TARGET = ["parquet", "ipc"]  # kFormats[0] and [1] in fuzz_objects.cc
 F = pc.field
 
 
 def typed_table(rows: int = 120, seed: int = 11) -> pa.Table:
-    """Every type the engine handles, with nulls, NaN, duplicates and empty values."""
+    """The test suite's table of every type, plus a decimal at Arrow's widest precision."""
+    table = make_typed_table(rows, seed)
     rng = random.Random(seed)
-
-    def maybe(value):
-        return None if rng.random() < 0.1 else value
-
-    day, moment = datetime.date(1995, 1, 1), datetime.datetime(2020, 1, 1)
-    words = ["apple", "banana", "cherry", "", "ünïcode", "zeta"]
-    return pa.table({
-        "id": pa.array(range(rows), pa.int64()),
-        "i8": pa.array([maybe(rng.randint(-128, 127)) for _ in range(rows)], pa.int8()),
-        "i32": pa.array([maybe(rng.randint(-1000, 1000)) for _ in range(rows)], pa.int32()),
-        "u16": pa.array([maybe(rng.randint(0, 60000)) for _ in range(rows)], pa.uint16()),
-        "f32": pa.array([maybe(rng.uniform(-10, 10)) for _ in range(rows)], pa.float32()),
-        "f64": pa.array([maybe(float("nan") if rng.random() < 0.05 else rng.gauss(0, 100))
-                         for _ in range(rows)], pa.float64()),
-        "dec": pa.array([maybe(decimal.Decimal(rng.randint(-99999, 99999)) / 100) for _ in range(rows)],
-                        pa.decimal128(12, 2)),
-        "dec38": pa.array([maybe(decimal.Decimal(rng.randint(-10**20, 10**20)) / 10**10) for _ in range(rows)],
-                          pa.decimal128(38, 10)),
-        "s": pa.array([maybe(rng.choice(words)) for _ in range(rows)], pa.string()),
-        "bin": pa.array([maybe(bytes([rng.randint(0, 255)]) * rng.randint(0, 3)) for _ in range(rows)],
-                        pa.binary()),
-        "d": pa.array([maybe(day + datetime.timedelta(days=rng.randint(0, 2000))) for _ in range(rows)],
-                      pa.date32()),
-        "ts": pa.array([maybe(moment + datetime.timedelta(seconds=rng.randint(0, 10**7))) for _ in range(rows)],
-                       pa.timestamp("us")),
-        "tsz": pa.array([maybe(moment + datetime.timedelta(minutes=rng.randint(0, 10**5))) for _ in range(rows)],
-                        pa.timestamp("ms", tz="UTC")),
-        "b": pa.array([maybe(rng.random() < 0.5) for _ in range(rows)], pa.bool_()),
-        "all_null": pa.array([None] * rows, pa.int64()),
-        "tags": pa.array([maybe([rng.randint(0, 9) for _ in range(rng.randint(0, 3))]) for _ in range(rows)],
-                         pa.list_(pa.int32())),
-    })
+    wide = [None if rng.random() < 0.1 else decimal.Decimal(rng.randint(-10**20, 10**20)) / 10**10
+            for _ in range(rows)]
+    return table.append_column("dec38", pa.array(wide, pa.decimal128(38, 10)))
 
 
 def retyped(table: pa.Table) -> pa.Table:
