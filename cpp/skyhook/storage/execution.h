@@ -17,7 +17,7 @@ namespace skyhook {
 
 /// Execution types have a constructor (Request, CallResources*), Run(object,
 /// call, reply) and AddStatistics(reply, timer). kPushedBack and, where the
-/// client can do the work itself (pushes_back_over_limits), kLimitExceeded
+/// client can do the work itself (kPushesBackOverLimits), kLimitExceeded
 /// become a reply that executed nothing.
 template <typename Request, typename Execution>
 Reply RunExecution(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& request) {

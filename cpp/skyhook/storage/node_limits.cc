@@ -1,5 +1,6 @@
 #include "skyhook/storage/node_limits.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace skyhook {
