@@ -7,7 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from skyhook.cluster import LocalCluster
+from skyhook.dev.cluster import LocalCluster
 
 
 def process_cpu_seconds(pids: list[int]) -> float:

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from harness import arguments, cluster_store
 
 import skyhook
-from harness import arguments, cluster_store
 
 
 def peak_kib(pid: int) -> int:
@@ -36,12 +36,15 @@ def measure(dataset: skyhook.Dataset, osd_pids: list[int], **scan) -> dict:
     started = time.perf_counter()
     scanner = dataset.scanner(**scan)
     rows = sum(batch.num_rows for batch in scanner.to_batches())
-    return {"wall_s": time.perf_counter() - started, "rows": rows,
-            "calls": scanner.stats.continuations + scanner.stats.objects_scanned,
-            "bytes_returned": scanner.stats.bytes_returned,
-            "objects_pushed_back": scanner.stats.objects_pushed_back,
-            "osd_peak_growth_mib": max(after - first for after, first in
-                                       zip((peak_kib(pid) for pid in osd_pids), before)) / 1024}
+    return {
+        "wall_s": time.perf_counter() - started,
+        "rows": rows,
+        "calls": scanner.stats.continuations + scanner.stats.objects_scanned,
+        "bytes_returned": scanner.stats.bytes_returned,
+        "objects_pushed_back": scanner.stats.objects_pushed_back,
+        "osd_peak_growth_mib": max(after - first for after, first in zip((peak_kib(pid) for pid in osd_pids), before))
+        / 1024,
+    }
 
 
 def main() -> None:
@@ -60,11 +63,11 @@ def main() -> None:
     results = {}
     with skyhook.connect(f"{uri}&namespace=bench-limits") as store:
         one_object = {"target_object_size": 1 << 40, "mode": "overwrite"}
-        dataset = store.write_dataset("slow", slow, rows_per_object=rows, row_group_size=1 << 22,
-                                      **one_object)
+        dataset = store.write_dataset("slow", slow, rows_per_object=rows, row_group_size=1 << 22, **one_object)
         results["slow_scan"] = {
             "pushdown": measure(dataset, osd_pids, filter=pc.field("x") == 17, batch_size=1, pushdown=True),
-            "plain_read": measure(dataset, osd_pids, filter=pc.field("x") == 17, pushdown=False)}
+            "plain_read": measure(dataset, osd_pids, filter=pc.field("x") == 17, pushdown=False),
+        }
         dataset = store.write_dataset("huge", huge, rows_per_object=len(huge), **one_object)
         results["huge_reply"] = {"pushdown": measure(dataset, osd_pids, pushdown=True)}
         limits = store.describe_object(dataset.manifest.partitions[0].object_name)[1]

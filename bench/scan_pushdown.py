@@ -17,9 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import skyhook
 from harness import arguments, cluster_store, process_cpu_seconds, resident_bytes
-from skyhook.tpch import COLUMNS, generate_lineitem, measure_scan, selectivity_filters
+
+import skyhook
+from skyhook.dev.tpch import COLUMNS, generate_lineitem, measure_scan, selectivity_filters
 
 MEASURES = ("wall_s", "client_cpu_s", "storage_cpu_s", "osd_cpu_s")
 
@@ -39,8 +40,12 @@ def run(store_uri: str, scale_factor: float, repeat: int, data_dir: Path, osd_pi
                     stats = measure_scan(dataset, filter, pushdown)[1]
                     runs.append({**stats, "osd_cpu_s": process_cpu_seconds(osd_pids) - osd_cpu})
                 summary = {key: statistics.median(run[key] for run in runs) for key in MEASURES}
-                summary.update({key: runs[0][key] for key in
-                                ("rows_returned", "bytes_returned", "bytes_read", "objects_scanned", "selectivity")})
+                summary.update(
+                    {
+                        key: runs[0][key]
+                        for key in ("rows_returned", "bytes_returned", "bytes_read", "objects_scanned", "selectivity")
+                    }
+                )
                 per_path["pushdown" if pushdown else "client_side"] = summary
             push, client = per_path["pushdown"], per_path["client_side"]
             per_path["ratios"] = {
@@ -51,30 +56,47 @@ def run(store_uri: str, scale_factor: float, repeat: int, data_dir: Path, osd_pi
             results[label] = per_path
         osd_rss = {str(pid): resident_bytes(pid) for pid in osd_pids}
         store.delete_dataset("lineitem_bench")
-        return {"osd_rss_bytes_after": osd_rss,"benchmark": "scan_pushdown", "store": store.uri, "scale_factor": scale_factor,
-                "rows": dataset.manifest.num_rows, "objects": len(dataset.manifest.partitions),
-                "object_bytes": dataset.manifest.size_bytes, "columns": COLUMNS, "repeat": repeat,
-                "machine": platform.node(), "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "results": results}
+        return {
+            "osd_rss_bytes_after": osd_rss,
+            "benchmark": "scan_pushdown",
+            "store": store.uri,
+            "scale_factor": scale_factor,
+            "rows": dataset.manifest.num_rows,
+            "objects": len(dataset.manifest.partitions),
+            "object_bytes": dataset.manifest.size_bytes,
+            "columns": COLUMNS,
+            "repeat": repeat,
+            "machine": platform.node(),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "results": results,
+        }
 
 
 def print_ratios(report: dict) -> None:
-    print(f"lineitem SF{report['scale_factor']:g}: {report['rows']:,} rows in {report['objects']} objects "
-          f"({report['object_bytes'] / 2**20:.1f} MiB), store {report['store']}")
-    print(f"{'kept':>5} {'path':>11} {'wall s':>7} {'MiB to client':>13} {'client CPU s':>12} "
-          f"{'storage CPU s':>13} {'OSD CPU s':>9}")
+    print(
+        f"lineitem SF{report['scale_factor']:g}: {report['rows']:,} rows in {report['objects']} objects "
+        f"({report['object_bytes'] / 2**20:.1f} MiB), store {report['store']}"
+    )
+    print(
+        f"{'kept':>5} {'path':>11} {'wall s':>7} {'MiB to client':>13} {'client CPU s':>12} "
+        f"{'storage CPU s':>13} {'OSD CPU s':>9}"
+    )
     for label, result in report["results"].items():
         for path in ("pushdown", "client_side"):
             r = result[path]
-            print(f"{label:>5} {path:>11} {r['wall_s']:>7.3f} {r['bytes_returned'] / 2**20:>13.2f} "
-                  f"{r['client_cpu_s']:>12.3f} {r['storage_cpu_s']:>13.3f} {r['osd_cpu_s']:>9.3f}")
+            print(
+                f"{label:>5} {path:>11} {r['wall_s']:>7.3f} {r['bytes_returned'] / 2**20:>13.2f} "
+                f"{r['client_cpu_s']:>12.3f} {r['storage_cpu_s']:>13.3f} {r['osd_cpu_s']:>9.3f}"
+            )
     print(f"{'kept':>5} {'bytes push/client':>18} {'time push/client':>17} {'client CPU push/client':>23}")
     for label, result in report["results"].items():
         ratios = result["ratios"]
         print(f"{label:>5} {ratios['bytes_returned']:>18.4f} {ratios['wall_s']:>17.2f} {ratios['client_cpu_s']:>23.3f}")
     if report["osd_rss_bytes_after"]:
-        print("OSD RSS after the run (MiB):",
-              ", ".join(f"{value / 2**20:.0f}" for value in report["osd_rss_bytes_after"].values()))
+        print(
+            "OSD RSS after the run (MiB):",
+            ", ".join(f"{value / 2**20:.0f}" for value in report["osd_rss_bytes_after"].values()),
+        )
 
 
 def main() -> None:

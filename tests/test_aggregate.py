@@ -12,24 +12,30 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from conftest import BACKENDS, make_typed_table, open_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from substrait.gen.proto import plan_pb2
+from test_properties import filters
 
 import skyhook
-from conftest import BACKENDS, make_typed_table, open_store
-from skyhook.protocol import decode_reply, encode_request
-from test_properties import filters
+from skyhook.rpc.protocol import decode_reply, encode_request
 
 F = pc.field
 TABLE = make_typed_table(rows=4000, seed=3)
 NUMERIC = ["i8", "i32", "u16", "f32", "f64", "dec"]
 ORDERED = NUMERIC + ["s", "d", "ts", "b", "id"]
 FUNCTIONS = {
-    "count": ORDERED + ["bin", "all_null"], "count_distinct": ["i8", "s", "d", "b", "dec"],
-    "sum": NUMERIC + ["all_null"], "mean": NUMERIC, "variance": NUMERIC, "stddev": NUMERIC,
-    "min": ORDERED, "max": ORDERED, "first": ORDERED, "last": ORDERED,
+    "count": ORDERED + ["bin", "all_null"],
+    "count_distinct": ["i8", "s", "d", "b", "dec"],
+    "sum": NUMERIC + ["all_null"],
+    "mean": NUMERIC,
+    "variance": NUMERIC,
+    "stddev": NUMERIC,
+    "min": ORDERED,
+    "max": ORDERED,
+    "first": ORDERED,
+    "last": ORDERED,
 }
 KEYS = ["s", "b", "i8", "d"]
 
@@ -44,8 +50,11 @@ def assert_same_result(actual: pa.Table, expected: pa.Table, keys: list[str]) ->
         left, right = actual.column(name).to_pylist(), expected.column(name).to_pylist()
         if pa.types.is_floating(expected.schema.field(name).type):
             for a, b in zip(left, right):
-                assert (a is None and b is None) or (math.isnan(a) and math.isnan(b)) or \
-                    a == pytest.approx(b, rel=1e-9, abs=1e-9), name
+                assert (
+                    (a is None and b is None)
+                    or (math.isnan(a) and math.isnan(b))
+                    or a == pytest.approx(b, rel=1e-9, abs=1e-9)
+                ), name
         else:
             assert left == right, name
 
@@ -75,11 +84,18 @@ def test_no_rows_match(dataset):
 
 def test_computed_inputs_and_text_filter(dataset):
     amount = F("dec") * pa.scalar(decimal.Decimal("2.00"), pa.decimal128(12, 2))
-    result = dataset.group_by("b").aggregate([(amount, "sum", "twice"), ("i32", "mean")], filter="i8 > 0 and s != 'fig'")
+    result = dataset.group_by("b").aggregate(
+        [(amount, "sum", "twice"), ("i32", "mean")], filter="i8 > 0 and s != 'fig'"
+    )
     local = TABLE.filter((F("i8") > 0) & (F("s") != "fig"))
-    local = local.append_column("twice", pc.multiply_checked(local.column("dec"), pa.scalar(decimal.Decimal("2.00"), pa.decimal128(12, 2))))
-    assert_same_result(result, local.group_by("b").aggregate([("twice", "sum"), ("i32", "mean")])
-                       .rename_columns(["b", "twice", "i32_mean"]), ["b"])
+    local = local.append_column(
+        "twice", pc.multiply_checked(local.column("dec"), pa.scalar(decimal.Decimal("2.00"), pa.decimal128(12, 2)))
+    )
+    assert_same_result(
+        result,
+        local.group_by("b").aggregate([("twice", "sum"), ("i32", "mean")]).rename_columns(["b", "twice", "i32_mean"]),
+        ["b"],
+    )
 
 
 @pytest.mark.parametrize("limits", [{"max_in_flight": 0}, {"max_slice_cpu_ns": 1}])
@@ -92,7 +108,9 @@ def test_pushback_leaves_results_unchanged(tmp_path, request, limits):
         stats = dataset.last_aggregate.stats
         assert stats.objects_pushed_back == stats.objects_scanned == len(dataset.manifest.partitions)
         assert set(stats.where.values()) == {"pushed back"}
-        assert_same_result(pushed, TABLE.filter(F("i8") > -50).group_by("b", use_threads=False).aggregate(aggregations), ["b"])
+        assert_same_result(
+            pushed, TABLE.filter(F("i8") > -50).group_by("b", use_threads=False).aggregate(aggregations), ["b"]
+        )
         scanner = dataset.scanner(columns=["id", "s"], filter=F("i8") > -50, pushdown=True, **limits)
         assert scanner.to_table().equals(TABLE.filter(F("i8") > -50).select(["id", "s"]))
         assert scanner.stats.objects_pushed_back == len(dataset.manifest.partitions)
@@ -156,7 +174,8 @@ where l_shipdate >= date '1994-01-01' and l_shipdate < date '1995-01-01'
 
 @pytest.fixture(scope="module")
 def lineitem(tmp_path_factory):
-    from skyhook.tpch import generate_lineitem
+    from skyhook.dev.tpch import generate_lineitem
+
     return generate_lineitem(0.01, tmp_path_factory.mktemp("tpch"))
 
 
@@ -170,32 +189,48 @@ def test_tpch_q1_and_q6_match_duckdb(lineitem, tmp_path, request, backend):
     ds = store.write_dataset("lineitem", str(lineitem), rows_per_object=15_000)
     price, discount, tax = F("l_extendedprice"), F("l_discount"), F("l_tax")
     one = money("1.00")
-    q1 = ds.group_by(["l_returnflag", "l_linestatus"]).aggregate([
-        ("l_quantity", "sum"), ("l_extendedprice", "sum"),
-        (price * (one - discount), "sum", "sum_disc_price"),
-        # pyarrow does not widen decimal products: narrow the first one (values < 1e16).
-        ((price * (one - discount)).cast(pa.decimal128(20, 4), safe=False) * (one + tax), "sum", "sum_charge"),
-        ("l_quantity", "mean"), ("l_extendedprice", "mean"), ("l_discount", "mean"), ("l_orderkey", "count"),
-    ], filter=F("l_shipdate") <= pa.scalar(datetime.date(1998, 9, 2))).sort_by([("l_returnflag", "ascending"), ("l_linestatus", "ascending")])
+    q1 = (
+        ds.group_by(["l_returnflag", "l_linestatus"])
+        .aggregate(
+            [
+                ("l_quantity", "sum"),
+                ("l_extendedprice", "sum"),
+                (price * (one - discount), "sum", "sum_disc_price"),
+                # pyarrow does not widen decimal products: narrow the first one (values < 1e16).
+                ((price * (one - discount)).cast(pa.decimal128(20, 4), safe=False) * (one + tax), "sum", "sum_charge"),
+                ("l_quantity", "mean"),
+                ("l_extendedprice", "mean"),
+                ("l_discount", "mean"),
+                ("l_orderkey", "count"),
+            ],
+            filter=F("l_shipdate") <= pa.scalar(datetime.date(1998, 9, 2)),
+        )
+        .sort_by([("l_returnflag", "ascending"), ("l_linestatus", "ascending")])
+    )
     expected = duckdb.sql(Q1_SQL.replace("lineitem", f"'{lineitem}'")).fetchall()
     # Sums of computed decimals cannot be aggregated by Arrow's Substrait consumer:
     # storage only filters (annotated "filter"), which for Q1 keeps most rows, so after
     # the first object the cost model reads the rest plainly.
     where = ds.last_aggregate.stats.where
-    assert where[0] == "storage (filter only)" and set(where.values()) == {"storage (filter only)", "client (cost model)"}
+    assert where[0] == "storage (filter only)" and set(where.values()) == {
+        "storage (filter only)",
+        "client (cost model)",
+    }
     assert len(expected) == q1.num_rows == 4
     for ours, theirs in zip(q1.to_pylist(), expected):
         values = list(ours.values())
-        assert values[:4] == list(theirs[:4])                       # keys and exact decimal sums
-        assert values[4] == theirs[4] and values[5] == theirs[5]   # sums of computed decimals
+        assert values[:4] == list(theirs[:4])  # keys and exact decimal sums
+        assert values[4] == theirs[4] and values[5] == theirs[5]  # sums of computed decimals
         for mine, duck in zip(values[6:9], theirs[6:9]):
             assert float(mine) == pytest.approx(float(duck), abs=0.01)  # decimal averages, rounded to cents
         assert values[9] == theirs[9]
 
-    q6 = ds.aggregate([(price * discount, "sum", "revenue")],
-                      filter="l_shipdate >= '1994-01-01' and l_shipdate < '1995-01-01' and "
-                             "l_discount >= 0.05 and l_discount <= 0.07 and l_quantity < 24")
-    (revenue,), = duckdb.sql(Q6_SQL.replace("lineitem", f"'{lineitem}'")).fetchall()
+    q6 = ds.aggregate(
+        [(price * discount, "sum", "revenue")],
+        filter="l_shipdate >= '1994-01-01' and l_shipdate < '1995-01-01' and "
+        "l_discount >= 0.05 and l_discount <= 0.07 and l_quantity < 24",
+    )
+    ((revenue,),) = duckdb.sql(Q6_SQL.replace("lineitem", f"'{lineitem}'")).fetchall()
     assert q6.column("revenue")[0].as_py() == revenue
     assert set(ds.last_aggregate.stats.where.values()) == {"storage (filter only)"}  # Q6 keeps ~2 % of rows
     assert pq.read_metadata(lineitem).num_rows == ds.manifest.num_rows
@@ -214,8 +249,9 @@ def test_explain_says_where_work_ran(dataset):
 
 def execute_plan(dataset, plan: bytes):
     name = dataset.manifest.partitions[0].object_name
-    return decode_reply(dataset.store.backend.call(name, "execute_plan",
-                                                   encode_request({"method": "execute_plan", "plan": plan})))
+    return decode_reply(
+        dataset.store.backend.call(name, "execute_plan", encode_request({"method": "execute_plan", "plan": plan}))
+    )
 
 
 def test_storage_only_filters_what_it_cannot_aggregate(dataset):
@@ -229,11 +265,14 @@ def test_storage_only_filters_what_it_cannot_aggregate(dataset):
     assert rows.column(1).to_pylist() == pc.multiply_checked(first.column("dec"), first.column("dec")).to_pylist()
 
 
-@pytest.mark.parametrize("plan, message", [
-    (b"\xff\xff\xff", "malformed Substrait plan"),
-    (b"", "exactly one relation"),
-    (bytes([0x1a, 0x02, 0x0a, 0x00]), "relation"),
-])
+@pytest.mark.parametrize(
+    "plan, message",
+    [
+        (b"\xff\xff\xff", "malformed Substrait plan"),
+        (b"", "exactly one relation"),
+        (bytes([0x1A, 0x02, 0x0A, 0x00]), "relation"),
+    ],
+)
 def test_malformed_plans_are_refused(dataset, plan, message):
     reply = execute_plan(dataset, plan)
     assert reply.code == 1 and message in reply.message

@@ -10,11 +10,16 @@ import pyarrow.substrait as pas
 import pytest
 
 import skyhook
-from skyhook.protocol import decode_reply, encode_request
+from skyhook.rpc.protocol import decode_reply, encode_request
 
 F = pc.field
-TABLE = pa.table({"id": pa.array(range(5000)), "s": pa.array([f"v{i % 13}" for i in range(5000)]),
-                  "x": pa.array([float(i) for i in range(5000)])})
+TABLE = pa.table(
+    {
+        "id": pa.array(range(5000)),
+        "s": pa.array([f"v{i % 13}" for i in range(5000)]),
+        "x": pa.array([float(i) for i in range(5000)]),
+    }
+)
 
 
 @pytest.fixture
@@ -23,8 +28,9 @@ def dataset(store):
 
 
 def call_scan(dataset, request: bytes, partition: int = 0):
-    reply = decode_reply(dataset.store.backend.call(dataset.manifest.partitions[partition].object_name,
-                                                    "scan", request))
+    reply = decode_reply(
+        dataset.store.backend.call(dataset.manifest.partitions[partition].object_name, "scan", request)
+    )
     reply.raise_for_status("scan")
     return reply
 
@@ -69,13 +75,16 @@ def test_evaluation_error_in_storage_is_reported(dataset):
     assert_intact(dataset)
 
 
-@pytest.mark.parametrize("request_bytes, error, message", [
-    (b"", skyhook.InvalidRequestError, "shorter than"),
-    (b"garbage that is not a request", skyhook.InvalidRequestError, "does not start with"),
-    (struct.pack("<4sHHII", b"SKRQ", 99, 0, 0, 0), skyhook.UnsupportedVersionError, "version 99"),
-    (struct.pack("<4sHHII", b"SKRQ", 1, 0, 10**6, 0), skyhook.InvalidRequestError, "truncated"),
-    (struct.pack("<4sHHII", b"SKRQ", 1, 0, 8, 0) + b"\xff" * 8, skyhook.InvalidRequestError, "malformed header"),
-])
+@pytest.mark.parametrize(
+    "request_bytes, error, message",
+    [
+        (b"", skyhook.InvalidRequestError, "shorter than"),
+        (b"garbage that is not a request", skyhook.InvalidRequestError, "does not start with"),
+        (struct.pack("<4sHHII", b"SKRQ", 99, 0, 0, 0), skyhook.UnsupportedVersionError, "version 99"),
+        (struct.pack("<4sHHII", b"SKRQ", 1, 0, 10**6, 0), skyhook.InvalidRequestError, "truncated"),
+        (struct.pack("<4sHHII", b"SKRQ", 1, 0, 8, 0) + b"\xff" * 8, skyhook.InvalidRequestError, "malformed header"),
+    ],
+)
 def test_malformed_requests(dataset, request_bytes, error, message):
     with pytest.raises(error, match=message):
         call_scan(dataset, request_bytes)
@@ -83,21 +92,26 @@ def test_malformed_requests(dataset, request_bytes, error, message):
 
 
 def test_truncated_request(dataset):
-    request = encode_request({"method": "scan", "filter": bytes(pas.serialize_expressions([F("id") > 3], ["f"], TABLE.schema))})
+    request = encode_request(
+        {"method": "scan", "filter": bytes(pas.serialize_expressions([F("id") > 3], ["f"], TABLE.schema))}
+    )
     for cut in (5, 20, len(request) // 2, len(request) - 1):
         with pytest.raises(skyhook.InvalidRequestError):
             call_scan(dataset, request[:cut])
     assert_intact(dataset)
 
 
-@pytest.mark.parametrize("fields, message", [
-    ({"filter": b"\x08\x96\x01 not substrait"}, "Substrait filter"),
-    ({"projection": b"\xff\xff\xff"}, "Substrait projection"),
-    ({"compression": "snappy"}, "unknown compression"),
-    ({"batch_size": 0}, "batch_size"),
-    ({"max_result_bytes": -1}, "max_result_bytes"),
-    ({"batch_size": "many"}, "must be int64"),
-])
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"filter": b"\x08\x96\x01 not substrait"}, "Substrait filter"),
+        ({"projection": b"\xff\xff\xff"}, "Substrait projection"),
+        ({"compression": "snappy"}, "unknown compression"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"max_result_bytes": -1}, "max_result_bytes"),
+        ({"batch_size": "many"}, "must be int64"),
+    ],
+)
 def test_invalid_request_fields(dataset, fields, message):
     with pytest.raises(skyhook.InvalidRequestError, match=message):
         call_scan(dataset, encode_request({"method": "scan", **fields}))
@@ -132,10 +146,12 @@ def test_corrupt_object(store, damage):
     backend = store.backend
     name = victim.manifest.partitions[1].object_name
     original = backend.read_object(name).to_pybytes()
-    damaged = {"garbage": (b"this is not parquet" * 100, {"skyhook.format": "parquet"}),
-               "truncated": (original[: len(original) // 2], {"skyhook.format": "parquet"}),
-               "wrong_format": (original, {"skyhook.format": "ipc"}),
-               "no_format": (original, {})}[damage]
+    damaged = {
+        "garbage": (b"this is not parquet" * 100, {"skyhook.format": "parquet"}),
+        "truncated": (original[: len(original) // 2], {"skyhook.format": "parquet"}),
+        "wrong_format": (original, {"skyhook.format": "ipc"}),
+        "no_format": (original, {}),
+    }[damage]
     backend.put_object(name, pa.py_buffer(damaged[0]), damaged[1])
     with pytest.raises(skyhook.CorruptObjectError, match="not a readable|no skyhook.format"):
         victim.to_table(filter=F("x") > 0, pushdown=True)

@@ -11,16 +11,20 @@ import uuid
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-
-import skyhook
-from skyhook.cluster import ClusterError, LocalCluster
-from skyhook.protocol import decode_reply
-
 from conftest import assert_same_table
 
+import skyhook
+from skyhook.dev.cluster import ClusterError, LocalCluster
+from skyhook.rpc.protocol import decode_reply
+
 F = pc.field
-TABLE = pa.table({"k": pa.array(range(240_000)), "v": pa.array([i % 1000 * 0.25 for i in range(240_000)]),
-                  "tag": pa.array([f"t{i % 31}" for i in range(240_000)])})
+TABLE = pa.table(
+    {
+        "k": pa.array(range(240_000)),
+        "v": pa.array([i % 1000 * 0.25 for i in range(240_000)]),
+        "tag": pa.array([f"t{i % 31}" for i in range(240_000)]),
+    }
+)
 
 
 @pytest.fixture
@@ -57,12 +61,20 @@ def test_bad_input_leaves_every_osd_alive_and_serving(ceph_cluster, ceph_store):
     before = osd_pids(ceph_cluster)
     backend = ceph_store.backend
     name = dataset.manifest.partitions[0].object_name
-    for request in (b"", b"\x00" * 3, b"SKRQ" + b"\xff" * 60, b"SKRQ\x01\x00\x00\x00\xff\xff\xff\x7f" + b"\x00" * 4,
-                    bytes(range(256)) * 40):
+    for request in (
+        b"",
+        b"\x00" * 3,
+        b"SKRQ" + b"\xff" * 60,
+        b"SKRQ\x01\x00\x00\x00\xff\xff\xff\x7f" + b"\x00" * 4,
+        bytes(range(256)) * 40,
+    ):
         reply = decode_reply(backend.call(name, "scan", request))
         assert reply.code != 0 and reply.message
-    backend.put_object(dataset.manifest.partitions[1].object_name, pa.py_buffer(b"PAR1" + b"\x00" * 5000 + b"PAR1"),
-                       {"skyhook.format": "parquet"})
+    backend.put_object(
+        dataset.manifest.partitions[1].object_name,
+        pa.py_buffer(b"PAR1" + b"\x00" * 5000 + b"PAR1"),
+        {"skyhook.format": "parquet"},
+    )
     with pytest.raises(skyhook.CorruptObjectError):
         dataset.to_table()
     with pytest.raises(skyhook.UnknownColumnError):
@@ -90,8 +102,12 @@ def test_cli_against_ceph(ceph_cluster, tmp_path):
         writer.write_table(TABLE)
 
     def run(*args):
-        result = subprocess.run([sys.executable, "-m", "skyhook.cli", *args, "--store", uri],
-                                capture_output=True, text=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+        result = subprocess.run(
+            [sys.executable, "-m", "skyhook.cli", *args, "--store", uri],
+            capture_output=True,
+            text=True,
+            env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+        )
         assert result.returncode == 0, result.stdout + result.stderr
         return result.stdout
 

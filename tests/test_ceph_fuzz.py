@@ -15,8 +15,8 @@ import pyarrow as pa
 import pytest
 
 from skyhook.backends.rados import RadosBackend
-from skyhook.cluster import POOL
-from skyhook.protocol import decode_reply, encode_request
+from skyhook.dev.cluster import POOL
+from skyhook.rpc.protocol import decode_reply, encode_request
 
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ = ROOT / "cpp/fuzz"
@@ -36,16 +36,16 @@ def mutate_bytes(data: bytes, others: list[bytes], rng: random.Random) -> bytes:
         for _ in range(rng.randint(1, 8)):
             data[rng.randrange(len(data))] ^= rng.randint(1, 255)
     elif kind == 1:
-        del data[rng.randrange(len(data) + 1):]
+        del data[rng.randrange(len(data) + 1) :]
     else:
         other = rng.choice(others)
-        data = data[:rng.randrange(len(data) + 1)] + other[rng.randrange(len(other) + 1):]
+        data = data[: rng.randrange(len(data) + 1)] + other[rng.randrange(len(other) + 1) :]
     return bytes(data)
 
 
 def header_fields(request: bytes) -> dict:
     header_length = int.from_bytes(request[8:12], "little")
-    header = pa.ipc.open_stream(request[16:16 + header_length]).read_next_batch()
+    header = pa.ipc.open_stream(request[16 : 16 + header_length]).read_next_batch()
     return {name: column[0].as_py() for name, column in zip(header.schema.names, header.columns)}
 
 
@@ -67,8 +67,9 @@ def fuzz_backend(ceph_cluster, tmp_path):
     # too, so a call to a crashed or wedged OSD fails instead of hanging.
     conf = tmp_path / "ceph.conf"
     conf.write_text(ceph_cluster.conf.read_text() + f"\n[client]\nrados osd op timeout = {CALL_TIMEOUT_SECONDS}\n")
-    backend = RadosBackend(POOL, str(conf), namespace=f"fuzz-{uuid.uuid4().hex[:12]}",
-                           timeout_seconds=CALL_TIMEOUT_SECONDS)
+    backend = RadosBackend(
+        POOL, str(conf), namespace=f"fuzz-{uuid.uuid4().hex[:12]}", timeout_seconds=CALL_TIMEOUT_SECONDS
+    )
     yield backend
     backend.close()
     for osd in ceph_cluster.osd_ids():  # leave the session's cluster whole for the tests after this one
@@ -89,8 +90,7 @@ def replay_object_regressions(backend: RadosBackend) -> None:
 def test_mutated_requests_leave_every_osd_up(ceph_cluster, fuzz_backend, tmp_path):
     objects = sorted((FUZZ / "objects").iterdir())
     for path in objects:
-        fuzz_backend.put_object(path.name, pa.py_buffer(path.read_bytes()),
-                                {"skyhook.format": FORMATS[path.suffix]})
+        fuzz_backend.put_object(path.name, pa.py_buffer(path.read_bytes()), {"skyhook.format": FORMATS[path.suffix]})
     entries = [path.read_bytes() for path in sorted((FUZZ / "corpus/fuzz_requests").iterdir())]
     seeds = [entry[1:] for entry in entries]  # the corpus files start with the selector byte
     substrait = [value for seed in seeds for value in header_fields(seed).values() if isinstance(value, bytes)]

@@ -10,13 +10,22 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-TABLE = pa.table({"k": pa.array(range(1000)), "price": pa.array([i * 1.5 for i in range(1000)]),
-                  "flag": pa.array(["R" if i % 3 else "A" for i in range(1000)])})
+TABLE = pa.table(
+    {
+        "k": pa.array(range(1000)),
+        "price": pa.array([i * 1.5 for i in range(1000)]),
+        "flag": pa.array(["R" if i % 3 else "A" for i in range(1000)]),
+    }
+)
 
 
 def skyhook_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-m", "skyhook.cli", *args], capture_output=True, text=True,
-                            env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    result = subprocess.run(
+        [sys.executable, "-m", "skyhook.cli", *args],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
     if check:
         assert result.returncode == 0, result.stdout + result.stderr
     return result
@@ -32,13 +41,24 @@ def test_import_ls_describe_query(tmp_path):
     described = skyhook_cli("describe", "sales", "--store", store).stdout
     assert "price" in described and "double" in described and "sales." in described
 
-    queried = skyhook_cli("query", "sales", "--store", store, "--columns", "k,flag",
-                          "--where", "price > 1400 and flag == 'R'").stdout
+    queried = skyhook_cli(
+        "query", "sales", "--store", store, "--columns", "k,flag", "--where", "price > 1400 and flag == 'R'"
+    ).stdout
     assert "rows_returned" in queried and "objects_pruned" in queried
 
     output = tmp_path / "out.csv"
-    skyhook_cli("query", "sales", "--store", store, "--where", "price > 1400 and flag == 'R'",
-                "--columns", "k,flag", "--output", str(output))
+    skyhook_cli(
+        "query",
+        "sales",
+        "--store",
+        store,
+        "--where",
+        "price > 1400 and flag == 'R'",
+        "--columns",
+        "k,flag",
+        "--output",
+        str(output),
+    )
     written = pacsv.read_csv(output)
     expected = TABLE.filter((pc.field("price") > 1400) & (pc.field("flag") == "R")).select(["k", "flag"])
     assert written.column("k").to_pylist() == expected.column("k").to_pylist()
@@ -63,8 +83,9 @@ def test_group_by_and_explain(tmp_path):
     store = str(tmp_path / "store")
     pq.write_table(TABLE, tmp_path / "t.parquet")
     skyhook_cli("import", "t", str(tmp_path / "t.parquet"), "--store", store, "--rows-per-object", "300")
-    out = skyhook_cli("query", "t", "--store", store, "-g", "flag", "-a", "price:sum", "-a", "k:count",
-                      "--where", "k < 100").stdout
+    out = skyhook_cli(
+        "query", "t", "--store", store, "-g", "flag", "-a", "price:sum", "-a", "k:count", "--where", "k < 100"
+    ).stdout
     expected = TABLE.filter(pc.field("k") < 100).group_by("flag").aggregate([("price", "sum"), ("k", "count")])
     for row in expected.to_pylist():
         assert str(row["price_sum"]) in out and str(row["k_count"]) in out
@@ -78,6 +99,7 @@ def test_pushdown_modes(tmp_path):
     store = str(tmp_path / "store")
     pq.write_table(TABLE, tmp_path / "t.parquet")
     skyhook_cli("import", "t", str(tmp_path / "t.parquet"), "--store", store, "--rows-per-object", "300")
+
     def statistic(output: str, name: str) -> str:
         line = next(line for line in output.splitlines() if f" {name} " in line)
         return line.split("│")[2].strip()

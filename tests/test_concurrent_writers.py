@@ -14,12 +14,11 @@ from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
+from conftest import BACKENDS, assert_same_table
 
 import skyhook
-from skyhook.cluster import LocalCluster
-from skyhook.manifest import Manifest, object_owner
-
-from conftest import BACKENDS, assert_same_table
+from skyhook.catalog.manifest import Manifest, object_owner
+from skyhook.dev.cluster import LocalCluster
 
 WRITERS = 8
 ROWS = 120
@@ -37,8 +36,11 @@ def writer_table(writer: int) -> pa.Table:
 
 def partition_objects(store: skyhook.Store, dataset: str | None = None) -> list[str]:
     """Every partition object (or temporary file of one) in storage, of one dataset if given."""
-    return sorted(name for name in store.backend.object_names()
-                  if (owner := object_owner(store.backend.partition_name(name))) and dataset in (None, owner.dataset))
+    return sorted(
+        name
+        for name in store.backend.object_names()
+        if (owner := object_owner(store.backend.partition_name(name))) and dataset in (None, owner.dataset)
+    )
 
 
 def assert_consistent(store: skyhook.Store, dataset: str, expected: pa.Table) -> None:
@@ -61,12 +63,15 @@ def _write(uri: str, dataset: str, writer: int, mode: str, barrier, outcomes) ->
         outcomes.put((writer, repr(error)))
 
 
-def run_writers(store: skyhook.Store, dataset: str, mode: str,
-                meanwhile: Callable[[], None] = lambda: None) -> dict[int, str]:
+def run_writers(
+    store: skyhook.Store, dataset: str, mode: str, meanwhile: Callable[[], None] = lambda: None
+) -> dict[int, str]:
     """Outcomes of WRITERS processes writing dataset at once; meanwhile runs here as they write."""
     barrier, outcomes = CONTEXT.Barrier(WRITERS + 1), CONTEXT.Queue()
-    processes = [CONTEXT.Process(target=_write, args=(store.uri, dataset, writer, mode, barrier, outcomes))
-                 for writer in range(WRITERS)]
+    processes = [
+        CONTEXT.Process(target=_write, args=(store.uri, dataset, writer, mode, barrier, outcomes))
+        for writer in range(WRITERS)
+    ]
     for process in processes:
         process.start()
     barrier.wait(timeout=60)
@@ -116,6 +121,7 @@ def test_deletes_racing_overwrites_leave_no_orphans(store):
 
 
 # -- writers that die, and fsck ---------------------------------------------
+
 
 def _write_then_stop(uri: str, objects_before_stop: int, how: str, stopped, resume) -> None:
     """Write "victim"; after objects_before_stop objects either die or pause until resumed."""
@@ -200,6 +206,7 @@ def test_a_create_that_loses_the_race_deletes_its_own_objects(store):
 
 # -- crafted manifests ------------------------------------------------------
 
+
 def crafted(manifest: Manifest, object_name: str) -> bytes:
     first = dataclasses.replace(manifest.partitions[0], object_name=object_name)
     return dataclasses.replace(manifest, partitions=(first, *manifest.partitions[1:])).to_bytes()
@@ -253,16 +260,22 @@ def test_fsck_repairs_the_list_of_datasets(store):
     store.backend._pool.omap_set("_skyhook.datasets", {"ghost": ""})
     assert store.list_datasets() == ["ghost", "listed"]
     report = store.fsck()
-    assert report.index_problems == ["ghost: listed, but has no manifest",
-                                     "unlisted: has a manifest, but is not listed"]
+    assert report.index_problems == [
+        "ghost: listed, but has no manifest",
+        "unlisted: has a manifest, but is not listed",
+    ]
     assert store.fsck(repair=True).repaired and store.fsck().clean
     assert store.list_datasets() == ["listed", "unlisted"]
     assert_consistent(store, "unlisted", writer_table(1))
 
 
 def test_names_with_a_trailing_newline_are_rejected(store):
-    for call in (lambda: store.write_dataset("t\n", writer_table(1)), lambda: store.dataset("t\n"),
-                 lambda: store.delete_dataset("t\n"), lambda: store.fsck("t\n")):
+    for call in (
+        lambda: store.write_dataset("t\n", writer_table(1)),
+        lambda: store.dataset("t\n"),
+        lambda: store.delete_dataset("t\n"),
+        lambda: store.fsck("t\n"),
+    ):
         with pytest.raises(skyhook.InvalidRequestError, match="invalid dataset name"):
             call()
     assert store.list_datasets() == []
@@ -284,8 +297,12 @@ def test_fsck_from_the_command_line(tmp_path):
         store.backend.put_object("t.1700000000abcdef.0", pa.py_buffer(b"left by a crash"), {})
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "skyhook.cli", "fsck", *args, "--store", uri],
-                              capture_output=True, text=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+        return subprocess.run(
+            [sys.executable, "-m", "skyhook.cli", "fsck", *args, "--store", uri],
+            capture_output=True,
+            text=True,
+            env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+        )
 
     found = cli()
     assert found.returncode == 1 and "t.1700000000abcdef.0" in found.stdout and "--repair" in found.stdout
@@ -297,8 +314,12 @@ def test_fsck_from_the_command_line(tmp_path):
         store.backend.replace_manifest("bad", b"garbage", store.backend.get_manifest("bad").version)
     bad_manifest = cli("--repair")
     assert bad_manifest.returncode == 1 and "corrupt manifests" in bad_manifest.stdout
-    listing = subprocess.run([sys.executable, "-m", "skyhook.cli", "ls", "--store", uri], capture_output=True,
-                             text=True, env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"})
+    listing = subprocess.run(
+        [sys.executable, "-m", "skyhook.cli", "ls", "--store", uri],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
     assert listing.returncode == 0 and "corrupt manifest" in listing.stdout and "120" in listing.stdout
     bad_name = cli("t\n")
     assert bad_name.returncode == 1 and "invalid dataset name" in bad_name.stdout
@@ -306,6 +327,7 @@ def test_fsck_from_the_command_line(tmp_path):
 
 
 # -- the RADOS operation timeout ----------------------------------------------
+
 
 @pytest.mark.skipif("ceph" not in BACKENDS, reason="SKYHOOK_TEST_CEPH=0")
 def test_a_placement_group_without_osds_times_out_clearly(tmp_path):

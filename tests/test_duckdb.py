@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
-
 from conftest import assert_same_table
 
 

@@ -11,12 +11,17 @@ import pyarrow.csv as pacsv
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
-
-import skyhook
 from conftest import assert_same_table
 
-TABLE = pa.table({"k": pa.array(range(20_000)), "v": pa.array([i * 0.5 for i in range(20_000)]),
-                  "name": pa.array([f"n{i % 97}" for i in range(20_000)])})
+import skyhook
+
+TABLE = pa.table(
+    {
+        "k": pa.array(range(20_000)),
+        "v": pa.array([i * 0.5 for i in range(20_000)]),
+        "name": pa.array([f"n{i % 97}" for i in range(20_000)]),
+    }
+)
 
 
 def test_layout_and_attributes(tmp_path):

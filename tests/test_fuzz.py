@@ -17,15 +17,23 @@ FUZZ_SECONDS = 80  # split over the two targets
 SANITIZER_REPORT = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|Check failed")
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("clang++") is None or not list(Path("/usr/lib").glob("llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a")),
-    reason="clang with libFuzzer not installed (scripts/setup.sh --fuzz)")
+    shutil.which("clang++") is None
+    or not list(Path("/usr/lib").glob("llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a")),
+    reason="clang with libFuzzer not installed (scripts/setup.sh --fuzz)",
+)
 
 
 def test_regressions_replay_and_bounded_fuzzing_find_no_crash():
-    result = subprocess.run([str(ROOT / "scripts/fuzz.sh"), "--seconds", str(FUZZ_SECONDS)], cwd=ROOT,
-                            capture_output=True, text=True, timeout=FUZZ_SECONDS + 900)
-    logs = "".join(path.read_text(errors="replace") for path in (ROOT / "build/fuzz").glob("*.log")
-                   if path.name != "build.log")
+    result = subprocess.run(
+        [str(ROOT / "scripts/fuzz.sh"), "--seconds", str(FUZZ_SECONDS)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=FUZZ_SECONDS + 900,
+    )
+    logs = "".join(
+        path.read_text(errors="replace") for path in (ROOT / "build/fuzz").glob("*.log") if path.name != "build.log"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert not SANITIZER_REPORT.search(logs)
     executions = re.search(r"total: (\d+) executions", result.stdout)

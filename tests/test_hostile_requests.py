@@ -13,12 +13,16 @@ import pytest
 from substrait.gen.proto import algebra_pb2, extended_expression_pb2, plan_pb2, type_pb2
 
 import skyhook
-from skyhook.protocol import decode_reply, encode_request
+from skyhook.rpc.protocol import decode_reply, encode_request
 
 F = pc.field
-TABLE = pa.table({"k": pa.array(range(1000), pa.int64()),
-                  "s": pa.array([f"v{i % 7}" for i in range(1000)]),
-                  "d": pa.array([i * 0.5 for i in range(1000)])})
+TABLE = pa.table(
+    {
+        "k": pa.array(range(1000), pa.int64()),
+        "s": pa.array([f"v{i % 7}" for i in range(1000)]),
+        "d": pa.array([i * 0.5 for i in range(1000)]),
+    }
+)
 
 Plan = plan_pb2.Plan
 
@@ -40,8 +44,9 @@ def aggregate_plan(dataset) -> Plan:
     return Plan.FromString(execution.decomposition.sub_plan.plan)
 
 
-def relations(plan: Plan) -> tuple[algebra_pb2.AggregateRel, algebra_pb2.ProjectRel,
-                                    algebra_pb2.FilterRel, algebra_pb2.ReadRel]:
+def relations(
+    plan: Plan,
+) -> tuple[algebra_pb2.AggregateRel, algebra_pb2.ProjectRel, algebra_pb2.FilterRel, algebra_pb2.ReadRel]:
     aggregate = plan.relations[0].root.input.aggregate
     project = aggregate.input.project
     filter = project.input.filter
@@ -68,8 +73,9 @@ def _decimal_everywhere() -> list[tuple[str, Callable[[Plan], None]]]:
 
     def in_cast(plan: Plan) -> None:
         _, project, _, _ = relations(plan)
-        cast = algebra_pb2.Expression(cast=algebra_pb2.Expression.Cast(
-            type=_decimal_type(39, 2), input=project.expressions[0]))
+        cast = algebra_pb2.Expression(
+            cast=algebra_pb2.Expression.Cast(type=_decimal_type(39, 2), input=project.expressions[0])
+        )
         project.expressions[0].CopyFrom(cast)
 
     def in_output_type(plan: Plan) -> None:
@@ -79,11 +85,18 @@ def _decimal_everywhere() -> list[tuple[str, Callable[[Plan], None]]]:
     def in_literal(plan: Plan) -> None:
         _, _, filter, _ = relations(plan)
         literal = filter.condition.scalar_function.arguments[1].value.literal
-        literal.CopyFrom(algebra_pb2.Expression.Literal(decimal=algebra_pb2.Expression.Literal.Decimal(
-            value=bytes(16), precision=40, scale=2)))
+        literal.CopyFrom(
+            algebra_pb2.Expression.Literal(
+                decimal=algebra_pb2.Expression.Literal.Decimal(value=bytes(16), precision=40, scale=2)
+            )
+        )
 
-    return [("read schema", in_read_schema), ("cast", in_cast), ("output type", in_output_type),
-            ("literal", in_literal)]
+    return [
+        ("read schema", in_read_schema),
+        ("cast", in_cast),
+        ("output type", in_output_type),
+        ("literal", in_literal),
+    ]
 
 
 def _decimal_type(precision: int, scale: int) -> type_pb2.Type:
@@ -99,7 +112,8 @@ def test_decimal_precision_out_of_range(dataset, where, corrupt):
 
 def test_decimal_precision_in_a_scan_filter(dataset):
     filter = extended_expression_pb2.ExtendedExpression.FromString(
-        bytes(pas.serialize_expressions([F("k") > 5], ["f"], TABLE.schema)))
+        bytes(pas.serialize_expressions([F("k") > 5], ["f"], TABLE.schema))
+    )
     filter.base_schema.struct.types[2].CopyFrom(_decimal_type(0, 0))
     code, text = call(dataset, "scan", filter=filter.SerializeToString())
     assert code == 1 and "decimal(0, 0)" in text
@@ -181,10 +195,14 @@ def test_unknown_fields_are_refused(dataset):
 @pytest.mark.parametrize("length", [1001, 70_000])
 def test_oversized_in_list(dataset, length):
     filter = extended_expression_pb2.ExtendedExpression.FromString(
-        bytes(pas.serialize_expressions([F("k") == 1], ["f"], TABLE.schema)))
+        bytes(pas.serialize_expressions([F("k") == 1], ["f"], TABLE.schema))
+    )
     comparison = filter.referred_expr[0].expression.scalar_function
-    in_list = algebra_pb2.Expression(singular_or_list=algebra_pb2.Expression.SingularOrList(
-        value=comparison.arguments[0].value, options=[comparison.arguments[1].value] * length))
+    in_list = algebra_pb2.Expression(
+        singular_or_list=algebra_pb2.Expression.SingularOrList(
+            value=comparison.arguments[0].value, options=[comparison.arguments[1].value] * length
+        )
+    )
     filter.referred_expr[0].expression.CopyFrom(in_list)
     code, text = call(dataset, "scan", filter=filter.SerializeToString())
     assert code == 1 and f"IN list of {length} values" in text
@@ -210,7 +228,7 @@ def _remap_references(message, mapping: dict[int, int]) -> None:
     for descriptor, value in message.ListFields():
         if descriptor.message_type is None:
             continue
-        for item in (value if descriptor.is_repeated else [value]):
+        for item in value if descriptor.is_repeated else [value]:
             if isinstance(item, algebra_pb2.Expression.ReferenceSegment.StructField):
                 item.field = mapping.get(item.field, item.field)
             else:
@@ -232,9 +250,17 @@ def test_plan_reads_columns_in_its_own_order(store, format):
     original = call(dataset, "execute_plan", plan=aggregate_plan(dataset).SerializeToString())
     assert reordered == original  # (code, message)
     name = dataset.manifest.partitions[0].object_name
-    tables = [decode_reply(dataset.store.backend.call(name, "execute_plan", encode_request(
-        {"method": "execute_plan", "plan": p.SerializeToString()}))).reader().read_all().sort_by("s")
-              for p in (plan, aggregate_plan(dataset))]
+    tables = [
+        decode_reply(
+            dataset.store.backend.call(
+                name, "execute_plan", encode_request({"method": "execute_plan", "plan": p.SerializeToString()})
+            )
+        )
+        .reader()
+        .read_all()
+        .sort_by("s")
+        for p in (plan, aggregate_plan(dataset))
+    ]
     assert tables[0].equals(tables[1])
 
 

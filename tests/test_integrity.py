@@ -14,11 +14,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from conftest import assert_same_table, make_typed_table
 
 import skyhook
-from skyhook.protocol import REPLY_MAGIC, decode_reply, encode_request
-
-from conftest import assert_same_table, make_typed_table
+from skyhook.rpc.protocol import REPLY_MAGIC, decode_reply, encode_request
 
 F = pc.field
 TABLE = make_typed_table(rows=3000, seed=5)
@@ -43,7 +42,7 @@ def real_replies(store: skyhook.Store) -> dict[str, bytes]:
 DECODE_DAMAGED = textwrap.dedent("""
     import json, pickle, random, sys
     from skyhook.errors import StorageError
-    from skyhook.protocol import decode_reply
+    from skyhook.rpc.protocol import decode_reply
 
     def decode(message):
         try:
@@ -86,9 +85,12 @@ DECODE_DAMAGED = textwrap.dedent("""
 def test_damaged_replies_raise_storage_errors_and_never_crash(tmp_path):
     with skyhook.connect((tmp_path / "store").as_uri()) as store:
         replies = real_replies(store)
-    child = subprocess.run([sys.executable, "-c", DECODE_DAMAGED], input=pickle.dumps(replies),
-                           capture_output=True, timeout=900)
-    assert child.returncode == 0, f"decoding damaged replies failed ({child.returncode}): {child.stderr.decode()[-3000:]}"
+    child = subprocess.run(
+        [sys.executable, "-c", DECODE_DAMAGED], input=pickle.dumps(replies), capture_output=True, timeout=900
+    )
+    assert child.returncode == 0, (
+        f"decoding damaged replies failed ({child.returncode}): {child.stderr.decode()[-3000:]}"
+    )
     outcomes = json.loads(child.stdout)
     assert outcomes["storage error"] > 1000
 
@@ -113,17 +115,24 @@ def header(**columns) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict(columns)
 
 
-@pytest.mark.parametrize("message, match", [
-    (frame(header(message=pa.array([""]))), "no 'status'"),
-    (frame(header(status=pa.array([0], pa.int32()))), "no 'message'"),
-    (frame(header(status=pa.array([0], pa.int64()), message=pa.array([""]))), "'status' is int64"),
-    (frame(header(status=pa.array([0, 0], pa.int32()), message=pa.array(["", ""]))), "2 header rows"),
-    (frame(header(status=pa.array([None], pa.int32()), message=pa.array([""]))), "'status' is null"),
-    (frame(header(status=pa.array([0], pa.int32()), message=pa.array([""]), executed=pa.array(["most"]))),
-     "executed 'most'"),
-    (frame(header(status=pa.array([0], pa.int32()), message=pa.array([""]), executed=pa.array([1]))),
-     "'executed' is int64"),
-])
+@pytest.mark.parametrize(
+    "message, match",
+    [
+        (frame(header(message=pa.array([""]))), "no 'status'"),
+        (frame(header(status=pa.array([0], pa.int32()))), "no 'message'"),
+        (frame(header(status=pa.array([0], pa.int64()), message=pa.array([""]))), "'status' is int64"),
+        (frame(header(status=pa.array([0, 0], pa.int32()), message=pa.array(["", ""]))), "2 header rows"),
+        (frame(header(status=pa.array([None], pa.int32()), message=pa.array([""]))), "'status' is null"),
+        (
+            frame(header(status=pa.array([0], pa.int32()), message=pa.array([""]), executed=pa.array(["most"]))),
+            "executed 'most'",
+        ),
+        (
+            frame(header(status=pa.array([0], pa.int32()), message=pa.array([""]), executed=pa.array([1]))),
+            "'executed' is int64",
+        ),
+    ],
+)
 def test_malformed_reply_headers(message, match):
     with pytest.raises(skyhook.CorruptReplyError, match=match):
         decode_reply(message, "object x")
@@ -144,8 +153,9 @@ def test_two_header_batches_are_malformed():
 def test_non_utf8_error_message_is_decoded_safely():
     raw = b"column \xff\xfe is bad"
     message = pa.Array.from_buffers(pa.string(), 1, pa.array([raw], pa.binary()).buffers())
-    reply = decode_reply(frame(pa.RecordBatch.from_arrays([pa.array([5], pa.int32()), message],
-                                                          names=["status", "message"])))
+    reply = decode_reply(
+        frame(pa.RecordBatch.from_arrays([pa.array([5], pa.int32()), message], names=["status", "message"]))
+    )
     with pytest.raises(skyhook.CorruptObjectError, match="column \ufffd\ufffd is bad"):
         reply.raise_for_status("scanning")
 
@@ -188,11 +198,14 @@ def test_a_flipped_bit_in_a_parquet_page_is_an_error_on_every_path(store, compre
     assert_same_table(dataset.to_table(filter=F("id") < 10_000), table.slice(0, 10_000))
 
 
-@pytest.mark.parametrize("other_schema", [
-    pa.schema([("id", pa.int32()), ("x", pa.float64())]),   # a narrower type: would be cast silently
-    pa.schema([("id", pa.int64()), ("y", pa.float64())]),   # another column
-    pa.schema([("id", pa.int64())]),                         # a missing column
-])
+@pytest.mark.parametrize(
+    "other_schema",
+    [
+        pa.schema([("id", pa.int32()), ("x", pa.float64())]),  # a narrower type: would be cast silently
+        pa.schema([("id", pa.int64()), ("y", pa.float64())]),  # another column
+        pa.schema([("id", pa.int64())]),  # a missing column
+    ],
+)
 def test_an_object_inconsistent_with_the_manifest_is_corrupt(store, other_schema):
     table = pa.table({"id": pa.array(range(2000)), "x": pa.array([i * 0.5 for i in range(2000)])})
     dataset = store.write_dataset("t", table, rows_per_object=1000, format="ipc")
@@ -223,23 +236,28 @@ class FailingFragment:
         raise self.error
 
 
-@pytest.mark.parametrize("error, expected", [
-    (pa.ArrowMemoryError("malloc of size 1 GiB failed"), skyhook.OutOfMemoryError),
-    (pa.ArrowNotImplementedError("unsupported encoding"), skyhook.CorruptObjectError),
-    (pa.ArrowTypeError("bad type"), skyhook.CorruptObjectError),
-    (pa.ArrowIndexError("index out of bounds"), skyhook.CorruptObjectError),
-    (pa.ArrowInvalid("bad data"), skyhook.CorruptObjectError),
-    (pa.ArrowCapacityError("too big"), skyhook.CorruptObjectError),
-    (OSError("Unexpected end of stream"), skyhook.CorruptObjectError),
-])
+@pytest.mark.parametrize(
+    "error, expected",
+    [
+        (pa.ArrowMemoryError("malloc of size 1 GiB failed"), skyhook.OutOfMemoryError),
+        (pa.ArrowNotImplementedError("unsupported encoding"), skyhook.CorruptObjectError),
+        (pa.ArrowTypeError("bad type"), skyhook.CorruptObjectError),
+        (pa.ArrowIndexError("index out of bounds"), skyhook.CorruptObjectError),
+        (pa.ArrowInvalid("bad data"), skyhook.CorruptObjectError),
+        (pa.ArrowCapacityError("too big"), skyhook.CorruptObjectError),
+        (OSError("Unexpected end of stream"), skyhook.CorruptObjectError),
+    ],
+)
 @pytest.mark.parametrize("only_with_expressions", [False, True])
 def test_every_pyarrow_error_of_a_plain_read_is_wrapped(tmp_path, monkeypatch, error, expected, only_with_expressions):
-    from skyhook import plain_read
+    from skyhook.execution import plain_read
 
     with skyhook.connect((tmp_path / "store").as_uri()) as store:
         dataset = store.write_dataset("t", TABLE.select(["id", "s"]), rows_per_object=1000)
         fragment = FailingFragment(dataset.schema, error, only_with_expressions)
-        monkeypatch.setitem(plain_read._FILE_FORMATS, "parquet", type("Format", (), {"make_fragment": lambda self, _: fragment})())
+        monkeypatch.setitem(
+            plain_read._FILE_FORMATS, "parquet", type("Format", (), {"make_fragment": lambda self, _: fragment})()
+        )
         if only_with_expressions and expected is not skyhook.OutOfMemoryError:
             expected = skyhook.InvalidRequestError  # the data decodes: the filter failed
         name = dataset.manifest.partitions[0].object_name
@@ -248,8 +266,13 @@ def test_every_pyarrow_error_of_a_plain_read_is_wrapped(tmp_path, monkeypatch, e
 
 
 # Types Parquet cannot hold: their objects have time32[ms], timestamp[ms] and date32 columns.
-STORED_OTHERWISE = pa.table({"t32": pa.array(range(10), pa.time32("s")), "ts": pa.array(range(10), pa.timestamp("s")),
-                             "d64": pa.array([86_400_000 * i for i in range(10)], pa.date64())})
+STORED_OTHERWISE = pa.table(
+    {
+        "t32": pa.array(range(10), pa.time32("s")),
+        "ts": pa.array(range(10), pa.timestamp("s")),
+        "d64": pa.array([86_400_000 * i for i in range(10)], pa.date64()),
+    }
+)
 
 
 def test_plain_reads_accept_what_parquet_makes_of_a_type(tmp_path):
@@ -258,8 +281,11 @@ def test_plain_reads_accept_what_parquet_makes_of_a_type(tmp_path):
         assert_same_table(dataset.to_table(pushdown=False), STORED_OTHERWISE)
 
 
-@pytest.mark.xfail(strict=True, reason="the manifest records time32[s], the Parquet object holds time32[ms]: "
-                                       "storage refuses the request (write_dataset should record the stored schema)")
+@pytest.mark.xfail(
+    strict=True,
+    reason="the manifest records time32[s], the Parquet object holds time32[ms]: "
+    "storage refuses the request (write_dataset should record the stored schema)",
+)
 def test_pushdown_on_types_parquet_stores_otherwise(tmp_path):
     with skyhook.connect((tmp_path / "store").as_uri()) as store:
         dataset = store.write_dataset("t", STORED_OTHERWISE)

@@ -1,4 +1,5 @@
-"""Pyflakes-level lint (undefined names, unused imports, syntax errors) over the Python code."""
+"""Linters and formatters over the code: ruff (pyflakes, syntax, import order and
+format) for Python, clang-format (.clang-format, 100 columns) for C++."""
 
 from __future__ import annotations
 
@@ -8,11 +9,31 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).parent.parent
+PYTHON_CODE = ["python", "tests", "bench", "cpp/fuzz", "scripts"]
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name, path=str(Path(sys.executable).parent))
+    assert path, f"{name} is a test dependency: scripts/setup.sh installs it"
+    return path
+
+
+def _run(*command: str) -> None:
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_finds_nothing():
-    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent))
-    assert ruff, "ruff is a test dependency: scripts/setup.sh installs it"
-    result = subprocess.run([ruff, "check", "--isolated", "--select", "F,E9", "python", "tests", "bench"],
-                            cwd=ROOT, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+    _run(_tool("ruff"), "check", *PYTHON_CODE)
+
+
+def test_python_is_formatted():
+    _run(_tool("ruff"), "format", "--check", *PYTHON_CODE)
+
+
+def test_cpp_is_formatted():
+    sources = sorted(
+        str(path.relative_to(ROOT)) for pattern in ("*.cc", "*.h") for path in (ROOT / "cpp").rglob(pattern)
+    )
+    assert sources
+    _run(_tool("clang-format"), "--dry-run", "--Werror", *sources)

@@ -13,11 +13,10 @@ import random
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from conftest import assert_same_table
 
 import skyhook
-from skyhook.protocol import decode_reply, encode_request
-
-from conftest import assert_same_table
+from skyhook.rpc.protocol import decode_reply, encode_request
 
 F = pc.field
 ROWS = 1_500_000
@@ -26,27 +25,32 @@ ROWS = 1_500_000
 @pytest.fixture(scope="module")
 def big_table() -> pa.Table:
     rng = random.Random(3)
-    return pa.table({
-        "k": pa.array(range(ROWS), pa.int64()),
-        "g": pa.array([rng.randrange(12) for _ in range(ROWS)], pa.int8()),
-        "v": pa.array([rng.random() * 100 for _ in range(ROWS)], pa.float64()),
-        "s": pa.array([f"s{i % 1000}" for i in range(ROWS)]),
-    })
+    return pa.table(
+        {
+            "k": pa.array(range(ROWS), pa.int64()),
+            "g": pa.array([rng.randrange(12) for _ in range(ROWS)], pa.int8()),
+            "v": pa.array([rng.random() * 100 for _ in range(ROWS)], pa.float64()),
+            "s": pa.array([f"s{i % 1000}" for i in range(ROWS)]),
+        }
+    )
 
 
 @pytest.fixture
 def one_object(store, big_table):
     """One object of all rows (16 row groups), so only continuations can split the work."""
-    return store.write_dataset("big", big_table, rows_per_object=ROWS, target_object_size=1 << 40,
-                               row_group_size=100_000)
+    return store.write_dataset(
+        "big", big_table, rows_per_object=ROWS, target_object_size=1 << 40, row_group_size=100_000
+    )
 
 
 @pytest.fixture
 def limits(monkeypatch):
     """Sets node limits for the embedded store (this process is its node)."""
+
     def set_limits(**values: int) -> None:
         for name, value in values.items():
             monkeypatch.setenv(f"SKYHOOK_{name.upper()}", str(value))
+
     return set_limits
 
 
@@ -65,16 +69,16 @@ def test_slow_scan_finishes_through_continuations(one_object, big_table, limits)
     assert scanner.stats.rows_scanned == ROWS
 
 
-@pytest.mark.parametrize("function", ["sum", "mean", "stddev", "count", "min", "max", "first", "last",
-                                      "count_distinct"])
+@pytest.mark.parametrize(
+    "function", ["sum", "mean", "stddev", "count", "min", "max", "first", "last", "count_distinct"]
+)
 def test_aggregates_merge_continued_partials(one_object, big_table, limits, function):
     embedded_only(one_object)
     limits(max_call_ms=20)
     column = "s" if function in ("first", "last", "count_distinct") else "v"
     filter = F("v") > 10.0
     result = one_object.group_by("g").aggregate([(column, function)], filter=filter).sort_by("g")
-    expected = big_table.filter(filter).group_by("g", use_threads=False).aggregate(
-        [(column, function)]).sort_by("g")
+    expected = big_table.filter(filter).group_by("g", use_threads=False).aggregate([(column, function)]).sort_by("g")
     assert result.schema == expected.schema
     if function in ("sum", "mean", "stddev"):  # floating sums depend on their order
         assert pc.max(pc.abs(pc.subtract(result.column(0), expected.column(0)))).as_py() < 1e-6
@@ -117,8 +121,9 @@ def test_describe_over_the_memory_limit_is_a_clear_error(store, big_table, limit
 
 def test_minimum_batch_size_and_limits_in_every_reply(one_object):
     name = one_object.manifest.partitions[0].object_name
-    reply = decode_reply(one_object.store.backend.call(
-        name, "scan", encode_request({"method": "scan", "batch_size": 1})))
+    reply = decode_reply(
+        one_object.store.backend.call(name, "scan", encode_request({"method": "scan", "batch_size": 1}))
+    )
     reply.raise_for_status("scan")
     assert reply.statistics["limit_min_batch_size"] >= 1
     sizes = [batch.num_rows for batch in reply.reader()]
@@ -133,8 +138,9 @@ def test_continuation_from_a_row(one_object, big_table):
     """start_row resumes anywhere, inside a row group too."""
     name = one_object.manifest.partitions[0].object_name
     for start in (0, 99_999, 100_000, 733_333, ROWS - 1, ROWS):
-        reply = decode_reply(one_object.store.backend.call(
-            name, "scan", encode_request({"method": "scan", "start_row": start})))
+        reply = decode_reply(
+            one_object.store.backend.call(name, "scan", encode_request({"method": "scan", "start_row": start}))
+        )
         reply.raise_for_status("scan")
         table = reply.reader().read_all()
         assert table.equals(big_table.slice(start, table.num_rows)), start
@@ -143,6 +149,7 @@ def test_continuation_from_a_row(one_object, big_table):
 
 
 # -- on the OSDs, with the limits of conftest.CEPH_NODE_LIMITS ------------------
+
 
 def _osd_status(cluster) -> dict[int, tuple[int, int]]:
     """PID and peak resident memory (VmHWM, KiB) of each OSD."""
@@ -160,11 +167,13 @@ def _all_up(cluster) -> bool:
 
 def test_osds_finish_a_scan_designed_to_be_slow(ceph_cluster, ceph_store):
     import numpy as np
+
     rows = 33_554_432  # 32 Mi int8 rows in one object
     values = np.random.default_rng(5).integers(-128, 128, rows, dtype=np.int8)
     table = pa.table({"x": pa.array(values)})
-    dataset = ceph_store.write_dataset("slow", table, rows_per_object=rows, target_object_size=1 << 40,
-                                       row_group_size=1 << 22)
+    dataset = ceph_store.write_dataset(
+        "slow", table, rows_per_object=rows, target_object_size=1 << 40, row_group_size=1 << 22
+    )
     before = _osd_status(ceph_cluster)
     filter = F("x") == 17
     scanner = dataset.scanner(filter=filter, batch_size=1, pushdown=True)
@@ -172,16 +181,22 @@ def test_osds_finish_a_scan_designed_to_be_slow(ceph_cluster, ceph_store):
     assert result.num_rows == int((values == 17).sum())
     assert result.equals(table.filter(filter))
     assert scanner.stats.continuations >= 1  # batch_size 1 took several calls of <= 3 s
-    assert {osd: pid for osd, (pid, _) in _osd_status(ceph_cluster).items()} == \
-        {osd: pid for osd, (pid, _) in before.items()}
+    assert {osd: pid for osd, (pid, _) in _osd_status(ceph_cluster).items()} == {
+        osd: pid for osd, (pid, _) in before.items()
+    }
     assert _all_up(ceph_cluster)
 
 
 def test_osds_split_a_reply_larger_than_their_limit(ceph_cluster, ceph_store):
     import numpy as np
+
     rows = 12_000_000
-    table = pa.table({"k": pa.array(np.arange(rows, dtype=np.int64)),
-                      "c": pa.array(np.random.default_rng(2).integers(0, 50, rows, dtype=np.int32))})
+    table = pa.table(
+        {
+            "k": pa.array(np.arange(rows, dtype=np.int64)),
+            "c": pa.array(np.random.default_rng(2).integers(0, 50, rows, dtype=np.int32)),
+        }
+    )
     dataset = ceph_store.write_dataset("wide", table, rows_per_object=rows, target_object_size=1 << 40)
     before = _osd_status(ceph_cluster)
     scanner = dataset.scanner(pushdown=True)
@@ -199,6 +214,7 @@ def test_osds_split_a_reply_larger_than_their_limit(ceph_cluster, ceph_store):
 @pytest.fixture
 def ceph_store(ceph_cluster):
     import uuid
+
     with skyhook.connect(f"{ceph_cluster.uri}&namespace=limits-{uuid.uuid4().hex[:12]}") as store:
         yield store
 
@@ -211,8 +227,13 @@ def test_plan_time_limit_counts_the_plans_work(one_object, big_table, limits):
     filter = F("v").isin([float(i) for i in range(1000)]) | (F("g") == 3)
     execution = one_object.group_by("g").execution([("k", "count")], filter=filter)
     name = one_object.manifest.partitions[0].object_name
-    reply = decode_reply(one_object.store.backend.call(name, "execute_plan", encode_request(
-        {"method": "execute_plan", "plan": execution.decomposition.sub_plan.plan})))
+    reply = decode_reply(
+        one_object.store.backend.call(
+            name,
+            "execute_plan",
+            encode_request({"method": "execute_plan", "plan": execution.decomposition.sub_plan.plan}),
+        )
+    )
     reply.raise_for_status("execute_plan")
     assert 0 < reply.resume_row < ROWS and reply.statistics["rows_scanned"] == reply.resume_row
     result = one_object.group_by("g").aggregate([("k", "count")], filter=filter).sort_by("g")

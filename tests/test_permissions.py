@@ -1,5 +1,5 @@
 """Least privilege on Ceph: users with the capabilities of the README's roles
-(skyhook.cluster.role_capabilities) can do their work and nothing more, and a
+(skyhook.dev.cluster.role_capabilities) can do their work and nothing more, and a
 refusal names the capability that is missing."""
 
 from __future__ import annotations
@@ -10,13 +10,12 @@ import uuid
 
 import pyarrow.compute as pc
 import pytest
-
-import skyhook
-from skyhook.cluster import LocalCluster, role_capabilities
-from skyhook.protocol import decode_reply, encode_request
-
 from conftest import assert_same_table, make_typed_table
 from oracle import expected
+
+import skyhook
+from skyhook.dev.cluster import LocalCluster, role_capabilities
+from skyhook.rpc.protocol import decode_reply, encode_request
 
 F = pc.field
 TABLE = make_typed_table(rows=4000, seed=3)
@@ -40,15 +39,19 @@ def admin_store(cluster: LocalCluster, namespace: str) -> skyhook.Store:
 
 
 def objects_in(cluster: LocalCluster, namespace: str) -> list[str]:
-    listing = subprocess.run(["rados", "-c", str(cluster.conf), "-p", "skyhook", "-N", namespace, "ls"],
-                             capture_output=True, text=True, check=True, timeout=60)
+    listing = subprocess.run(
+        ["rados", "-c", str(cluster.conf), "-p", "skyhook", "-N", namespace, "ls"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     return sorted(listing.stdout.split())
 
 
 def assert_queries_answer(dataset: skyhook.Dataset) -> None:
     """Scans and aggregates give pyarrow's answers."""
-    assert_same_table(dataset.to_table(columns=COLUMNS, filter=FILTER, pushdown=True),
-                      expected(TABLE, COLUMNS, FILTER))
+    assert_same_table(dataset.to_table(columns=COLUMNS, filter=FILTER, pushdown=True), expected(TABLE, COLUMNS, FILTER))
     assert dataset.count_rows(filter=FILTER) == TABLE.filter(FILTER).num_rows
     actual = dataset.group_by("s").aggregate(AGGREGATIONS).sort_by("s")
     assert actual.equals(TABLE.group_by("s", use_threads=False).aggregate(AGGREGATIONS).sort_by("s"))
@@ -151,9 +154,24 @@ def test_cluster_user_command(ceph_cluster):
     namespace = fresh_namespace()
     with admin_store(ceph_cluster, namespace) as admin:
         admin.write_dataset("t", TABLE.slice(0, 50))
-    created = subprocess.run([sys.executable, "-m", "skyhook.cli", "cluster", "user", f"cli-{namespace}",
-                              str(ceph_cluster.dir), "--role", "reader", "--namespace", namespace],
-                             capture_output=True, text=True, timeout=120)
+    created = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "skyhook.cli",
+            "cluster",
+            "user",
+            f"cli-{namespace}",
+            str(ceph_cluster.dir),
+            "--role",
+            "reader",
+            "--namespace",
+            namespace,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert created.returncode == 0, created.stderr
     uri = created.stdout.strip().splitlines()[-1]
     assert f"user=cli-{namespace}" in uri

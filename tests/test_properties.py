@@ -5,16 +5,21 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from conftest import BACKENDS, assert_same_table, make_typed_table, open_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from conftest import BACKENDS, assert_same_table, make_typed_table, open_store
 from oracle import expected
 
 TABLE = make_typed_table(rows=1500, seed=11)
 COMPARABLE = ["id", "i8", "i32", "u16", "f32", "f64", "dec", "s", "d", "ts", "tsz", "b", "all_null"]
-COMPARISONS = [lambda a, b: a == b, lambda a, b: a != b, lambda a, b: a < b,
-               lambda a, b: a <= b, lambda a, b: a > b, lambda a, b: a >= b]
+COMPARISONS = [
+    lambda a, b: a == b,
+    lambda a, b: a != b,
+    lambda a, b: a < b,
+    lambda a, b: a <= b,
+    lambda a, b: a > b,
+    lambda a, b: a >= b,
+]
 
 
 @st.composite

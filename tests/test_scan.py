@@ -8,11 +8,10 @@ import decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-
-import skyhook
-
 from conftest import assert_same_table
 from oracle import expected
+
+import skyhook
 
 F = pc.field
 FILTERS = {
@@ -33,7 +32,8 @@ FILTERS = {
     "binary": F("bin") == b"\x01\x01",
     "date": F("d") <= pa.scalar(datetime.date(1995, 3, 1)),
     "timestamp": F("ts") > pa.scalar(datetime.datetime(2020, 4, 1), pa.timestamp("us")),
-    "timestamp_tz": F("tsz") < pa.scalar(datetime.datetime(2021, 6, 2, tzinfo=datetime.timezone.utc), pa.timestamp("ms", tz="UTC")),
+    "timestamp_tz": F("tsz")
+    < pa.scalar(datetime.datetime(2021, 6, 2, tzinfo=datetime.timezone.utc), pa.timestamp("ms", tz="UTC")),
     "bool": F("b"),
     "bool_not": ~F("b"),
     "is_null": F("s").is_null(),
@@ -82,9 +82,10 @@ def test_projection_without_substrait_mapping_is_completed_by_client(typed_datas
 
 def test_text_filter_coerces_literals(typed_dataset, typed_table):
     text = "dec > 900 and d <= '1995-03-01' or s in ('fig', 'date') and not i8 < 0"
-    oracle = ((F("dec") > pa.scalar(decimal.Decimal("900.00"), pa.decimal128(12, 2)))
-              & (F("d") <= pa.scalar(datetime.date(1995, 3, 1)))) | \
-        (F("s").isin(["fig", "date"]) & ~(F("i8") < 0))
+    oracle = (
+        (F("dec") > pa.scalar(decimal.Decimal("900.00"), pa.decimal128(12, 2)))
+        & (F("d") <= pa.scalar(datetime.date(1995, 3, 1)))
+    ) | (F("s").isin(["fig", "date"]) & ~(F("i8") < 0))
     scanner = typed_dataset.scanner(columns=["id", "dec", "s"], filter=text)
     assert_same_table(scanner.to_table(), expected(typed_table, ["id", "dec", "s"], oracle))
     assert scanner.stats.filter_in_storage
@@ -143,8 +144,9 @@ def test_dataset_filter_and_sort(typed_dataset, typed_table):
     narrowed = typed_dataset.filter(F("i8") > 100).filter("s == 'fig'")
     want = expected(typed_table, ["id"], (F("i8") > 100) & (F("s") == "fig"))
     assert_same_table(narrowed.to_table(columns=["id"]), want)
-    assert narrowed.sort_by([("id", "descending")]).to_table(columns=["id"]).column(0).to_pylist() == \
-        sorted(want.column(0).to_pylist(), reverse=True)
+    assert narrowed.sort_by([("id", "descending")]).to_table(columns=["id"]).column(0).to_pylist() == sorted(
+        want.column(0).to_pylist(), reverse=True
+    )
 
 
 def test_reopen_sees_same_data(store, typed_table):

@@ -117,7 +117,8 @@ class Pool {
     // Without an OSD operation timeout a call to a placement group whose OSDs
     // are all down waits for ever; with one it fails with ETIMEDOUT.
     std::string timeout = std::to_string(timeout_seconds);
-    for (const char* option : {"client_mount_timeout", "rados_mon_op_timeout", "rados_osd_op_timeout"}) {
+    for (const char* option :
+         {"client_mount_timeout", "rados_mon_op_timeout", "rados_osd_op_timeout"}) {
       Check(cluster_.conf_set(option, timeout.c_str()), std::string("setting ") + option);
     }
     int code;
@@ -231,7 +232,8 @@ class Pool {
     {
       nb::gil_scoped_release release;
       try {
-        for (auto it = io_.nobjects_begin(); it != io_.nobjects_end(); ++it) names.push_back(it->get_oid());
+        for (auto it = io_.nobjects_begin(); it != io_.nobjects_end(); ++it)
+          names.push_back(it->get_oid());
       } catch (const std::system_error& error) {
         code = -std::abs(error.code().value());
         failure = error.what();
@@ -350,8 +352,8 @@ NB_MODULE(_rados, m) {
       .def_prop_ro("in_flight", &CallStream::in_flight)
       .def("drain", &CallStream::Drain, "Wait for every pending call and drop the replies.");
   nb::class_<Pool>(m, "Pool")
-      .def(nb::init<const std::string&, const std::string&, const std::string&,
-                    const std::string&, std::optional<std::string>, int>(),
+      .def(nb::init<const std::string&, const std::string&, const std::string&, const std::string&,
+                    std::optional<std::string>, int>(),
            nb::arg("conf"), nb::arg("pool"), nb::arg("namespace") = "", nb::arg("user") = "admin",
            nb::arg("keyring") = nb::none(), nb::arg("timeout_seconds") = 30)
       .def("put", &Pool::Put, nb::arg("object"), nb::arg("data"), nb::arg("attributes"))

@@ -23,7 +23,7 @@ struct FixedRequest {
 std::vector<FixedRequest>* fixed_requests;
 
 // Mostly the two formats writers use; now and then no attribute or an unknown one.
-const std::optional<std::string> kFormats[8] = {"parquet", "ipc", "parquet", "ipc",
+const std::optional<std::string> kFormats[8] = {"parquet", "ipc", "parquet",    "ipc",
                                                 "parquet", "ipc", std::nullopt, "csv"};
 
 // A fixed request's file is named <anything>.<method>.

@@ -60,7 +60,8 @@ std::vector<SeedFile> LoadSeedFiles(const std::string& subdirectory) {
     if (!file.ok()) Fail(file.status().ToString());
     auto bytes = (*file)->Read((*file)->GetSize().ValueOr(0));
     if (!bytes.ok()) Fail(bytes.status().ToString());
-    files.push_back({entry.path().filename().string(), AlignedCopy((*bytes)->data(), (*bytes)->size())});
+    files.push_back(
+        {entry.path().filename().string(), AlignedCopy((*bytes)->data(), (*bytes)->size())});
   }
   if (files.empty()) Fail("no seed files in " + directory.string());
   std::sort(files.begin(), files.end(),

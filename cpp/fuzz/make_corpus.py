@@ -29,11 +29,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import skyhook
-from skyhook.writer import encode_partition
+from skyhook.ingest.writer import encode_partition
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "tests"))
 from conftest import make_typed_table  # noqa: E402  (the suite's typed data; a tool, not a test)
+
 METHODS = ["scan", "describe", "execute_plan"]  # the order of kMethods in method.h
 FORMATS_OF_OBJECTS_TARGET = ["parquet", "ipc"]  # kFormats[0] and [1] in fuzz_objects.cc
 F = pc.field
@@ -43,46 +44,85 @@ def typed_table(rows: int = 120, seed: int = 11) -> pa.Table:
     """The test suite's table of every type, plus a decimal at Arrow's widest precision."""
     table = make_typed_table(rows, seed)
     rng = random.Random(seed)
-    wide = [None if rng.random() < 0.1 else decimal.Decimal(rng.randint(-10**20, 10**20)) / 10**10
-            for _ in range(rows)]
+    wide = [
+        None if rng.random() < 0.1 else decimal.Decimal(rng.randint(-(10**20), 10**20)) / 10**10 for _ in range(rows)
+    ]
     return table.append_column("dec38", pa.array(wide, pa.decimal128(38, 10)))
 
 
 def retyped(table: pa.Table) -> pa.Table:
     """The same column names with other types: requests bound to the dataset's
     schema meet an object that disagrees (TypeMismatch, UnknownColumn)."""
-    return pa.table({"id": pc.cast(table["id"], pa.string()), "i32": pc.cast(table["i32"], pa.int64()),
-                     "s": pc.cast(table["s"], pa.large_string()), "dec": pc.cast(table["dec"], pa.float64()),
-                     "d": table["d"], "extra": table["tags"]})
+    return pa.table(
+        {
+            "id": pc.cast(table["id"], pa.string()),
+            "i32": pc.cast(table["i32"], pa.int64()),
+            "s": pc.cast(table["s"], pa.large_string()),
+            "dec": pc.cast(table["dec"], pa.float64()),
+            "d": table["d"],
+            "extra": table["tags"],
+        }
+    )
 
 
 SCANS = [  # (name, scanner arguments); a name starting with "fixed" also becomes a fixed request
     ("fixed-scan-all", {}),
-    ("fixed-scan-filter-projection", {"columns": ["id", "dec", "s", "d", "ts", "tags"],
-                                      "filter": (F("i32") > 0) & (F("s") != "apple") | F("dec").is_null()}),
+    (
+        "fixed-scan-filter-projection",
+        {
+            "columns": ["id", "dec", "s", "d", "ts", "tags"],
+            "filter": (F("i32") > 0) & (F("s") != "apple") | F("dec").is_null(),
+        },
+    ),
     ("fixed-count", {"columns": [], "filter": F("d") < datetime.date(1997, 1, 1)}),
     ("scan-small-batches", {"columns": ["id", "bin"], "batch_size": 7}),
-    ("scan-computed", {"columns": {"x": F("i32") * 2 + F("i8"), "y": F("dec") + F("dec"), "z": F("f64") / 3.0,
-                                   "w": pc.if_else(F("b"), F("s"), pa.scalar("none"))}}),
+    (
+        "scan-computed",
+        {
+            "columns": {
+                "x": F("i32") * 2 + F("i8"),
+                "y": F("dec") + F("dec"),
+                "z": F("f64") / 3.0,
+                "w": pc.if_else(F("b"), F("s"), pa.scalar("none")),
+            }
+        },
+    ),
     ("scan-cast", {"columns": {"i": F("u16").cast(pa.int64()), "t": F("ts").cast(pa.date32())}}),
 ]
 FILTERS = [
-    F("id") >= 60, F("i8") < 0, (F("i32") >= -100) & (F("i32") <= 100), F("u16") == 5000, F("f32") > 1.5,
-    F("f64").is_nan(), "dec > 100.5", "dec38 < 0", F("s") == "apple", "s in ('banana', 'zeta')",
-    pc.starts_with(F("s"), "ch"), F("bin") == b"\x01", "d <= '1996-01-01'",
+    F("id") >= 60,
+    F("i8") < 0,
+    (F("i32") >= -100) & (F("i32") <= 100),
+    F("u16") == 5000,
+    F("f32") > 1.5,
+    F("f64").is_nan(),
+    "dec > 100.5",
+    "dec38 < 0",
+    F("s") == "apple",
+    "s in ('banana', 'zeta')",
+    pc.starts_with(F("s"), "ch"),
+    F("bin") == b"\x01",
+    "d <= '1996-01-01'",
     F("ts") > pa.scalar(datetime.datetime(2020, 3, 1), pa.timestamp("us")),
     F("tsz") < pa.scalar(datetime.datetime(2020, 2, 1, tzinfo=datetime.timezone.utc), pa.timestamp("ms", "UTC")),
-    F("b"), ~F("b") | F("all_null").is_valid(), F("all_null").is_null(), pc.list_value_length(F("tags")) > 1,
-    (F("id") - 7 > F("i8")) & ~(F("s") == ""), F("i32").isin(pa.array([1, 2, 3], pa.int32())),
+    F("b"),
+    ~F("b") | F("all_null").is_valid(),
+    F("all_null").is_null(),
+    pc.list_value_length(F("tags")) > 1,
+    (F("id") - 7 > F("i8")) & ~(F("s") == ""),
+    F("i32").isin(pa.array([1, 2, 3], pa.int32())),
 ]
 AGGREGATES = [  # (name, keys, aggregations, filter)
-    ("fixed-plan-group-by", ["s"], [("dec", "sum"), ("i8", "count"), ("f32", "stddev"), ("d", "min"),
-                                    ("ts", "max"), ("i32", "count_distinct")], F("id") > 10),
+    (
+        "fixed-plan-group-by",
+        ["s"],
+        [("dec", "sum"), ("i8", "count"), ("f32", "stddev"), ("d", "min"), ("ts", "max"), ("i32", "count_distinct")],
+        F("id") > 10,
+    ),
     ("plan-no-keys", [], [("i32", "sum"), ("f64", "mean"), ("dec38", "sum"), ("u16", "variance")], None),
     ("plan-two-keys", ["b", "d"], [("dec38", "mean"), ("tsz", "min"), ("s", "first"), ("s", "last")], "i8 > 0"),
     ("fixed-plan-computed-decimal", ["s"], [(F("dec") * F("dec"), "sum", "squares"), ("dec", "max")], None),
-    ("plan-computed-int", ["b"], [(F("i32") * F("i32"), "sum", "squares"), ("id", "count")],
-     F("tsz").is_valid()),
+    ("plan-computed-int", ["b"], [(F("i32") * F("i32"), "sum", "squares"), ("id", "count")], F("tsz").is_valid()),
     ("plan-keys-of-many-types", ["i8", "dec", "bin"], [("f32", "max"), ("all_null", "count")], None),
 ]
 
@@ -103,6 +143,7 @@ class Recorder:
                 for name, request in calls:
                     self.calls.append((method, bytes(request)))
                     yield name, request
+
             return call_many(method, recorded())
 
         backend.call, backend.call_many = recording_call, recording_call_many
@@ -157,8 +198,12 @@ def main() -> None:
             for number, filter in enumerate(FILTERS):
                 record(f"filter-{number}", lambda: dataset.to_table(filter=filter, pushdown=True))
             record("head", lambda: dataset.head(3, columns=["s", "tags"], pushdown=True))
-            record("limits", lambda: dataset.to_table(filter="id < 5", pushdown=True, max_result_bytes=1 << 20,
-                                                      max_in_flight=1000, max_slice_cpu_ns=10**9))
+            record(
+                "limits",
+                lambda: dataset.to_table(
+                    filter="id < 5", pushdown=True, max_result_bytes=1 << 20, max_in_flight=1000, max_slice_cpu_ns=10**9
+                ),
+            )
             for name, keys, aggregations, filter in AGGREGATES:
                 record(name, lambda: dataset.group_by(keys).aggregate(aggregations, filter=filter))
 
@@ -177,8 +222,11 @@ def main() -> None:
     write_file(HERE / "fixed_requests", "fixed-describe.describe", captured["parquet:describe"][0][1])
     # A few requests against the objects that are not the dataset's own.
     for other in ("empty.parquet", "retyped.parquet", "typed-zstd.arrow"):
-        for method, request in captured["parquet:fixed-scan-filter-projection"] + \
-                captured["parquet:fixed-plan-group-by"] + captured["parquet:describe"]:
+        for method, request in (
+            captured["parquet:fixed-scan-filter-projection"]
+            + captured["parquet:fixed-plan-group-by"]
+            + captured["parquet:describe"]
+        ):
             selector = METHODS.index(method) + len(METHODS) * object_names.index(other)
             write_file(HERE / "corpus/fuzz_requests", digest(bytes([selector]) + request), bytes([selector]) + request)
 
@@ -189,8 +237,12 @@ def main() -> None:
             selector = FORMATS_OF_OBJECTS_TARGET.index(format) + 8 * request
             entry = bytes([selector]) + data.to_pybytes()
             write_file(HERE / "corpus/fuzz_objects", digest(entry), entry)
-    total = sum(path.stat().st_size for directory in ("objects", "fixed_requests", "corpus")
-                for path in (HERE / directory).rglob("*") if path.is_file())
+    total = sum(
+        path.stat().st_size
+        for directory in ("objects", "fixed_requests", "corpus")
+        for path in (HERE / directory).rglob("*")
+        if path.is_file()
+    )
     print(f"{len(seen)} requests, {len(fixed)} fixed requests, {len(objects)} objects, {total:,} bytes")
 
 

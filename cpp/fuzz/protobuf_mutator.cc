@@ -58,8 +58,8 @@ bool Parse(std::string_view data, int depth, std::vector<WireField>* fields) {
         if (!ReadVarint(data, &position, &length) || length > data.size() - position) return false;
         const auto payload = data.substr(position, length);
         position += length;
-        field.is_message = depth < kMaxDepth && !payload.empty() &&
-                           Parse(payload, depth + 1, &field.children);
+        field.is_message =
+            depth < kMaxDepth && !payload.empty() && Parse(payload, depth + 1, &field.children);
         if (!field.is_message) {
           field.children.clear();
           field.bytes = payload;
@@ -123,15 +123,43 @@ void CollectSites(std::vector<WireField>* fields, std::vector<Site>* sites) {
 // Boundaries where validation tends to be missing: decimal precisions (1..38),
 // small indices and their neighbours, sign and width limits.
 uint64_t InterestingValue(uint64_t current, std::minstd_rand& random) {
-  static constexpr uint64_t kValues[] = {0,   1,   2,    3,     4,          7,          8,
-                                         16,  31,  32,   37,    38,         39,         40,
-                                         63,  64,  127,  128,   255,        256,        1000,
-                                         4096, 65535, 65536, 0x7fffffff, 0x80000000, 0xffffffff,
-                                         ~uint64_t{0}, ~uint64_t{0} - 1, uint64_t{1} << 63};
+  static constexpr uint64_t kValues[] = {0,
+                                         1,
+                                         2,
+                                         3,
+                                         4,
+                                         7,
+                                         8,
+                                         16,
+                                         31,
+                                         32,
+                                         37,
+                                         38,
+                                         39,
+                                         40,
+                                         63,
+                                         64,
+                                         127,
+                                         128,
+                                         255,
+                                         256,
+                                         1000,
+                                         4096,
+                                         65535,
+                                         65536,
+                                         0x7fffffff,
+                                         0x80000000,
+                                         0xffffffff,
+                                         ~uint64_t{0},
+                                         ~uint64_t{0} - 1,
+                                         uint64_t{1} << 63};
   switch (random() % 4) {
-    case 0: return current + 1;
-    case 1: return current - 1;
-    default: return kValues[random() % std::size(kValues)];
+    case 0:
+      return current + 1;
+    case 1:
+      return current - 1;
+    default:
+      return kValues[random() % std::size(kValues)];
   }
 }
 
@@ -156,8 +184,8 @@ bool MutatePackedVarints(std::string* bytes, std::minstd_rand& random) {
 void MutateBytes(std::string* bytes, std::minstd_rand& random) {
   const size_t size = bytes->size();
   bytes->resize(size + 16 + size / 4);
-  const size_t mutated = LLVMFuzzerMutate(reinterpret_cast<uint8_t*>(bytes->data()), size,
-                                          bytes->size());
+  const size_t mutated =
+      LLVMFuzzerMutate(reinterpret_cast<uint8_t*>(bytes->data()), size, bytes->size());
   bytes->resize(mutated);
 }
 

@@ -19,13 +19,13 @@ namespace skyhook::fuzz {
 namespace {
 
 // Header fields any method reads (protocol README), and values they take.
-constexpr const char* kFieldNames[] = {"method",           "filter",        "projection",
-                                       "plan",             "compression",   "batch_size",
-                                       "max_result_bytes", "start_row",     "max_in_flight",
-                                       "max_slice_cpu_ns"};
+constexpr const char* kFieldNames[] = {
+    "method",     "filter",           "projection", "plan",          "compression",
+    "batch_size", "max_result_bytes", "start_row",  "max_in_flight", "max_slice_cpu_ns"};
 constexpr const char* kStrings[] = {"scan", "describe", "execute_plan", "none", "lz4", "zstd", ""};
-constexpr int64_t kIntegers[] = {0,  1,  -1, 2, 7, 1024, 65536, int64_t{1} << 24, (int64_t{1} << 24) + 1,
-                                 INT64_MAX, INT64_MIN, 1000000};
+constexpr int64_t kIntegers[] = {
+    0,         1,         -1,     2, 7, 1024, 65536, int64_t{1} << 24, (int64_t{1} << 24) + 1,
+    INT64_MAX, INT64_MIN, 1000000};
 
 std::string MutatedBytes(std::string bytes, size_t max_size) {
   const size_t size = bytes.size();
@@ -57,7 +57,8 @@ arrow::Result<std::shared_ptr<arrow::Array>> MutatedColumn(const arrow::Array& c
     case arrow::Type::STRING: {
       std::string value = kStrings[random() % std::size(kStrings)];
       if (random() % 2 == 0 && scalar->is_valid) {
-        value = MutatedBytes(static_cast<const arrow::StringScalar&>(*scalar).value->ToString(), 64);
+        value =
+            MutatedBytes(static_cast<const arrow::StringScalar&>(*scalar).value->ToString(), 64);
       }
       return OneValue(std::make_shared<arrow::StringScalar>(std::move(value)));
     }
@@ -82,7 +83,8 @@ arrow::Result<std::pair<std::shared_ptr<arrow::Field>, std::shared_ptr<arrow::Ar
       for (int i = 0; i < header.num_columns(); ++i) {
         if (header.column(i)->type_id() != arrow::Type::BINARY) continue;
         ARROW_ASSIGN_OR_RAISE(auto other, header.column(i)->GetScalar(0));
-        if (other->is_valid) bytes = static_cast<const arrow::BinaryScalar&>(*other).value->ToString();
+        if (other->is_valid)
+          bytes = static_cast<const arrow::BinaryScalar&>(*other).value->ToString();
       }
       value = std::make_shared<arrow::BinaryScalar>(std::move(bytes));
       break;
@@ -98,7 +100,8 @@ arrow::Result<std::pair<std::shared_ptr<arrow::Field>, std::shared_ptr<arrow::Ar
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> MutateHeader(const uint8_t* request, size_t size,
-                                                           size_t max_size, std::minstd_rand& random) {
+                                                           size_t max_size,
+                                                           std::minstd_rand& random) {
   ARROW_ASSIGN_OR_RAISE(auto envelope, ParseEnvelope(request, size));
   arrow::FieldVector fields = envelope.header->schema()->fields();
   arrow::ArrayVector columns = envelope.header->columns();
@@ -115,7 +118,8 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> MutateHeader(const uint8_t* reques
     const size_t chosen = random() % columns.size();
     ARROW_ASSIGN_OR_RAISE(columns[chosen], MutatedColumn(*columns[chosen], max_size, random));
   }
-  envelope.header = arrow::RecordBatch::Make(arrow::schema(std::move(fields)), 1, std::move(columns));
+  envelope.header =
+      arrow::RecordBatch::Make(arrow::schema(std::move(fields)), 1, std::move(columns));
   return BuildEnvelope(envelope);
 }
 

@@ -24,7 +24,7 @@ def show(path: Path) -> None:
     request = data[1:]
     header_length = int.from_bytes(request[8:12], "little")
     try:
-        header = pa.ipc.open_stream(request[16:16 + header_length]).read_next_batch()
+        header = pa.ipc.open_stream(request[16 : 16 + header_length]).read_next_batch()
     except (pa.ArrowException, ValueError) as error:
         print(f"  header does not decode: {error}")
         return

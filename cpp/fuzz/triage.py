@@ -16,11 +16,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # Frames that say nothing about the cause: the runtime, the harness, the error path.
-UNINFORMATIVE = re.compile(r"__sanitizer|fuzzer::|libc\.so|raise|abort|__pthread|ArrowLog|"
-                           r"LLVMFuzzerTestOneInput|CallAndCheck|RunMethod|libc_start|_start\b|"
-                           r"CrashCallback|PrintStackTrace|libpthread|__GI_")
-ERROR = re.compile(r"Check failed: .*|ERROR: AddressSanitizer: [\w-]+|runtime error: .*|"
-                   r"ERROR: libFuzzer: [\w-]+|skyhook fuzz: .*|Bad status: .*")
+UNINFORMATIVE = re.compile(
+    r"__sanitizer|fuzzer::|libc\.so|raise|abort|__pthread|ArrowLog|"
+    r"LLVMFuzzerTestOneInput|CallAndCheck|RunMethod|libc_start|_start\b|"
+    r"CrashCallback|PrintStackTrace|libpthread|__GI_"
+)
+ERROR = re.compile(
+    r"Check failed: .*|ERROR: AddressSanitizer: [\w-]+|runtime error: .*|"
+    r"ERROR: libFuzzer: [\w-]+|skyhook fuzz: .*|Bad status: .*"
+)
 
 
 def frames(log: str, count: int = 4) -> list[str]:
@@ -38,12 +42,20 @@ def frames(log: str, count: int = 4) -> list[str]:
 
 def classify(binary: Path, path: Path) -> tuple[str, str]:
     # As scripts/fuzz.sh runs them, with full stacks through Arrow's libraries (no frame pointers there).
-    environment = dict(os.environ, ARROW_DEFAULT_MEMORY_POOL="system",
-                       ASAN_OPTIONS="allocator_may_return_null=1:fast_unwind_on_malloc=0",
-                       UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
+    environment = dict(
+        os.environ,
+        ARROW_DEFAULT_MEMORY_POOL="system",
+        ASAN_OPTIONS="allocator_may_return_null=1:fast_unwind_on_malloc=0",
+        UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1",
+    )
     try:
-        result = subprocess.run([str(binary), "-timeout=10", "-rss_limit_mb=4096", str(path)],
-                                capture_output=True, text=True, timeout=120, env=environment)
+        result = subprocess.run(
+            [str(binary), "-timeout=10", "-rss_limit_mb=4096", str(path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=environment,
+        )
     except subprocess.TimeoutExpired:
         return "hang (over 120 s)", ""
     if result.returncode == 0:

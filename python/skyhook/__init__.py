@@ -2,22 +2,53 @@
 inside storage; only results cross to the client."""
 
 from skyhook.dataset import Dataset
-from skyhook.errors import (ClassCallsNotPermittedError, CorruptManifestError, CorruptObjectError,
-                            CorruptReplyError, DatasetExistsError, DatasetNotFoundError,
-                            InvalidRequestError, LimitExceededError, ObjectNotFoundError,
-                            OutOfMemoryError, PermissionDeniedError, ResultTooLargeError, SkyhookError,
-                            StorageError, StorageTimeoutError, TypeMismatchError, UnknownColumnError,
-                            UnsupportedVersionError)
-from skyhook.scanner import Scanner, ScanStatistics
+from skyhook.errors import (
+    ClassCallsNotPermittedError,
+    CorruptManifestError,
+    CorruptObjectError,
+    CorruptReplyError,
+    DatasetExistsError,
+    DatasetNotFoundError,
+    InvalidRequestError,
+    LimitExceededError,
+    ObjectNotFoundError,
+    OutOfMemoryError,
+    PermissionDeniedError,
+    ResultTooLargeError,
+    SkyhookError,
+    StorageError,
+    StorageTimeoutError,
+    TypeMismatchError,
+    UnknownColumnError,
+    UnsupportedVersionError,
+)
+from skyhook.execution.scanner import Scanner, ScanStatistics
 from skyhook.store import Store, connect
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "connect", "Store", "Dataset", "Scanner", "ScanStatistics",
-    "SkyhookError", "InvalidRequestError", "UnsupportedVersionError", "UnknownColumnError",
-    "TypeMismatchError", "CorruptObjectError", "ResultTooLargeError", "ObjectNotFoundError",
-    "DatasetNotFoundError", "DatasetExistsError", "StorageError", "StorageTimeoutError",
-    "CorruptManifestError", "LimitExceededError", "CorruptReplyError", "PermissionDeniedError",
-    "ClassCallsNotPermittedError", "OutOfMemoryError",
+    "connect",
+    "Store",
+    "Dataset",
+    "Scanner",
+    "ScanStatistics",
+    "SkyhookError",
+    "InvalidRequestError",
+    "UnsupportedVersionError",
+    "UnknownColumnError",
+    "TypeMismatchError",
+    "CorruptObjectError",
+    "ResultTooLargeError",
+    "ObjectNotFoundError",
+    "DatasetNotFoundError",
+    "DatasetExistsError",
+    "StorageError",
+    "StorageTimeoutError",
+    "CorruptManifestError",
+    "LimitExceededError",
+    "CorruptReplyError",
+    "PermissionDeniedError",
+    "ClassCallsNotPermittedError",
+    "OutOfMemoryError",
 ]

@@ -18,15 +18,17 @@ from rich.table import Table
 
 import skyhook
 from skyhook.errors import CorruptManifestError, InvalidRequestError, SkyhookError
+from skyhook.ingest.writer import input_files
 from skyhook.store import DEFAULT_FSCK_GRACE_SECONDS
-from skyhook.writer import input_files
 
-app = typer.Typer(help="Skyhook: Arrow-native programmable storage.", no_args_is_help=True,
-                  pretty_exceptions_enable=False)
+app = typer.Typer(
+    help="Skyhook: Arrow-native programmable storage.", no_args_is_help=True, pretty_exceptions_enable=False
+)
 console = Console(width=None if sys.stdout.isatty() else 120)
 
-StoreOption = Annotated[str, typer.Option("--store", "-s", envvar="SKYHOOK_STORE",
-                                          help="Store URI (file:///path or a directory).")]
+StoreOption = Annotated[
+    str, typer.Option("--store", "-s", envvar="SKYHOOK_STORE", help="Store URI (file:///path or a directory).")
+]
 DEFAULT_STORE = "skyhook-store"
 
 
@@ -35,16 +37,23 @@ def _open(store: str) -> skyhook.Store:
 
 
 @app.command("import")
-def import_(dataset: str, paths: list[Path],
-            store: StoreOption = DEFAULT_STORE,
-            format: Annotated[str, typer.Option(help="Object format: parquet or ipc.")] = "parquet",
-            target_object_size_mb: Annotated[int, typer.Option(help="Target object size (MiB of Arrow data).")] = 32,
-            rows_per_object: Annotated[Optional[int], typer.Option(help="At most this many rows per object.")] = None,
-            overwrite: Annotated[bool, typer.Option(help="Replace an existing dataset.")] = False) -> None:
+def import_(
+    dataset: str,
+    paths: list[Path],
+    store: StoreOption = DEFAULT_STORE,
+    format: Annotated[str, typer.Option(help="Object format: parquet or ipc.")] = "parquet",
+    target_object_size_mb: Annotated[int, typer.Option(help="Target object size (MiB of Arrow data).")] = 32,
+    rows_per_object: Annotated[Optional[int], typer.Option(help="At most this many rows per object.")] = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing dataset.")] = False,
+) -> None:
     """Import Parquet, Arrow IPC or CSV files (or directories of them) as a dataset."""
     total = sum(path.stat().st_size for path in input_files(paths))
-    with _open(store) as target, Progress(TextColumn("[bold]{task.description}"), BarColumn(),
-                                          DownloadColumn(), TimeElapsedColumn(), console=console) as bar:
+    with (
+        _open(store) as target,
+        Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(), console=console
+        ) as bar,
+    ):
         task = bar.add_task(f"importing {dataset}", total=total)
         rows = 0
 
@@ -53,13 +62,20 @@ def import_(dataset: str, paths: list[Path],
             rows += written_rows
             bar.update(task, advance=written_bytes)
 
-        result = target.write_dataset(dataset, [str(p) for p in paths], format=format,
-                                      target_object_size=target_object_size_mb << 20,
-                                      rows_per_object=rows_per_object,
-                                      mode="overwrite" if overwrite else "create", progress=advance)
+        result = target.write_dataset(
+            dataset,
+            [str(p) for p in paths],
+            format=format,
+            target_object_size=target_object_size_mb << 20,
+            rows_per_object=rows_per_object,
+            mode="overwrite" if overwrite else "create",
+            progress=advance,
+        )
         bar.update(task, completed=total)
-    console.print(f"imported {rows:,} rows into {len(result.manifest.partitions)} objects "
-                  f"({_size(result.manifest.size_bytes)}) as [bold]{dataset}[/bold]")
+    console.print(
+        f"imported {rows:,} rows into {len(result.manifest.partitions)} objects "
+        f"({_size(result.manifest.size_bytes)}) as [bold]{dataset}[/bold]"
+    )
 
 
 @app.command("ls")
@@ -73,8 +89,13 @@ def list_datasets(store: StoreOption = DEFAULT_STORE) -> None:
             except CorruptManifestError:  # one bad manifest must not hide the others
                 table.add_row(name, "", "", "", "[red]corrupt manifest[/red] (skyhook fsck says more)")
                 continue
-            table.add_row(name, f"{manifest.num_rows:,}", str(len(manifest.partitions)),
-                          _size(manifest.size_bytes), manifest.format)
+            table.add_row(
+                name,
+                f"{manifest.num_rows:,}",
+                str(len(manifest.partitions)),
+                _size(manifest.size_bytes),
+                manifest.format,
+            )
         console.print(table)
 
 
@@ -83,8 +104,10 @@ def describe(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
     """Schema, partitions, sizes and statistics of a dataset."""
     with _open(store) as source:
         manifest = source.manifest(dataset)
-        console.print(f"[bold]{dataset}[/bold]: {manifest.num_rows:,} rows, "
-                      f"{len(manifest.partitions)} objects, {_size(manifest.size_bytes)}, {manifest.format}")
+        console.print(
+            f"[bold]{dataset}[/bold]: {manifest.num_rows:,} rows, "
+            f"{len(manifest.partitions)} objects, {_size(manifest.size_bytes)}, {manifest.format}"
+        )
         columns = Table("column", "type", "min", "max", "nulls", title="columns")
         statistics = manifest.statistics
         for field in manifest.schema:
@@ -94,8 +117,9 @@ def describe(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
         console.print(columns)
         partitions = Table("partition", "object", "rows", "size", title="partitions")
         for partition in manifest.partitions:
-            partitions.add_row(str(partition.number), partition.object_name,
-                               f"{partition.num_rows:,}", _size(partition.size_bytes))
+            partitions.add_row(
+                str(partition.number), partition.object_name, f"{partition.num_rows:,}", _size(partition.size_bytes)
+            )
         console.print(partitions)
 
 
@@ -112,15 +136,26 @@ def _column_summary(per_partition: pa.StructArray | None) -> tuple[str, str, int
 
 
 @app.command()
-def query(dataset: str, store: StoreOption = DEFAULT_STORE,
-          columns: Annotated[Optional[str], typer.Option("--columns", "-c", help="Comma-separated columns.")] = None,
-          where: Annotated[Optional[str], typer.Option("--where", "-w", help="Filter, e.g. \"price > 10 and flag == 'R'\".")] = None,
-          limit: Annotated[int, typer.Option(help="Rows to print.")] = 20,
-          output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the result to .parquet or .csv.")] = None,
-          pushdown: Annotated[str, typer.Option(help="auto (the cost model decides per object), on, or off (plain reads).")] = "auto",
-          group_by: Annotated[Optional[str], typer.Option("--group-by", "-g", help="Comma-separated group keys.")] = None,
-          agg: Annotated[Optional[list[str]], typer.Option("--agg", "-a", help="COLUMN:FUNCTION, e.g. l_quantity:sum (repeatable).")] = None,
-          explain: Annotated[bool, typer.Option("--explain", help="Say what ran in storage and what at the client.")] = False) -> None:
+def query(
+    dataset: str,
+    store: StoreOption = DEFAULT_STORE,
+    columns: Annotated[Optional[str], typer.Option("--columns", "-c", help="Comma-separated columns.")] = None,
+    where: Annotated[
+        Optional[str], typer.Option("--where", "-w", help="Filter, e.g. \"price > 10 and flag == 'R'\".")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="Rows to print.")] = 20,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write the result to .parquet or .csv.")
+    ] = None,
+    pushdown: Annotated[
+        str, typer.Option(help="auto (the cost model decides per object), on, or off (plain reads).")
+    ] = "auto",
+    group_by: Annotated[Optional[str], typer.Option("--group-by", "-g", help="Comma-separated group keys.")] = None,
+    agg: Annotated[
+        Optional[list[str]], typer.Option("--agg", "-a", help="COLUMN:FUNCTION, e.g. l_quantity:sum (repeatable).")
+    ] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="Say what ran in storage and what at the client.")] = False,
+) -> None:
     """Filter and project (or aggregate) a dataset in storage; print the result and statistics."""
     with _open(store) as source:
         data = source.dataset(dataset)
@@ -166,7 +201,10 @@ def _show(result: pa.Table, output: Optional[Path], limit: int) -> None:
 def _print_statistics(statistics: dict) -> None:
     table = Table("statistic", "value", title="statistics")
     for key, value in statistics.items():
-        table.add_row(key, _size(value) if key.startswith("bytes") else f"{value:,.3f}" if isinstance(value, float) else str(value))
+        table.add_row(
+            key,
+            _size(value) if key.startswith("bytes") else f"{value:,.3f}" if isinstance(value, float) else str(value),
+        )
     console.print(table)
 
 
@@ -179,19 +217,25 @@ def rm(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
 
 
 @app.command()
-def fsck(dataset: Annotated[Optional[str], typer.Argument(help="Check only this dataset.")] = None,
-         store: StoreOption = DEFAULT_STORE,
-         repair: Annotated[bool, typer.Option(help="Delete the orphan objects found.")] = False,
-         grace_seconds: Annotated[float, typer.Option(help="Ceph: a write silent this long counts as abandoned.")]
-         = DEFAULT_FSCK_GRACE_SECONDS) -> None:
+def fsck(
+    dataset: Annotated[Optional[str], typer.Argument(help="Check only this dataset.")] = None,
+    store: StoreOption = DEFAULT_STORE,
+    repair: Annotated[bool, typer.Option(help="Delete the orphan objects found.")] = False,
+    grace_seconds: Annotated[
+        float, typer.Option(help="Ceph: a write silent this long counts as abandoned.")
+    ] = DEFAULT_FSCK_GRACE_SECONDS,
+) -> None:
     """Find objects that no dataset and no running write owns (left by crashed writers) and, on Ceph, where
     the list of datasets and the manifests disagree; --repair fixes both. Exits with 1 if problems remain."""
     with _open(store) as source:
         report = source.fsck(dataset, repair=repair, grace_seconds=grace_seconds)
-    for title, names in (("orphan objects", report.orphans), ("abandoned writes", report.abandoned_writes),
-                         ("writes in progress (left alone)", report.in_progress),
-                         ("corrupt manifests (their objects left alone)", report.corrupt_manifests),
-                         ("list of datasets", report.index_problems)):
+    for title, names in (
+        ("orphan objects", report.orphans),
+        ("abandoned writes", report.abandoned_writes),
+        ("writes in progress (left alone)", report.in_progress),
+        ("corrupt manifests (their objects left alone)", report.corrupt_manifests),
+        ("list of datasets", report.index_problems),
+    ):
         if names:
             console.print(f"[bold]{title}[/bold] ({len(names)}):")
             for name in names:
@@ -199,8 +243,11 @@ def fsck(dataset: Annotated[Optional[str], typer.Argument(help="Check only this 
     if report.clean:
         console.print("clean")
     elif report.repaired:
-        fixed = {"orphan objects deleted": report.orphans, "abandoned write records dropped": report.abandoned_writes,
-                 "entries of the list of datasets fixed": report.index_problems}
+        fixed = {
+            "orphan objects deleted": report.orphans,
+            "abandoned write records dropped": report.abandoned_writes,
+            "entries of the list of datasets fixed": report.index_problems,
+        }
         console.print("repaired: " + ", ".join(f"{what}: {len(names)}" for what, names in fixed.items() if names))
     else:
         console.print("run again with --repair to delete the orphans")
@@ -209,40 +256,56 @@ def fsck(dataset: Annotated[Optional[str], typer.Argument(help="Check only this 
 
 
 @app.command()
-def demo(store: StoreOption = "skyhook-demo-store",
-         scale_factor: Annotated[float, typer.Option(help="TPC-H scale factor of lineitem.")] = 0.5,
-         work_dir: Annotated[Path, typer.Option(help="Where the generated data goes.")] = Path("data")) -> None:
+def demo(
+    store: StoreOption = "skyhook-demo-store",
+    scale_factor: Annotated[float, typer.Option(help="TPC-H scale factor of lineitem.")] = 0.5,
+    work_dir: Annotated[Path, typer.Option(help="Where the generated data goes.")] = Path("data"),
+) -> None:
     """Generate TPC-H lineitem, import it, and compare pushdown with client-side filtering."""
-    from skyhook.demo import run_demo
+    from skyhook.dev.demo import run_demo
+
     run_demo(store, scale_factor, work_dir, console)
 
 
-cluster_app = typer.Typer(help="A local Ceph cluster (1 mon, 1 mgr, N OSDs) with the skyhook object class.",
-                          no_args_is_help=True)
+cluster_app = typer.Typer(
+    help="A local Ceph cluster (1 mon, 1 mgr, N OSDs) with the skyhook object class.", no_args_is_help=True
+)
 app.add_typer(cluster_app, name="cluster")
 ClusterDir = Annotated[Path, typer.Argument(help="Cluster directory.")]
 DEFAULT_CLUSTER_DIR = Path("skyhook-cluster")
-NODE_LIMITS = ("max_call_ms", "max_call_memory_mb", "max_reply_mb", "min_batch_size", "max_in_flight",
-               "max_slice_cpu_ms")
+NODE_LIMITS = (
+    "max_call_ms",
+    "max_call_memory_mb",
+    "max_reply_mb",
+    "min_batch_size",
+    "max_in_flight",
+    "max_slice_cpu_ms",
+)
 
 
 @cluster_app.command("up")
-def cluster_up(directory: ClusterDir = DEFAULT_CLUSTER_DIR,
-               osds: Annotated[int, typer.Option(help="Number of OSDs (new clusters).")] = 3,
-               store: Annotated[str, typer.Option(help="bluestore (survives restarts) or memstore.")] = "bluestore",
-               port: Annotated[Optional[int], typer.Option(help="Monitor port (v2; v1 uses port + 1).")] = None,
-               limit: Annotated[Optional[list[str]], typer.Option(
-                   help="A node limit of the OSDs (new clusters), NAME=VALUE: max_call_ms, "
-                        "max_call_memory_mb, max_reply_mb, min_batch_size, max_in_flight, "
-                        "max_slice_cpu_ms.")] = None) -> None:
+def cluster_up(
+    directory: ClusterDir = DEFAULT_CLUSTER_DIR,
+    osds: Annotated[int, typer.Option(help="Number of OSDs (new clusters).")] = 3,
+    store: Annotated[str, typer.Option(help="bluestore (survives restarts) or memstore.")] = "bluestore",
+    port: Annotated[Optional[int], typer.Option(help="Monitor port (v2; v1 uses port + 1).")] = None,
+    limit: Annotated[
+        Optional[list[str]],
+        typer.Option(
+            help="A node limit of the OSDs (new clusters), NAME=VALUE: max_call_ms, "
+            "max_call_memory_mb, max_reply_mb, min_batch_size, max_in_flight, "
+            "max_slice_cpu_ms."
+        ),
+    ] = None,
+) -> None:
     """Create and start a cluster, or start an existing one again; prints the store URI."""
-    from skyhook.cluster import LocalCluster
+    from skyhook.dev.cluster import LocalCluster
+
     limits = {}
     for item in limit or []:
         name, _, value = item.partition("=")
         if name not in NODE_LIMITS or not value.isdigit():
-            raise InvalidRequestError(f"--limit {item!r}: expected NAME=INTEGER, NAME one of "
-                                      f"{', '.join(NODE_LIMITS)}")
+            raise InvalidRequestError(f"--limit {item!r}: expected NAME=INTEGER, NAME one of {', '.join(NODE_LIMITS)}")
         limits[name] = int(value)
     started = time.perf_counter()
     uri = LocalCluster(directory).up(osds=osds, store=store, port=port, node_limits=limits)
@@ -253,7 +316,8 @@ def cluster_up(directory: ClusterDir = DEFAULT_CLUSTER_DIR,
 @cluster_app.command("down")
 def cluster_down(directory: ClusterDir = DEFAULT_CLUSTER_DIR) -> None:
     """Stop every daemon of the cluster (data stays; `up` starts it again)."""
-    from skyhook.cluster import LocalCluster
+    from skyhook.dev.cluster import LocalCluster
+
     LocalCluster(directory).down()
     console.print(f"stopped the cluster in {directory}")
 
@@ -261,7 +325,8 @@ def cluster_down(directory: ClusterDir = DEFAULT_CLUSTER_DIR) -> None:
 @cluster_app.command("status")
 def cluster_status(directory: ClusterDir = DEFAULT_CLUSTER_DIR) -> None:
     """Daemons, their PIDs, OSD states and health."""
-    from skyhook.cluster import LocalCluster
+    from skyhook.dev.cluster import LocalCluster
+
     report = LocalCluster(directory).status()
     daemons = Table("daemon", "pid", "state", title=f"{report['directory']} ({report['store']}, port {report['port']})")
     for name, pid in report["daemons"].items():
@@ -273,10 +338,14 @@ def cluster_status(directory: ClusterDir = DEFAULT_CLUSTER_DIR) -> None:
 
 
 @cluster_app.command("stop-osd")
-def cluster_stop_osd(osd: int, directory: ClusterDir = DEFAULT_CLUSTER_DIR,
-                     kill: Annotated[bool, typer.Option(help="SIGKILL instead of a clean stop.")] = False) -> None:
+def cluster_stop_osd(
+    osd: int,
+    directory: ClusterDir = DEFAULT_CLUSTER_DIR,
+    kill: Annotated[bool, typer.Option(help="SIGKILL instead of a clean stop.")] = False,
+) -> None:
     """Stop one OSD."""
-    from skyhook.cluster import LocalCluster
+    from skyhook.dev.cluster import LocalCluster
+
     LocalCluster(directory).stop_osd(osd, kill=kill)
     console.print(f"osd.{osd} stopped")
 
@@ -284,18 +353,24 @@ def cluster_stop_osd(osd: int, directory: ClusterDir = DEFAULT_CLUSTER_DIR,
 @cluster_app.command("start-osd")
 def cluster_start_osd(osd: int, directory: ClusterDir = DEFAULT_CLUSTER_DIR) -> None:
     """Start one OSD again and wait until it is up."""
-    from skyhook.cluster import LocalCluster
+    from skyhook.dev.cluster import LocalCluster
+
     LocalCluster(directory).start_osd(osd)
     console.print(f"osd.{osd} up")
 
 
 @cluster_app.command("user")
-def cluster_user(name: str, directory: ClusterDir = DEFAULT_CLUSTER_DIR,
-                 role: Annotated[str, typer.Option(help="reader, writer or admin.")] = "reader",
-                 namespace: Annotated[Optional[str], typer.Option(
-                     help="Restrict the user to this RADOS namespace (default: the whole pool).")] = None) -> None:
+def cluster_user(
+    name: str,
+    directory: ClusterDir = DEFAULT_CLUSTER_DIR,
+    role: Annotated[str, typer.Option(help="reader, writer or admin.")] = "reader",
+    namespace: Annotated[
+        Optional[str], typer.Option(help="Restrict the user to this RADOS namespace (default: the whole pool).")
+    ] = None,
+) -> None:
     """Create a Ceph user with the least capabilities of a role; prints its store URI."""
-    from skyhook.cluster import LocalCluster, role_capabilities
+    from skyhook.dev.cluster import LocalCluster, role_capabilities
+
     cluster = LocalCluster(directory)
     capabilities = role_capabilities(role, namespace=namespace)
     keyring = cluster.add_user(name, capabilities)
@@ -305,7 +380,9 @@ def cluster_user(name: str, directory: ClusterDir = DEFAULT_CLUSTER_DIR,
 
 
 def _print_table(table: pa.Table, limit: int) -> None:
-    shown = Table(*table.column_names, title=f"{table.num_rows:,} rows" + (f" (first {limit})" if table.num_rows > limit else ""))
+    shown = Table(
+        *table.column_names, title=f"{table.num_rows:,} rows" + (f" (first {limit})" if table.num_rows > limit else "")
+    )
     for row in table.slice(0, limit).to_pylist():
         shown.add_row(*("" if value is None else str(value) for value in row.values()))
     console.print(shown)

@@ -10,13 +10,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from skyhook.expressions import Columns, projected_schema
+from skyhook.catalog.manifest import Manifest
+from skyhook.execution.aggregate_execution import AggregateExecution
+from skyhook.execution.explain import Explanation, explain_aggregate, explain_scan
+from skyhook.execution.scanner import Scanner
 from skyhook.plan.aggregate import AggregateQuery
-from skyhook.plan.executor import AggregateExecution
-from skyhook.plan.explain import Explanation, explain_aggregate, explain_scan
-from skyhook.manifest import Manifest
-from skyhook.scanner import Scanner
-from skyhook.where import parse_where
+from skyhook.plan.expressions import Columns, projected_schema
+from skyhook.plan.where import parse_where
 
 if TYPE_CHECKING:
     from skyhook.store import Store
@@ -35,8 +35,10 @@ class Dataset(pads.Dataset):
         self.last_aggregate: AggregateExecution | None = None
 
     def __repr__(self) -> str:
-        return (f"<skyhook.Dataset {self.name!r}: {self.manifest.num_rows} rows in "
-                f"{len(self.manifest.partitions)} objects, {self.manifest.format}>")
+        return (
+            f"<skyhook.Dataset {self.name!r}: {self.manifest.num_rows} rows in "
+            f"{len(self.manifest.partitions)} objects, {self.manifest.format}>"
+        )
 
     @property
     def name(self) -> str:
@@ -50,33 +52,44 @@ class Dataset(pads.Dataset):
     def partition_expression(self) -> pc.Expression:
         return pc.scalar(True)
 
-    def scanner(self, columns: Columns = None, filter: pc.Expression | str | None = None,
-                batch_size: int | None = None, use_threads: bool = True, **options: Any) -> Scanner:
+    def scanner(
+        self,
+        columns: Columns = None,
+        filter: pc.Expression | str | None = None,
+        batch_size: int | None = None,
+        use_threads: bool = True,
+        **options: Any,
+    ) -> Scanner:
         """filter is a pyarrow expression or text such as "price > 10 and flag == 'R'".
         options: pushdown (False reads whole objects and filters here),
         max_result_bytes (per object reply)."""
         filter = self._expression(filter)
-        self.last_scan = Scanner(self, columns, filter, batch_size=batch_size,
-                                 use_threads=use_threads, **options)
+        self.last_scan = Scanner(self, columns, filter, batch_size=batch_size, use_threads=use_threads, **options)
         return self.last_scan
 
-    def to_table(self, columns: Columns = None, filter: pc.Expression | str | None = None,
-                 **options: Any) -> pa.Table:
+    def to_table(self, columns: Columns = None, filter: pc.Expression | str | None = None, **options: Any) -> pa.Table:
         return self.scanner(columns, filter, **options).to_table()
 
-    def to_batches(self, columns: Columns = None, filter: pc.Expression | str | None = None,
-                   **options: Any) -> Iterator[pa.RecordBatch]:
+    def to_batches(
+        self, columns: Columns = None, filter: pc.Expression | str | None = None, **options: Any
+    ) -> Iterator[pa.RecordBatch]:
         return self.scanner(columns, filter, **options).to_batches()
 
     def count_rows(self, filter: pc.Expression | str | None = None, **options: Any) -> int:
         return self.scanner(None, filter, **options).count_rows()
 
-    def head(self, num_rows: int, columns: Columns = None, filter: pc.Expression | str | None = None,
-             **options: Any) -> pa.Table:
+    def head(
+        self, num_rows: int, columns: Columns = None, filter: pc.Expression | str | None = None, **options: Any
+    ) -> pa.Table:
         return self.scanner(columns, filter, **options).head(num_rows)
 
-    def take(self, indices: pa.Array | list[int], columns: Columns = None,
-             filter: pc.Expression | str | None = None, **options: Any) -> pa.Table:
+    def take(
+        self,
+        indices: pa.Array | list[int],
+        columns: Columns = None,
+        filter: pc.Expression | str | None = None,
+        **options: Any,
+    ) -> pa.Table:
         return self.scanner(columns, filter, **options).take(indices)
 
     def filter(self, expression: pc.Expression | str) -> Dataset:
@@ -86,8 +99,10 @@ class Dataset(pads.Dataset):
         return Dataset(self.store, self.manifest, combined)
 
     def get_fragments(self, filter: pc.Expression | None = None) -> Iterator[pads.Fragment]:
-        raise NotImplementedError("skyhook datasets are scanned in storage and have no pyarrow "
-                                  "fragments; use scanner(), to_table() or to_batches()")
+        raise NotImplementedError(
+            "skyhook datasets are scanned in storage and have no pyarrow "
+            "fragments; use scanner(), to_table() or to_batches()"
+        )
 
     def replace_schema(self, schema: pa.Schema) -> Dataset:
         raise NotImplementedError("a stored dataset's schema is fixed; write a new dataset instead")
@@ -96,14 +111,21 @@ class Dataset(pads.Dataset):
         """Like ``pyarrow.Table.group_by``; the aggregation runs in storage."""
         return DatasetGroupBy(self, keys)
 
-    def aggregate(self, aggregations: list[tuple[str, str]], filter: pc.Expression | str | None = None,
-                  **options: Any) -> pa.Table:
+    def aggregate(
+        self, aggregations: list[tuple[str, str]], filter: pc.Expression | str | None = None, **options: Any
+    ) -> pa.Table:
         """Aggregates over the whole dataset (no keys): one row."""
         return self.group_by([]).aggregate(aggregations, filter=filter, **options)
 
-    def explain(self, columns: Columns = None, filter: pc.Expression | str | None = None, *,
-                keys: str | list[str] | None = None, aggregations: list[tuple] | None = None,
-                **options: Any) -> Explanation:
+    def explain(
+        self,
+        columns: Columns = None,
+        filter: pc.Expression | str | None = None,
+        *,
+        keys: str | list[str] | None = None,
+        aggregations: list[tuple] | None = None,
+        **options: Any,
+    ) -> Explanation:
         """Run a scan (or, with aggregations, an aggregate) and say what ran where."""
         if aggregations is not None:
             return explain_aggregate(self, self.group_by(keys or []).execution(aggregations, filter, **options))
@@ -135,16 +157,18 @@ class DatasetGroupBy:
         self.dataset = dataset
         self.keys = keys
 
-    def aggregate(self, aggregations: list[tuple[str, str]], filter: pc.Expression | str | None = None,
-                  **options: Any) -> pa.Table:
+    def aggregate(
+        self, aggregations: list[tuple[str, str]], filter: pc.Expression | str | None = None, **options: Any
+    ) -> pa.Table:
         """aggregations: (column, function) pairs with pyarrow's function names
         (count, count_distinct, sum, min, max, mean, variance, stddev, first,
         last). options: use_threads, max_in_flight, max_slice_cpu_ns."""
         execution = self.execution(aggregations, filter, **options)
         return execution.run()
 
-    def execution(self, aggregations: list[tuple[str, str]], filter: pc.Expression | str | None = None,
-                  **options: Any) -> AggregateExecution:
+    def execution(
+        self, aggregations: list[tuple[str, str]], filter: pc.Expression | str | None = None, **options: Any
+    ) -> AggregateExecution:
         filter = self.dataset._expression(filter)
         if filter is not None:
             projected_schema(self.dataset.schema, [], filter)  # validates the filter

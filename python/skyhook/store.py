@@ -9,12 +9,20 @@ from urllib.parse import parse_qs, unquote, urlparse
 import pyarrow as pa
 
 from skyhook.backends.base import Backend, StoredManifest
+from skyhook.catalog.manifest import (
+    Manifest,
+    ObjectOwner,
+    Partition,
+    check_dataset_name,
+    new_generation,
+    object_name,
+    object_owner,
+    statistics_type,
+)
 from skyhook.dataset import Dataset
 from skyhook.errors import CorruptManifestError, DatasetExistsError, DatasetNotFoundError, InvalidRequestError
-from skyhook.manifest import (Manifest, ObjectOwner, Partition, check_dataset_name, new_generation, object_name,
-                              object_owner, statistics_type)
-from skyhook.protocol import decode_reply, encode_request
-from skyhook.writer import FORMATS, DataSource, encode_partition, open_source, split_partitions
+from skyhook.ingest.writer import FORMATS, DataSource, encode_partition, open_source, split_partitions
+from skyhook.rpc.protocol import decode_reply, encode_request
 
 FORMAT_ATTRIBUTE = "skyhook.format"
 # fsck counts a RADOS write whose writer has been silent this long as abandoned.
@@ -31,15 +39,19 @@ def connect(uri: str) -> Store:
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file"):
         from skyhook.backends.embedded import EmbeddedBackend
+
         return Store(EmbeddedBackend(unquote(parsed.path) if parsed.scheme else uri))
     if parsed.scheme == "ceph":
         from skyhook.backends.rados import RadosBackend
+
         options = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
         unknown = set(options) - {"conf", "namespace", "user", "keyring", "timeout"}
         timeout = options.pop("timeout", None)
         if not parsed.netloc or "conf" not in options or unknown or (timeout is not None and not timeout.isdigit()):
-            raise InvalidRequestError(f"invalid Ceph URI {uri!r}: expected ceph://POOL?conf=/path/ceph.conf"
-                                      "[&namespace=NS][&user=NAME][&keyring=/path][&timeout=SECONDS]")
+            raise InvalidRequestError(
+                f"invalid Ceph URI {uri!r}: expected ceph://POOL?conf=/path/ceph.conf"
+                "[&namespace=NS][&user=NAME][&keyring=/path][&timeout=SECONDS]"
+            )
         if timeout is not None:
             options["timeout_seconds"] = int(timeout)
         return Store(RadosBackend(parsed.netloc, options.pop("conf"), **options))
@@ -82,12 +94,19 @@ class Store:
             raise DatasetNotFoundError(f"no dataset named {name!r} in {self.uri}")
         return stored
 
-    def write_dataset(self, name: str, data: DataSource, *, format: str = "parquet",
-                      target_object_size: int = DEFAULT_TARGET_OBJECT_SIZE,
-                      rows_per_object: int | None = None,
-                      row_group_size: int = DEFAULT_ROW_GROUP_SIZE, compression: str = "zstd",
-                      mode: str = "create",
-                      progress: Callable[[int, int], None] | None = None) -> Dataset:
+    def write_dataset(
+        self,
+        name: str,
+        data: DataSource,
+        *,
+        format: str = "parquet",
+        target_object_size: int = DEFAULT_TARGET_OBJECT_SIZE,
+        rows_per_object: int | None = None,
+        row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+        compression: str = "zstd",
+        mode: str = "create",
+        progress: Callable[[int, int], None] | None = None,
+    ) -> Dataset:
         """Split data into partitions, store one object per partition and publish
         the manifest. mode is "create" (fail if the dataset exists) or "overwrite".
         progress, if given, is called with (rows written, bytes written) per object.
@@ -126,8 +145,9 @@ class Store:
                     pending.heartbeat()
                     if progress:
                         progress(table.num_rows, encoded.size)
-                manifest = Manifest(name, reader.schema, format, generation, tuple(partitions),
-                                    _concat(statistics, reader.schema))
+                manifest = Manifest(
+                    name, reader.schema, format, generation, tuple(partitions), _concat(statistics, reader.schema)
+                )
                 replaced = self._publish(manifest, mode)
             except BaseException:
                 for written_object in written:
@@ -167,8 +187,9 @@ class Store:
                 return
             # Replaced meanwhile: delete what is there now (its writer deleted the old objects).
 
-    def fsck(self, name: str | None = None, repair: bool = False,
-             grace_seconds: float = DEFAULT_FSCK_GRACE_SECONDS) -> FsckReport:
+    def fsck(
+        self, name: str | None = None, repair: bool = False, grace_seconds: float = DEFAULT_FSCK_GRACE_SECONDS
+    ) -> FsckReport:
         """Find (and with repair, delete) orphan objects: partitions (and temporary
         files of partitions) that neither a dataset's manifest nor a write in
         progress owns, left by crashed or killed writers. On RADOS a write whose
@@ -200,8 +221,9 @@ class Store:
         for owner, listed in owned:
             if owner.dataset in current and current[owner.dataset] != owner.generation and owner not in live:
                 report.orphans.append(listed)
-        report.abandoned_writes = sorted(f"{record.dataset}.{record.generation}"
-                                         for record in pending if record.abandoned)
+        report.abandoned_writes = sorted(
+            f"{record.dataset}.{record.generation}" for record in pending if record.abandoned
+        )
         if name is None:
             report.index_problems = self.backend.check_index(listing, repair)
         if repair:

@@ -47,8 +47,7 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> CephObjectContext::Read(uint64_t o
   return std::make_shared<BufferListBuffer>(std::move(data));
 }
 
-arrow::Result<std::optional<std::string>> CephObjectContext::GetXattr(
-    const std::string& name) {
+arrow::Result<std::optional<std::string>> CephObjectContext::GetXattr(const std::string& name) {
   ceph::bufferlist value;
   int code = cls_cxx_getxattr(context_, name.c_str(), &value);
   if (code == -ENODATA || code == -ENOENT) return std::nullopt;

@@ -13,8 +13,7 @@ class CephObjectContext : public ObjectContext {
   explicit CephObjectContext(cls_method_context_t context) : context_(context) {}
 
   arrow::Result<uint64_t> Size() override;
-  arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset,
-                                                     uint64_t length) override;
+  arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset, uint64_t length) override;
   arrow::Result<std::optional<std::string>> GetXattr(const std::string& name) override;
 
  private:

@@ -10,8 +10,8 @@ namespace skyhook {
 
 arrow::Result<std::shared_ptr<arrow::io::MemoryMappedFile>> FileObjectContext::Mapped() {
   if (!file_) {
-    ARROW_ASSIGN_OR_RAISE(file_, arrow::io::MemoryMappedFile::Open(
-                                     path_, arrow::io::FileMode::READ));
+    ARROW_ASSIGN_OR_RAISE(file_,
+                          arrow::io::MemoryMappedFile::Open(path_, arrow::io::FileMode::READ));
   }
   return file_;
 }
@@ -28,8 +28,7 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> FileObjectContext::Read(uint64_t o
   return file->ReadAt(static_cast<int64_t>(offset), static_cast<int64_t>(length));
 }
 
-arrow::Result<std::optional<std::string>> FileObjectContext::GetXattr(
-    const std::string& name) {
+arrow::Result<std::optional<std::string>> FileObjectContext::GetXattr(const std::string& name) {
   const std::string key = "user." + name;
   std::vector<char> value(256);
   while (true) {

@@ -17,8 +17,7 @@ class FileObjectContext : public ObjectContext {
   explicit FileObjectContext(std::string path) : path_(std::move(path)) {}
 
   arrow::Result<uint64_t> Size() override;
-  arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset,
-                                                     uint64_t length) override;
+  arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset, uint64_t length) override;
   arrow::Result<std::optional<std::string>> GetXattr(const std::string& name) override;
 
  private:

@@ -24,8 +24,7 @@ skyhook::Method FindMethod(const std::string& name) {
   throw nb::value_error(("unknown storage method '" + name + "'").c_str());
 }
 
-nb::bytes Call(const std::string& object_path, const std::string& method_name,
-               nb::bytes request) {
+nb::bytes Call(const std::string& object_path, const std::string& method_name, nb::bytes request) {
   skyhook::Method method = FindMethod(method_name);
   auto request_buffer = std::make_shared<arrow::Buffer>(
       reinterpret_cast<const uint8_t*>(request.c_str()), static_cast<int64_t>(request.size()));

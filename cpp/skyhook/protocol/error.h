@@ -13,16 +13,16 @@ namespace skyhook {
 
 enum class ErrorCode : int32_t {
   kOk = 0,
-  kInvalidRequest = 1,     // malformed, truncated or inconsistent request
-  kUnsupportedVersion = 2, // request written by a newer protocol
-  kUnknownColumn = 3,      // the request names a column the object lacks
-  kTypeMismatch = 4,       // a column's type differs between request and object
-  kCorruptObject = 5,      // the object is not a readable Parquet/IPC partition
-  kResultTooLarge = 6,     // the reply would exceed the request's byte limit
-  kNotFound = 7,           // the object does not exist
-  kInternal = 8,           // anything else: a bug, reported with its message
-  kPushedBack = 9,         // internal to a method: the node declined; never sent
-  kLimitExceeded = 10,     // the call needs more time or memory than the node allows
+  kInvalidRequest = 1,      // malformed, truncated or inconsistent request
+  kUnsupportedVersion = 2,  // request written by a newer protocol
+  kUnknownColumn = 3,       // the request names a column the object lacks
+  kTypeMismatch = 4,        // a column's type differs between request and object
+  kCorruptObject = 5,       // the object is not a readable Parquet/IPC partition
+  kResultTooLarge = 6,      // the reply would exceed the request's byte limit
+  kNotFound = 7,            // the object does not exist
+  kInternal = 8,            // anything else: a bug, reported with its message
+  kPushedBack = 9,          // internal to a method: the node declined; never sent
+  kLimitExceeded = 10,      // the call needs more time or memory than the node allows
 };
 
 /// Attaches an ErrorCode to an arrow::Status so methods can say which error the
@@ -40,9 +40,8 @@ class ErrorDetail : public arrow::StatusDetail {
 
 template <typename... Args>
 arrow::Status Error(ErrorCode code, Args&&... args) {
-  return arrow::Status::FromDetailAndArgs(arrow::StatusCode::Invalid,
-                                          std::make_shared<ErrorDetail>(code),
-                                          std::forward<Args>(args)...);
+  return arrow::Status::FromDetailAndArgs(
+      arrow::StatusCode::Invalid, std::make_shared<ErrorDetail>(code), std::forward<Args>(args)...);
 }
 
 /// The code a failed Status carries: its ErrorDetail, or kInternal.

@@ -59,15 +59,14 @@ arrow::Result<Frame> DecodeFrame(const std::shared_ptr<arrow::Buffer>& message,
   }
   uint32_t header_length = LoadLittleEndian<uint32_t>(data + 8);
   if (header_length > message->size() - kFramePrefixSize) {
-    return Error(ErrorCode::kInvalidRequest, "header length ", header_length,
-                 " exceeds the ", message->size() - kFramePrefixSize,
+    return Error(ErrorCode::kInvalidRequest, "header length ", header_length, " exceeds the ",
+                 message->size() - kFramePrefixSize,
                  " bytes that follow the envelope (truncated message?)");
   }
   auto header_ipc = arrow::SliceBuffer(message, kFramePrefixSize, header_length);
   auto header = ReadOneRowBatch(header_ipc);
   if (!header.ok()) {
-    return Error(ErrorCode::kInvalidRequest, "malformed header: ",
-                 header.status().message());
+    return Error(ErrorCode::kInvalidRequest, "malformed header: ", header.status().message());
   }
   frame.header = *header;
   frame.body = arrow::SliceBuffer(message, kFramePrefixSize + header_length);
@@ -104,16 +103,15 @@ arrow::Result<std::shared_ptr<arrow::Scalar>> HeaderReader::Field(
   auto column = header_->GetColumnByName(name);
   if (column == nullptr) return nullptr;
   if (!column->type()->Equals(type)) {
-    return Error(ErrorCode::kInvalidRequest, "header field '", name, "' must be ",
-                 type.ToString(), ", not ", column->type()->ToString());
+    return Error(ErrorCode::kInvalidRequest, "header field '", name, "' must be ", type.ToString(),
+                 ", not ", column->type()->ToString());
   }
   ARROW_ASSIGN_OR_RAISE(auto scalar, column->GetScalar(0));
   if (!scalar->is_valid) return nullptr;
   return scalar;
 }
 
-arrow::Result<std::optional<std::string>> HeaderReader::String(
-    const std::string& name) const {
+arrow::Result<std::optional<std::string>> HeaderReader::String(const std::string& name) const {
   ARROW_ASSIGN_OR_RAISE(auto scalar, Field(name, *arrow::utf8()));
   if (scalar == nullptr) return std::nullopt;
   return static_cast<const arrow::StringScalar&>(*scalar).ToString();

@@ -42,8 +42,7 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeFrame(std::string_view magic
 /// Typed access to the header's fields, with errors that name the field.
 class HeaderReader {
  public:
-  explicit HeaderReader(std::shared_ptr<arrow::RecordBatch> header)
-      : header_(std::move(header)) {}
+  explicit HeaderReader(std::shared_ptr<arrow::RecordBatch> header) : header_(std::move(header)) {}
 
   /// nullopt when the field is absent or null.
   arrow::Result<std::optional<std::string>> String(const std::string& name) const;

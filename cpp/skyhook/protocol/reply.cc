@@ -34,15 +34,16 @@ Reply Reply::FromStatus(const arrow::Status& status) {
 arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeReply(const Reply& reply) {
   std::vector<std::shared_ptr<arrow::Field>> fields;
   std::vector<std::shared_ptr<arrow::Array>> columns;
-  auto add = [&](const std::string& name, const std::shared_ptr<arrow::Scalar>& value)
-      -> arrow::Status {
+  auto add = [&](const std::string& name,
+                 const std::shared_ptr<arrow::Scalar>& value) -> arrow::Status {
     fields.push_back(arrow::field(name, value->type, /*nullable=*/false));
     ARROW_ASSIGN_OR_RAISE(auto array, arrow::MakeArrayFromScalar(*value, 1));
     columns.push_back(std::move(array));
     return arrow::Status::OK();
   };
   ARROW_RETURN_NOT_OK(add("status", arrow::MakeScalar(static_cast<int32_t>(reply.code))));
-  ARROW_RETURN_NOT_OK(add("message", std::make_shared<arrow::StringScalar>(ValidUtf8(reply.message))));
+  ARROW_RETURN_NOT_OK(
+      add("message", std::make_shared<arrow::StringScalar>(ValidUtf8(reply.message))));
   const char* executed = reply.executed == Executed::kAll          ? "all"
                          : reply.executed == Executed::kFilterOnly ? "filter"
                                                                    : "none";

@@ -26,8 +26,8 @@ arrow::Result<ResultOptions> ResultOptions::Decode(const HeaderReader& header) {
   ARROW_ASSIGN_OR_RAISE(auto batch_size, header.Int64("batch_size"));
   if (batch_size) {
     if (*batch_size < 1 || *batch_size > kMaxBatchSize) {
-      return Error(ErrorCode::kInvalidRequest, "batch_size ", *batch_size,
-                   " is outside 1..", kMaxBatchSize);
+      return Error(ErrorCode::kInvalidRequest, "batch_size ", *batch_size, " is outside 1..",
+                   kMaxBatchSize);
     }
     options.batch_size = *batch_size;
   }

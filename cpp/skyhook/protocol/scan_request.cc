@@ -27,18 +27,18 @@ arrow::Result<std::optional<arrow::engine::BoundExpressions>> DecodeExpressions(
 
 }  // namespace
 
-arrow::Result<ScanRequest> ScanRequest::Decode(
-    const std::shared_ptr<arrow::Buffer>& message) {
+arrow::Result<ScanRequest> ScanRequest::Decode(const std::shared_ptr<arrow::Buffer>& message) {
   ARROW_ASSIGN_OR_RAISE(auto frame, DecodeFrame(message, kRequestMagic));
   HeaderReader header(frame.header);
   ScanRequest request;
-  ARROW_ASSIGN_OR_RAISE(request.filter, DecodeExpressions(header, "filter", ExpressionRole::kFilter));
-  ARROW_ASSIGN_OR_RAISE(request.projection, DecodeExpressions(header, "projection", ExpressionRole::kProjection));
+  ARROW_ASSIGN_OR_RAISE(request.filter,
+                        DecodeExpressions(header, "filter", ExpressionRole::kFilter));
+  ARROW_ASSIGN_OR_RAISE(request.projection,
+                        DecodeExpressions(header, "projection", ExpressionRole::kProjection));
   if (request.filter) {
     const auto& named = request.filter->named_expressions;
     if (named.size() != 1 || !named[0].expression.type()->Equals(*arrow::boolean())) {
-      return Error(ErrorCode::kInvalidRequest,
-                   "the filter must be exactly one boolean expression");
+      return Error(ErrorCode::kInvalidRequest, "the filter must be exactly one boolean expression");
     }
   }
   ARROW_ASSIGN_OR_RAISE(request.result, ResultOptions::Decode(header));

@@ -2,8 +2,8 @@
 // this is the storage CPU a call cost.
 #pragma once
 
-#include <ctime>
 #include <cstdint>
+#include <ctime>
 
 namespace skyhook {
 

@@ -2,10 +2,10 @@
 
 #include <vector>
 
+#include <arrow/array/array_nested.h>
 #include <arrow/array/builder_base.h>
 #include <arrow/array/util.h>
 #include <arrow/compute/api_aggregate.h>
-#include <arrow/array/array_nested.h>
 #include <arrow/compute/api_scalar.h>
 #include <arrow/compute/exec.h>
 #include <arrow/io/memory.h>
@@ -33,14 +33,14 @@ class ColumnStatistics {
     if (!orderable_ || values->null_count() == values->length()) return arrow::Status::OK();
     if (arrow::is_floating(type_->id())) {
       ARROW_ASSIGN_OR_RAISE(auto nan, arrow::compute::CallFunction("is_nan", {values}, context_));
-      ARROW_ASSIGN_OR_RAISE(auto any_nan, arrow::compute::Any(
-                                              nan, arrow::compute::ScalarAggregateOptions::Defaults(),
-                                              context_));
+      ARROW_ASSIGN_OR_RAISE(
+          auto any_nan,
+          arrow::compute::Any(nan, arrow::compute::ScalarAggregateOptions::Defaults(), context_));
       // NaN is outside every [min, max] range, so a range would prune wrongly.
       if (any_nan.scalar_as<arrow::BooleanScalar>().value) orderable_ = false;
     }
-    auto extremes = arrow::compute::MinMax(values, arrow::compute::ScalarAggregateOptions::Defaults(),
-                                           context_);
+    auto extremes = arrow::compute::MinMax(
+        values, arrow::compute::ScalarAggregateOptions::Defaults(), context_);
     if (!extremes.ok()) {
       orderable_ = false;  // types without an order (lists, structs, ...) get no range
       return arrow::Status::OK();
@@ -60,9 +60,11 @@ class ColumnStatistics {
       ARROW_ASSIGN_OR_RAISE(min, arrow::MakeArrayOfNull(type_, 1));
       max = min;
     }
-    ARROW_ASSIGN_OR_RAISE(auto nulls, arrow::MakeArrayFromScalar(arrow::Int64Scalar(null_count_), 1));
+    ARROW_ASSIGN_OR_RAISE(auto nulls,
+                          arrow::MakeArrayFromScalar(arrow::Int64Scalar(null_count_), 1));
     ARROW_ASSIGN_OR_RAISE(auto bytes, arrow::MakeArrayFromScalar(arrow::Int64Scalar(bytes_), 1));
-    return arrow::StructArray::Make({min, max, nulls, bytes}, {"min", "max", "null_count", "bytes"});
+    return arrow::StructArray::Make({min, max, nulls, bytes},
+                                    {"min", "max", "null_count", "bytes"});
   }
 
  private:
@@ -73,8 +75,7 @@ class ColumnStatistics {
     ARROW_RETURN_NOT_OK(builder->AppendScalars(candidates));
     ARROW_ASSIGN_OR_RAISE(auto array, builder->Finish());
     ARROW_ASSIGN_OR_RAISE(auto extremes, arrow::compute::MinMax(array));
-    return arrow::MakeArrayFromScalar(
-        *extremes.scalar_as<arrow::StructScalar>().value[which], 1);
+    return arrow::MakeArrayFromScalar(*extremes.scalar_as<arrow::StructScalar>().value[which], 1);
   }
 
   std::shared_ptr<arrow::DataType> type_;
@@ -104,8 +105,10 @@ class DescribeExecution {
     ARROW_ASSIGN_OR_RAISE(auto batches, reader_->ReadFields(all_fields, 64 * 1024));
     while (true) {
       if (resources_->OutOfTime()) {
-        return Error(ErrorCode::kLimitExceeded, "describing the object takes longer than the "
-                     "node's limit of ", resources_->limits().max_call_ms, " ms per call");
+        return Error(ErrorCode::kLimitExceeded,
+                     "describing the object takes longer than the "
+                     "node's limit of ",
+                     resources_->limits().max_call_ms, " ms per call");
       }
       ARROW_ASSIGN_OR_RAISE(auto batch, batches->Next());
       if (batch == nullptr) break;

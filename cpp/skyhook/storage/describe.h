@@ -12,8 +12,8 @@
 namespace skyhook {
 
 /// The reply body is an IPC stream of one row with a struct column per object
-/// column: {min, max, null_count, bytes (decoded Arrow size)}. min/max are null where they cannot be used
-/// for pruning (unorderable types, floating columns holding NaN).
+/// column: {min, max, null_count, bytes (decoded Arrow size)}. min/max are null where they cannot
+/// be used for pruning (unorderable types, floating columns holding NaN).
 Reply Describe(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& request);
 
 }  // namespace skyhook

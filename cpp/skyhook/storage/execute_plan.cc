@@ -51,7 +51,8 @@ class PlanExecution {
   arrow::Status Run(ObjectContext* object, const InFlightCall& call, Reply* reply) {
     ARROW_RETURN_NOT_OK(DeclineIfBusy(call, resources_->max_in_flight(request_.pushback)));
     ARROW_ASSIGN_OR_RAISE(reader_, ObjectReader::Open(object, resources_->pool()));
-    ARROW_ASSIGN_OR_RAISE(auto checked, substrait_check::CheckPlan(std::string_view(*request_.plan)));
+    ARROW_ASSIGN_OR_RAISE(auto checked,
+                          substrait_check::CheckPlan(std::string_view(*request_.plan)));
     ARROW_ASSIGN_OR_RAISE(auto runnable, RunnablePlan(checked, reply));
     std::unique_ptr<ResultWriter> writer;
     int64_t position = options_.start_row;  // the first row of the object not yet consumed
@@ -196,7 +197,8 @@ class PlanExecution {
       ++chunk_slices_;
       auto bytes = arrow::util::ReferencedBufferSize(**batch);
       chunk_bytes_ += bytes.ok() ? *bytes : kChunkBytes;
-      return arrow::Future<SourceBatch>::MakeFinished(SourceBatch(arrow::compute::ExecBatch(**batch)));
+      return arrow::Future<SourceBatch>::MakeFinished(
+          SourceBatch(arrow::compute::ExecBatch(**batch)));
     };
     arrow::acero::SourceNodeOptions options(batches_->schema(), std::move(generator),
                                             arrow::Ordering::Implicit());

@@ -12,11 +12,11 @@
 namespace skyhook {
 namespace {
 
-constexpr int64_t kMagicBytes = 6;         // "ARROW1"
+constexpr int64_t kMagicBytes = 6;                  // "ARROW1"
 constexpr int64_t kTrailerBytes = 4 + kMagicBytes;  // footer length, magic
 constexpr int kFooterDictionaries = 2, kFooterRecordBatches = 3, kMessageBodyLength = 3;
-constexpr int64_t kBlockBytes = 24;        // struct Block {int64 offset; int32 metadata; int64 body}
-constexpr int64_t kMaxMessagePrefix = 8;   // continuation marker, metadata length
+constexpr int64_t kBlockBytes = 24;       // struct Block {int64 offset; int32 metadata; int64 body}
+constexpr int64_t kMaxMessagePrefix = 8;  // continuation marker, metadata length
 
 arrow::Status Lies(const char* what) {
   return arrow::Status::Invalid("the IPC file's ", what, " lies outside the file");
@@ -65,8 +65,7 @@ class FlatBuffer {
 
 // The body length a block's message declares, checked against the room the
 // block leaves for it before `end` (where the footer starts).
-arrow::Status CheckMessage(ObjectFile* file, int64_t offset, int32_t metadata_length,
-                           int64_t end) {
+arrow::Status CheckMessage(ObjectFile* file, int64_t offset, int32_t metadata_length, int64_t end) {
   ARROW_ASSIGN_OR_RAISE(auto prefix, file->ReadAt(offset, kMaxMessagePrefix));
   FlatBuffer prefix_view(std::string_view(reinterpret_cast<const char*>(prefix->data()),
                                           static_cast<size_t>(prefix->size())));
@@ -114,8 +113,8 @@ arrow::Status CheckIpcBlocks(ObjectFile* file) {
       ARROW_ASSIGN_OR_RAISE(int64_t offset, footer.Read<int64_t>(block));
       ARROW_ASSIGN_OR_RAISE(int32_t metadata_length, footer.Read<int32_t>(block + 8));
       ARROW_ASSIGN_OR_RAISE(int64_t body_length, footer.Read<int64_t>(block + 16));
-      if (offset < kMagicBytes || offset > footer_start || metadata_length < 8 ||
-          body_length < 0 || metadata_length > footer_start - offset ||
+      if (offset < kMagicBytes || offset > footer_start || metadata_length < 8 || body_length < 0 ||
+          metadata_length > footer_start - offset ||
           body_length > footer_start - offset - metadata_length) {
         return Lies("block");
       }

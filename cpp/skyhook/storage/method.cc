@@ -5,7 +5,6 @@
 
 #include <arrow/compute/initialize.h>
 
-
 namespace skyhook {
 namespace {
 
@@ -33,8 +32,8 @@ std::shared_ptr<arrow::Buffer> RunMethod(Method method, ObjectContext* object,
     if (!initialized.ok()) return EncodeOrFallback(Reply::FromStatus(initialized));
     return EncodeOrFallback(method(object, request));
   } catch (const std::exception& e) {
-    return EncodeOrFallback(Reply::FromStatus(
-        arrow::Status::UnknownError("storage method raised: ", e.what())));
+    return EncodeOrFallback(
+        Reply::FromStatus(arrow::Status::UnknownError("storage method raised: ", e.what())));
   } catch (...) {
     return EncodeOrFallback(
         Reply::FromStatus(arrow::Status::UnknownError("storage method raised")));

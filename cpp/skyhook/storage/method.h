@@ -16,8 +16,7 @@
 
 namespace skyhook {
 
-using Method = Reply (*)(ObjectContext* object,
-                         const std::shared_ptr<arrow::Buffer>& request);
+using Method = Reply (*)(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& request);
 
 struct MethodInfo {
   std::string_view name;

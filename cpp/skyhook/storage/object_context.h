@@ -22,8 +22,7 @@ class ObjectContext {
 
   /// Read [offset, offset + length); may return fewer bytes at the end.
   /// Adapters return views of memory they already hold where they can.
-  virtual arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset,
-                                                             uint64_t length) = 0;
+  virtual arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset, uint64_t length) = 0;
 
   /// An extended attribute of the object, or nullopt when it is not set.
   virtual arrow::Result<std::optional<std::string>> GetXattr(const std::string& name) = 0;

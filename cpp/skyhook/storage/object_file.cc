@@ -21,8 +21,7 @@ arrow::Result<int64_t> ObjectFile::Tell() const { return position_; }
 
 arrow::Status ObjectFile::Seek(int64_t position) {
   if (position < 0 || position > size_) {
-    return arrow::Status::IOError("seek to ", position, " outside object of ", size_,
-                                  " bytes");
+    return arrow::Status::IOError("seek to ", position, " outside object of ", size_, " bytes");
   }
   position_ = position;
   return arrow::Status::OK();
@@ -30,8 +29,7 @@ arrow::Status ObjectFile::Seek(int64_t position) {
 
 arrow::Result<int64_t> ObjectFile::GetSize() { return size_; }
 
-arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadAt(int64_t position,
-                                                                 int64_t nbytes) {
+arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadAt(int64_t position, int64_t nbytes) {
   if (closed_) return arrow::Status::Invalid("object file is closed");
   if (position < 0 || nbytes < 0) {
     return arrow::Status::IOError("invalid read of ", nbytes, " bytes at ", position);

@@ -26,8 +26,7 @@ class ObjectFile : public arrow::io::RandomAccessFile {
   arrow::Result<int64_t> Read(int64_t nbytes, void* out) override;
   arrow::Result<std::shared_ptr<arrow::Buffer>> Read(int64_t nbytes) override;
   arrow::Result<int64_t> ReadAt(int64_t position, int64_t nbytes, void* out) override;
-  arrow::Result<std::shared_ptr<arrow::Buffer>> ReadAt(int64_t position,
-                                                       int64_t nbytes) override;
+  arrow::Result<std::shared_ptr<arrow::Buffer>> ReadAt(int64_t position, int64_t nbytes) override;
 
   int64_t bytes_read() const { return bytes_read_; }
 

@@ -107,10 +107,11 @@ class ParquetObjectReader : public ObjectReader {
   static arrow::Result<std::unique_ptr<ObjectReader>> Open(std::shared_ptr<ObjectFile> file,
                                                            arrow::MemoryPool* pool) {
     parquet::ArrowReaderProperties properties;
-    properties.set_pre_buffer(false);  // pre-buffering reads on an I/O thread
+    properties.set_pre_buffer(false);   // pre-buffering reads on an I/O thread
     properties.set_use_threads(false);  // storage methods run on the caller's thread
     parquet::ReaderProperties file_properties(pool);
-    file_properties.set_page_checksum_verification(true);  // a flipped bit: an error, not a wrong answer
+    file_properties.set_page_checksum_verification(
+        true);  // a flipped bit: an error, not a wrong answer
     parquet::arrow::FileReaderBuilder builder;
     auto opened = builder.Open(file, file_properties);
     if (!opened.ok()) return Corrupt("Parquet", opened);
@@ -218,12 +219,13 @@ class IpcObjectReader : public ObjectReader {
     // IPC reads included fields in file order; batches come out in the order asked for.
     std::vector<int> in_file_order(field_indices);
     std::sort(in_file_order.begin(), in_file_order.end());
-    in_file_order.erase(std::unique(in_file_order.begin(), in_file_order.end()), in_file_order.end());
+    in_file_order.erase(std::unique(in_file_order.begin(), in_file_order.end()),
+                        in_file_order.end());
     std::vector<int> positions;
     for (int index : field_indices) {
-      positions.push_back(static_cast<int>(
-          std::lower_bound(in_file_order.begin(), in_file_order.end(), index) -
-          in_file_order.begin()));
+      positions.push_back(
+          static_cast<int>(std::lower_bound(in_file_order.begin(), in_file_order.end(), index) -
+                           in_file_order.begin()));
     }
     auto options = options_;
     options.included_fields = in_file_order;
@@ -259,7 +261,7 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ObjectReader::FieldsSchema(
 }
 
 arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(ObjectContext* object,
-                                                               arrow::MemoryPool* pool) {
+                                                                arrow::MemoryPool* pool) {
   auto file = ObjectFile::Open(object);
   if (!file.ok()) {
     return Error(ErrorCode::kNotFound, "object cannot be opened: ", file.status().message());

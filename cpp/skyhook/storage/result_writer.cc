@@ -15,8 +15,8 @@ arrow::Result<std::unique_ptr<ResultWriter>> ResultWriter::Open(
     ARROW_ASSIGN_OR_RAISE(ipc_options.codec, arrow::util::Codec::Create(options.compression));
   }
   ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(sink, schema, ipc_options));
-  return std::unique_ptr<ResultWriter>(new ResultWriter(
-      std::move(sink), std::move(writer), options.max_result_bytes, node_max_bytes));
+  return std::unique_ptr<ResultWriter>(new ResultWriter(std::move(sink), std::move(writer),
+                                                        options.max_result_bytes, node_max_bytes));
 }
 
 arrow::Result<bool> ResultWriter::Fits(const arrow::RecordBatch& batch) const {

@@ -24,8 +24,7 @@ using arrow::engine::BoundExpressions;
 
 // The object's fields an expression set reads. Each must exist in the object
 // with the type the client bound the expression to.
-arrow::Status AddReferencedFields(const BoundExpressions& bound,
-                                  const arrow::Schema& object_schema,
+arrow::Status AddReferencedFields(const BoundExpressions& bound, const arrow::Schema& object_schema,
                                   std::set<int>* indices) {
   for (const auto& named : bound.named_expressions) {
     for (const auto& ref : arrow::compute::FieldsInExpression(named.expression)) {
@@ -52,8 +51,8 @@ arrow::Result<std::shared_ptr<arrow::Array>> Evaluate(
 template <typename T>
 arrow::Result<T> AsInvalidRequest(const char* what, arrow::Result<T> result) {
   if (result.ok() || CodeOf(result.status()) != ErrorCode::kInternal) return result;
-  return Error(ErrorCode::kInvalidRequest, "evaluating the ", what, " failed: ",
-               result.status().message());
+  return Error(ErrorCode::kInvalidRequest, "evaluating the ", what,
+               " failed: ", result.status().message());
 }
 
 class ScanExecution {
@@ -139,15 +138,16 @@ class ScanExecution {
     if (!request_.filter) return batch;
     const auto& bound = *request_.filter;
     ARROW_ASSIGN_OR_RAISE(auto datum, arrow::compute::ExecuteScalarExpression(
-                                          bound.named_expressions[0].expression,
-                                          *bound.schema, batch, resources_->exec_context()));
+                                          bound.named_expressions[0].expression, *bound.schema,
+                                          batch, resources_->exec_context()));
     if (datum.is_scalar()) {
       const auto& keep = static_cast<const arrow::BooleanScalar&>(*datum.scalar());
       return keep.is_valid && keep.value ? batch : batch->Slice(0, 0);
     }
-    ARROW_ASSIGN_OR_RAISE(auto filtered,
-                          arrow::compute::Filter(batch, datum, arrow::compute::FilterOptions::Defaults(),
-                                                 resources_->exec_context()));
+    ARROW_ASSIGN_OR_RAISE(
+        auto filtered,
+        arrow::compute::Filter(batch, datum, arrow::compute::FilterOptions::Defaults(),
+                               resources_->exec_context()));
     return filtered.record_batch();
   }
 

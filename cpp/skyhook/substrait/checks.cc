@@ -23,8 +23,7 @@ arrow::Status NoUnknownFields(const google::protobuf::Message& message) {
 }
 
 arrow::Status OnlyFields(const google::protobuf::Message& message,
-                         std::initializer_list<std::string_view> allowed,
-                         std::string_view oneof) {
+                         std::initializer_list<std::string_view> allowed, std::string_view oneof) {
   ARROW_RETURN_NOT_OK(NoUnknownFields(message));
   const auto* reflection = message.GetReflection();
   std::vector<const google::protobuf::FieldDescriptor*> fields;

@@ -23,19 +23,18 @@ namespace skyhook::substrait_check {
 // values overflows an 8 MiB stack): depth and IN lists stay far below that.
 // The client keeps to the same limits (skyhook/expressions.py).
 struct Limits {
-  static constexpr int kMaxDepth = 256;             // nested expressions, types
-  static constexpr int64_t kMaxNodes = 200'000;     // messages in one request
+  static constexpr int kMaxDepth = 256;          // nested expressions, types
+  static constexpr int64_t kMaxNodes = 200'000;  // messages in one request
   static constexpr int64_t kMaxLiteralBytes = 1 << 20;
-  static constexpr int kMaxListLength = 1 << 16;    // list literals
-  static constexpr int kMaxInListLength = 1000;     // IN lists
-  static constexpr int kMaxFields = 4096;           // schema and output widths
+  static constexpr int kMaxListLength = 1 << 16;  // list literals
+  static constexpr int kMaxInListLength = 1000;   // IN lists
+  static constexpr int kMaxFields = 4096;         // schema and output widths
   static constexpr int kMaxNameBytes = 1024;
 };
 
 template <typename... Args>
 arrow::Status Reject(Args&&... args) {
-  return Error(ErrorCode::kInvalidRequest, "unsupported Substrait: ",
-               std::forward<Args>(args)...);
+  return Error(ErrorCode::kInvalidRequest, "unsupported Substrait: ", std::forward<Args>(args)...);
 }
 
 /// Counts the work a request describes, so a small message cannot ask for an

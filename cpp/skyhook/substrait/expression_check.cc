@@ -12,29 +12,40 @@ using LiteralKind = sp::Expression::Literal::LiteralTypeCase;
 // The scalar functions storage runs, by family: what the client's filters and
 // projections use and Arrow's Substrait consumer maps faithfully.
 enum class Family {
-  kComparison,        // two comparable arguments of one type -> boolean
-  kLogical,           // two booleans -> boolean
-  kNot,               // one boolean -> boolean
-  kNullCheck,         // any one argument -> boolean
-  kFloatCheck,        // one floating-point argument -> boolean
-  kArithmetic,        // two numbers of one kind -> a number of that kind
-  kUnaryArithmetic,   // one number -> a number of its kind
-  kStringMatch,       // two strings -> boolean
+  kComparison,       // two comparable arguments of one type -> boolean
+  kLogical,          // two booleans -> boolean
+  kNot,              // one boolean -> boolean
+  kNullCheck,        // any one argument -> boolean
+  kFloatCheck,       // one floating-point argument -> boolean
+  kArithmetic,       // two numbers of one kind -> a number of that kind
+  kUnaryArithmetic,  // one number -> a number of its kind
+  kStringMatch,      // two strings -> boolean
 };
 
 const std::unordered_map<std::string, Family>& ScalarFunctions() {
   static const std::unordered_map<std::string, Family> functions = {
-      {"equal", Family::kComparison},      {"not_equal", Family::kComparison},
-      {"lt", Family::kComparison},         {"gt", Family::kComparison},
-      {"lte", Family::kComparison},        {"gte", Family::kComparison},
-      {"and", Family::kLogical},           {"or", Family::kLogical},
-      {"not", Family::kNot},               {"is_null", Family::kNullCheck},
-      {"is_not_null", Family::kNullCheck}, {"is_nan", Family::kFloatCheck},
-      {"is_finite", Family::kFloatCheck},  {"is_infinite", Family::kFloatCheck},
-      {"add", Family::kArithmetic},        {"subtract", Family::kArithmetic},
-      {"multiply", Family::kArithmetic},   {"divide", Family::kArithmetic},
-      {"negate", Family::kUnaryArithmetic}, {"abs", Family::kUnaryArithmetic},
-      {"starts_with", Family::kStringMatch}, {"ends_with", Family::kStringMatch},
+      {"equal", Family::kComparison},
+      {"not_equal", Family::kComparison},
+      {"lt", Family::kComparison},
+      {"gt", Family::kComparison},
+      {"lte", Family::kComparison},
+      {"gte", Family::kComparison},
+      {"and", Family::kLogical},
+      {"or", Family::kLogical},
+      {"not", Family::kNot},
+      {"is_null", Family::kNullCheck},
+      {"is_not_null", Family::kNullCheck},
+      {"is_nan", Family::kFloatCheck},
+      {"is_finite", Family::kFloatCheck},
+      {"is_infinite", Family::kFloatCheck},
+      {"add", Family::kArithmetic},
+      {"subtract", Family::kArithmetic},
+      {"multiply", Family::kArithmetic},
+      {"divide", Family::kArithmetic},
+      {"negate", Family::kUnaryArithmetic},
+      {"abs", Family::kUnaryArithmetic},
+      {"starts_with", Family::kStringMatch},
+      {"ends_with", Family::kStringMatch},
       {"contains", Family::kStringMatch},
   };
   return functions;
@@ -44,9 +55,9 @@ enum class Measure { kCount, kNumeric, kOrdered, kAny };
 
 const std::unordered_map<std::string, Measure>& AggregateFunctions() {
   static const std::unordered_map<std::string, Measure> functions = {
-      {"count", Measure::kCount},   {"sum", Measure::kNumeric},    {"avg", Measure::kNumeric},
+      {"count", Measure::kCount},      {"sum", Measure::kNumeric},     {"avg", Measure::kNumeric},
       {"variance", Measure::kNumeric}, {"std_dev", Measure::kNumeric}, {"min", Measure::kOrdered},
-      {"max", Measure::kOrdered},   {"first", Measure::kAny},      {"last", Measure::kAny},
+      {"max", Measure::kOrdered},      {"first", Measure::kAny},       {"last", Measure::kAny},
   };
   return functions;
 }
@@ -100,8 +111,7 @@ arrow::Status CheckFamily(const std::string& name, Family family,
   return arrow::Status::OK();
 }
 
-arrow::Status CheckOptions(
-    const google::protobuf::RepeatedPtrField<sp::FunctionOption>& options) {
+arrow::Status CheckOptions(const google::protobuf::RepeatedPtrField<sp::FunctionOption>& options) {
   if (options.size() > 8) return Reject("more than 8 function options");
   for (const auto& option : options) {
     ARROW_RETURN_NOT_OK(OnlyFields(option, {"name", "preference"}));
@@ -171,7 +181,8 @@ arrow::Result<sp::Type> ExpressionChecker::Check(const sp::Expression& expressio
         if (!option.has_literal()) return Reject("IN list values must be literals");
         ARROW_ASSIGN_OR_RAISE(auto type, Check(option, input, depth + 1));
         if (!Comparable(value_class, ClassOf(type, declared_))) {
-          return Error(ErrorCode::kInvalidRequest, "IN list values must have the type of the value");
+          return Error(ErrorCode::kInvalidRequest,
+                       "IN list values must have the type of the value");
         }
       }
       return BooleanType();
@@ -300,15 +311,24 @@ arrow::Result<sp::Type> ExpressionChecker::CheckLiteral(const sp::Expression::Li
     return static_cast<int64_t>(value.size()) <= Limits::kMaxLiteralBytes;
   };
   switch (literal.literal_type_case()) {
-    case LiteralKind::kBoolean: return TypeOf([](sp::Type* t) { t->mutable_bool_(); });
-    case LiteralKind::kI8: return TypeOf([](sp::Type* t) { t->mutable_i8(); });
-    case LiteralKind::kI16: return TypeOf([](sp::Type* t) { t->mutable_i16(); });
-    case LiteralKind::kI32: return TypeOf([](sp::Type* t) { t->mutable_i32(); });
-    case LiteralKind::kI64: return TypeOf([](sp::Type* t) { t->mutable_i64(); });
-    case LiteralKind::kFp32: return TypeOf([](sp::Type* t) { t->mutable_fp32(); });
-    case LiteralKind::kFp64: return TypeOf([](sp::Type* t) { t->mutable_fp64(); });
-    case LiteralKind::kDate: return TypeOf([](sp::Type* t) { t->mutable_date(); });
-    case LiteralKind::kTime: return TypeOf([](sp::Type* t) { t->mutable_time(); });
+    case LiteralKind::kBoolean:
+      return TypeOf([](sp::Type* t) { t->mutable_bool_(); });
+    case LiteralKind::kI8:
+      return TypeOf([](sp::Type* t) { t->mutable_i8(); });
+    case LiteralKind::kI16:
+      return TypeOf([](sp::Type* t) { t->mutable_i16(); });
+    case LiteralKind::kI32:
+      return TypeOf([](sp::Type* t) { t->mutable_i32(); });
+    case LiteralKind::kI64:
+      return TypeOf([](sp::Type* t) { t->mutable_i64(); });
+    case LiteralKind::kFp32:
+      return TypeOf([](sp::Type* t) { t->mutable_fp32(); });
+    case LiteralKind::kFp64:
+      return TypeOf([](sp::Type* t) { t->mutable_fp64(); });
+    case LiteralKind::kDate:
+      return TypeOf([](sp::Type* t) { t->mutable_date(); });
+    case LiteralKind::kTime:
+      return TypeOf([](sp::Type* t) { t->mutable_time(); });
     // The deprecated timestamp literals hold microseconds.
     case LiteralKind::kTimestamp:
       return TypeOf([](sp::Type* t) { t->mutable_precision_timestamp()->set_precision(6); });
@@ -377,8 +397,8 @@ arrow::Result<sp::Type> ExpressionChecker::CheckLiteral(const sp::Expression::Li
       const auto& values = literal.list().values();
       ARROW_RETURN_NOT_OK(OnlyFields(literal.list(), {"values"}));
       if (values.empty() || values.size() > Limits::kMaxListLength) {
-        return Reject("a list literal of ", values.size(), " values (1..",
-                      Limits::kMaxListLength, ")");
+        return Reject("a list literal of ", values.size(), " values (1..", Limits::kMaxListLength,
+                      ")");
       }
       ARROW_ASSIGN_OR_RAISE(auto element, CheckLiteral(values[0], depth + 1));
       for (const auto& value : values) {

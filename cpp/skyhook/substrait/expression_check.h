@@ -36,8 +36,7 @@ class ExpressionChecker {
   arrow::Result<sp::Type> CheckFieldReference(const sp::Expression::FieldReference& reference,
                                               const std::vector<sp::Type>& input) const;
   arrow::Result<sp::Type> CheckScalarFunction(const sp::Expression::ScalarFunction& function,
-                                              const std::vector<sp::Type>& input,
-                                              int depth) const;
+                                              const std::vector<sp::Type>& input, int depth) const;
   arrow::Result<std::vector<sp::Type>> CheckArguments(
       const google::protobuf::RepeatedPtrField<sp::FunctionArgument>& arguments,
       const std::vector<sp::Type>& input, int depth) const;

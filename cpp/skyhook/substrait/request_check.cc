@@ -117,7 +117,8 @@ class PlanChecker {
 
 arrow::Status CheckExtendedExpression(std::string_view serialized, ExpressionRole role) {
   sp::ExtendedExpression message;
-  ARROW_RETURN_NOT_OK(Parse(serialized, role == ExpressionRole::kFilter ? "filter" : "projection", &message));
+  ARROW_RETURN_NOT_OK(
+      Parse(serialized, role == ExpressionRole::kFilter ? "filter" : "projection", &message));
   ARROW_RETURN_NOT_OK(OnlyFields(
       message, {"version", "extension_uris", "extensions", "referred_expr", "base_schema"}));
   ARROW_ASSIGN_OR_RAISE(auto declared,

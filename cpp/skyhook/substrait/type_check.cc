@@ -19,9 +19,9 @@ arrow::Status CheckNullability(sp::Type::Nullability nullability) {
 // type message may carry (user-defined type parameters) is refused.
 template <typename T>
 arrow::Status CheckCommon(const T& message) {
-  ARROW_RETURN_NOT_OK(OnlyFields(message, {"nullability", "type_variation_reference", "precision",
-                                           "scale", "length", "types", "type", "key", "value",
-                                           "type_reference"}));
+  ARROW_RETURN_NOT_OK(
+      OnlyFields(message, {"nullability", "type_variation_reference", "precision", "scale",
+                           "length", "types", "type", "key", "value", "type_reference"}));
   if (message.type_variation_reference() != 0) return Reject("type variations");
   return CheckNullability(message.nullability());
 }
@@ -92,19 +92,32 @@ arrow::Status CheckType(const sp::Type& type, const Declarations& declared, Budg
   ARROW_RETURN_NOT_OK(budget->Visit(depth));
   ARROW_RETURN_NOT_OK(NoUnknownFields(type));
   switch (type.kind_case()) {
-    case Kind::kBool: return CheckCommon(type.bool_());
-    case Kind::kI8: return CheckCommon(type.i8());
-    case Kind::kI16: return CheckCommon(type.i16());
-    case Kind::kI32: return CheckCommon(type.i32());
-    case Kind::kI64: return CheckCommon(type.i64());
-    case Kind::kFp32: return CheckCommon(type.fp32());
-    case Kind::kFp64: return CheckCommon(type.fp64());
-    case Kind::kString: return CheckCommon(type.string());
-    case Kind::kBinary: return CheckCommon(type.binary());
-    case Kind::kTimestamp: return CheckCommon(type.timestamp());
-    case Kind::kTimestampTz: return CheckCommon(type.timestamp_tz());
-    case Kind::kDate: return CheckCommon(type.date());
-    case Kind::kTime: return CheckCommon(type.time());
+    case Kind::kBool:
+      return CheckCommon(type.bool_());
+    case Kind::kI8:
+      return CheckCommon(type.i8());
+    case Kind::kI16:
+      return CheckCommon(type.i16());
+    case Kind::kI32:
+      return CheckCommon(type.i32());
+    case Kind::kI64:
+      return CheckCommon(type.i64());
+    case Kind::kFp32:
+      return CheckCommon(type.fp32());
+    case Kind::kFp64:
+      return CheckCommon(type.fp64());
+    case Kind::kString:
+      return CheckCommon(type.string());
+    case Kind::kBinary:
+      return CheckCommon(type.binary());
+    case Kind::kTimestamp:
+      return CheckCommon(type.timestamp());
+    case Kind::kTimestampTz:
+      return CheckCommon(type.timestamp_tz());
+    case Kind::kDate:
+      return CheckCommon(type.date());
+    case Kind::kTime:
+      return CheckCommon(type.time());
     case Kind::kFixedChar:
       ARROW_RETURN_NOT_OK(CheckCommon(type.fixed_char()));
       return CheckLength(type.fixed_char().length(), "fixed char");
@@ -229,12 +242,16 @@ bool SameType(const sp::Type& left_type, const sp::Type& right_type) {
     case Kind::kPrecisionTimestampTz:
       return left.precision_timestamp_tz().precision() ==
              right.precision_timestamp_tz().precision();
-    case Kind::kFixedChar: return left.fixed_char().length() == right.fixed_char().length();
-    case Kind::kVarchar: return left.varchar().length() == right.varchar().length();
-    case Kind::kFixedBinary: return left.fixed_binary().length() == right.fixed_binary().length();
+    case Kind::kFixedChar:
+      return left.fixed_char().length() == right.fixed_char().length();
+    case Kind::kVarchar:
+      return left.varchar().length() == right.varchar().length();
+    case Kind::kFixedBinary:
+      return left.fixed_binary().length() == right.fixed_binary().length();
     case Kind::kUserDefined:
       return left.user_defined().type_reference() == right.user_defined().type_reference();
-    case Kind::kList: return SameType(left.list().type(), right.list().type());
+    case Kind::kList:
+      return SameType(left.list().type(), right.list().type());
     case Kind::kMap:
       return SameType(left.map().key(), right.map().key()) &&
              SameType(left.map().value(), right.map().value());
@@ -252,17 +269,39 @@ bool SameType(const sp::Type& left_type, const sp::Type& right_type) {
 
 TypeClass ClassOf(const sp::Type& type, const Declarations& declared) {
   switch (type.kind_case()) {
-    case Kind::kBool: return TypeClass::kBoolean;
-    case Kind::kI8: case Kind::kI16: case Kind::kI32: case Kind::kI64: return TypeClass::kInteger;
-    case Kind::kFp32: case Kind::kFp64: return TypeClass::kFloating;
-    case Kind::kDecimal: return TypeClass::kDecimal;
-    case Kind::kString: case Kind::kVarchar: case Kind::kFixedChar: return TypeClass::kText;
-    case Kind::kBinary: case Kind::kFixedBinary: return TypeClass::kBinary;
-    case Kind::kDate: return TypeClass::kDate;
-    case Kind::kTime: return TypeClass::kTime;
-    case Kind::kTimestamp: case Kind::kPrecisionTimestamp: return TypeClass::kTimestamp;
-    case Kind::kTimestampTz: case Kind::kPrecisionTimestampTz: return TypeClass::kZonedTimestamp;
-    case Kind::kStruct: case Kind::kList: case Kind::kMap: return TypeClass::kNested;
+    case Kind::kBool:
+      return TypeClass::kBoolean;
+    case Kind::kI8:
+    case Kind::kI16:
+    case Kind::kI32:
+    case Kind::kI64:
+      return TypeClass::kInteger;
+    case Kind::kFp32:
+    case Kind::kFp64:
+      return TypeClass::kFloating;
+    case Kind::kDecimal:
+      return TypeClass::kDecimal;
+    case Kind::kString:
+    case Kind::kVarchar:
+    case Kind::kFixedChar:
+      return TypeClass::kText;
+    case Kind::kBinary:
+    case Kind::kFixedBinary:
+      return TypeClass::kBinary;
+    case Kind::kDate:
+      return TypeClass::kDate;
+    case Kind::kTime:
+      return TypeClass::kTime;
+    case Kind::kTimestamp:
+    case Kind::kPrecisionTimestamp:
+      return TypeClass::kTimestamp;
+    case Kind::kTimestampTz:
+    case Kind::kPrecisionTimestampTz:
+      return TypeClass::kZonedTimestamp;
+    case Kind::kStruct:
+    case Kind::kList:
+    case Kind::kMap:
+      return TypeClass::kNested;
     case Kind::kUserDefined: {
       // Arrow's own types, as its producer declares them.
       auto found = declared.types.find(type.user_defined().type_reference());

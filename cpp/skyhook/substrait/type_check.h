@@ -38,8 +38,7 @@ arrow::Status CheckType(const sp::Type& type, const Declarations& declared, Budg
 /// The column types of a schema, checked, with names that Arrow can pair with
 /// them one to one and top-level names that are unique.
 arrow::Result<std::vector<sp::Type>> CheckNamedStruct(const sp::NamedStruct& schema,
-                                                      const Declarations& declared,
-                                                      Budget* budget);
+                                                      const Declarations& declared, Budget* budget);
 
 /// How many names a NamedStruct spends on a column of this type (itself and,
 /// depth first, the fields of structs directly inside it).
@@ -52,8 +51,18 @@ bool SameType(const sp::Type& left, const sp::Type& right);
 /// two arguments of one class (numbers of any class together), casting them
 /// to a common type as Arrow's implicit casts do.
 enum class TypeClass {
-  kBoolean, kInteger, kFloating, kDecimal, kText, kBinary, kDate, kTime,
-  kTimestamp, kZonedTimestamp, kNested, kOther,
+  kBoolean,
+  kInteger,
+  kFloating,
+  kDecimal,
+  kText,
+  kBinary,
+  kDate,
+  kTime,
+  kTimestamp,
+  kZonedTimestamp,
+  kNested,
+  kOther,
 };
 
 TypeClass ClassOf(const sp::Type& type, const Declarations& declared);

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from skyhook.errors import CorruptObjectError, CorruptReplyError, TypeMismatchError, UnknownColumnError
-from skyhook.protocol import Reply, decode_reply, encode_request, merge_continuations
+from skyhook.rpc.protocol import Reply, decode_reply, encode_request, merge_continuations
 
 
 @dataclass(frozen=True)
@@ -118,8 +118,9 @@ class Backend(ABC):
     def forget_write(self, dataset: str, generation: str) -> None:
         """Drop the record of an abandoned write (after fsck removed its objects)."""
 
-    def call_each(self, method: str, object_names: list[str], request: dict[str, Any], context: str,
-                  parallel: bool = True) -> Iterator[Reply]:
+    def call_each(
+        self, method: str, object_names: list[str], request: dict[str, Any], context: str, parallel: bool = True
+    ) -> Iterator[Reply]:
         """Decoded replies of one request (header fields) sent to each object, in
         order; a reply that reports an error raises it, naming context and the
         object. An object whose call a node limit ended early is continued with
@@ -127,15 +128,16 @@ class Backend(ABC):
         pushed back, the object's reply is that push-back."""
         encoded_request = encode_request(request)
         calls = ((name, encoded_request) for name in object_names)
-        replies = self.call_many(method, calls) if parallel else \
-            (self.call(name, method, body) for name, body in calls)
+        replies = self.call_many(method, calls) if parallel else (self.call(name, method, body) for name, body in calls)
         for name, encoded in zip(object_names, replies):
             parts = [self._checked(encoded, name, context)]
             start = request.get("start_row", 0)
             while parts[-1].resume_row is not None and parts[-1].executed != "none":
                 if parts[-1].resume_row <= start:  # a node that never progresses must not loop us
-                    raise CorruptReplyError(f"{context} (object {name}): storage resumed at row "
-                                            f"{parts[-1].resume_row} after starting at {start}")
+                    raise CorruptReplyError(
+                        f"{context} (object {name}): storage resumed at row "
+                        f"{parts[-1].resume_row} after starting at {start}"
+                    )
                 start = parts[-1].resume_row
                 continuation = encode_request({**request, "start_row": start})
                 parts.append(self._checked(self.call(name, method, continuation), name, context))

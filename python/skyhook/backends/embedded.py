@@ -28,9 +28,9 @@ import pyarrow as pa
 
 from skyhook import _embedded
 from skyhook.backends.base import Backend, PendingWrite, PendingWriteRecord, StoredManifest
+from skyhook.catalog.manifest import check_dataset_name
 from skyhook.errors import InvalidRequestError, ObjectNotFoundError, SkyhookError
-from skyhook.manifest import check_dataset_name
-from skyhook.parallel import ordered_map
+from skyhook.execution.parallel import ordered_map
 
 _MARKER = "skyhook-store"
 # _atomic_write's temporary files: "." + the final name + "." + mkstemp's 8 random characters.
@@ -83,8 +83,9 @@ class EmbeddedBackend(Backend):
         return _embedded.call(str(self._object_path(name)), method, request)
 
     def call_many(self, method: str, calls: Iterable[tuple[str, bytes]]) -> Iterator[bytes]:
-        return ordered_map(self._pool, lambda call: self.call(call[0], method, call[1]), calls,
-                           window=2 * self.parallelism)
+        return ordered_map(
+            self._pool, lambda call: self.call(call[0], method, call[1]), calls, window=2 * self.parallelism
+        )
 
     # The manifest's version is its content: every manifest names a generation
     # of its own, so equal content means the same publication.

@@ -27,9 +27,15 @@ from urllib.parse import quote
 import pyarrow as pa
 
 from skyhook.backends.base import Backend, PendingWrite, PendingWriteRecord, StoredManifest
-from skyhook.errors import (ClassCallsNotPermittedError, InvalidRequestError, ObjectNotFoundError,
-                            PermissionDeniedError, StorageError, StorageTimeoutError)
-from skyhook.manifest import DATASET_NAME, GENERATION
+from skyhook.catalog.manifest import DATASET_NAME, GENERATION
+from skyhook.errors import (
+    ClassCallsNotPermittedError,
+    InvalidRequestError,
+    ObjectNotFoundError,
+    PermissionDeniedError,
+    StorageError,
+    StorageTimeoutError,
+)
 
 try:
     from skyhook import _rados
@@ -51,12 +57,21 @@ MAX_OBJECT_BYTES = 64 << 20
 class RadosBackend(Backend):
     reply_compression = "lz4"
 
-    def __init__(self, pool: str, conf: str, *, namespace: str = "", user: str = "admin",
-                 keyring: str | None = None, max_in_flight: int = 16,
-                 timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self,
+        pool: str,
+        conf: str,
+        *,
+        namespace: str = "",
+        user: str = "admin",
+        keyring: str | None = None,
+        max_in_flight: int = 16,
+        timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
+    ) -> None:
         if _rados is None:
-            raise StorageError("this skyhook was built without librados: run scripts/install-ceph.sh, "
-                               "then scripts/setup.sh")
+            raise StorageError(
+                "this skyhook was built without librados: run scripts/install-ceph.sh, then scripts/setup.sh"
+            )
         if timeout_seconds < 1:
             raise InvalidRequestError(f"the Ceph timeout must be at least 1 s, not {timeout_seconds}")
         self.pool_name, self.conf, self.namespace = pool, conf, namespace
@@ -72,15 +87,23 @@ class RadosBackend(Backend):
 
     @property
     def uri(self) -> str:
-        options = {"conf": self.conf, "namespace": self.namespace, "user": self.user if self.user != "admin" else "",
-                   "keyring": self.keyring or "",
-                   "timeout": str(self.timeout_seconds) if self.timeout_seconds != DEFAULT_TIMEOUT_SECONDS else ""}
-        return f"ceph://{self.pool_name}?" + "&".join(f"{key}={quote(value)}" for key, value in options.items() if value)
+        options = {
+            "conf": self.conf,
+            "namespace": self.namespace,
+            "user": self.user if self.user != "admin" else "",
+            "keyring": self.keyring or "",
+            "timeout": str(self.timeout_seconds) if self.timeout_seconds != DEFAULT_TIMEOUT_SECONDS else "",
+        }
+        return f"ceph://{self.pool_name}?" + "&".join(
+            f"{key}={quote(value)}" for key, value in options.items() if value
+        )
 
     def put_object(self, name: str, data: pa.Buffer, attributes: dict[str, str]) -> None:
         if data.size > MAX_OBJECT_BYTES:
-            raise InvalidRequestError(f"object {name} would be {data.size:,} bytes, over the "
-                                      f"{MAX_OBJECT_BYTES:,}-byte limit: lower target_object_size")
+            raise InvalidRequestError(
+                f"object {name} would be {data.size:,} bytes, over the "
+                f"{MAX_OBJECT_BYTES:,}-byte limit: lower target_object_size"
+            )
         self._do(self._pool.put, name, data.to_pybytes(), attributes)
 
     def read_object(self, name: str) -> pa.Buffer:
@@ -186,14 +209,16 @@ class RadosBackend(Backend):
         except OSError as error:
             raise self._error(error, "Ceph", operation.__name__) from None
 
-    def _error(self, error: OSError, context: str,
-               operation: str = "") -> StorageError | ObjectNotFoundError | PermissionDeniedError:
+    def _error(
+        self, error: OSError, context: str, operation: str = ""
+    ) -> StorageError | ObjectNotFoundError | PermissionDeniedError:
         if error.errno == errno.ENOENT:
             return ObjectNotFoundError(str(error))
         if error.errno == errno.ETIMEDOUT:
             return StorageTimeoutError(
                 f"{context}: no answer within {self.timeout_seconds} s ({error}); the cluster's monitors "
-                "or the OSDs of a placement group may be down (timeout= in the store URI sets the limit)")
+                "or the OSDs of a placement group may be down (timeout= in the store URI sets the limit)"
+            )
         if error.errno in (errno.EPERM, errno.EACCES):
             return self._refusal(operation, error)
         return StorageError(f"{context}: {error}")
@@ -204,7 +229,8 @@ class RadosBackend(Backend):
         refused = f"Ceph refused client.{self.user} ({error.strerror})"
         if operation in _CLASS_CALLS:
             return ClassCallsNotPermittedError(
-                f"{refused}: calling the skyhook object class needs `allow {scope} class skyhook` in its OSD caps")
+                f"{refused}: calling the skyhook object class needs `allow {scope} class skyhook` in its OSD caps"
+            )
         needed = "rw" if operation in _WRITES else "r"
         return PermissionDeniedError(f"{refused}: this needs `allow {needed} {scope}` in its OSD caps")
 

@@ -20,8 +20,7 @@ from substrait.gen.proto import algebra_pb2, plan_pb2
 from substrait.gen.proto.extensions.extensions_pb2 import SimpleExtensionDeclaration
 
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
-from skyhook.plan.substrait import (ARITHMETIC, ARROW, GENERIC, PlanBuilder, field_reference,
-                                    measures_of, substrait_type)
+from skyhook.plan.substrait import ARITHMETIC, ARROW, GENERIC, PlanBuilder, field_reference, measures_of, substrait_type
 
 DISTINCT = algebra_pb2.AggregateFunction.AGGREGATION_INVOCATION_DISTINCT
 ExtensionFunction = SimpleExtensionDeclaration.ExtensionFunction
@@ -41,15 +40,36 @@ FINAL_MEASURES = {
 }
 # Substrait measure -> the partial measures storage computes for it.
 PARTIALS = {
-    "count": ["count"], "sum": ["sum"], "min": ["min"], "max": ["max"],
+    "count": ["count"],
+    "sum": ["sum"],
+    "min": ["min"],
+    "max": ["max"],
     "avg": ["sum", "count"],
-    "variance": ["count", "avg", "variance"], "std_dev": ["count", "avg", "variance"],
-    "first": ["first"], "last": ["last"],
+    "variance": ["count", "avg", "variance"],
+    "std_dev": ["count", "avg", "variance"],
+    "first": ["first"],
+    "last": ["last"],
 }
-PARTIAL_FUNCTIONS = {"count": GENERIC, "sum": ARITHMETIC, "min": ARITHMETIC, "max": ARITHMETIC,
-                     "avg": ARITHMETIC, "variance": ARITHMETIC, "first": ARROW, "last": ARROW}
-PYARROW_NAMES = {"count": "count", "sum": "sum", "min": "min", "max": "max", "avg": "mean",
-                 "variance": "variance", "first": "first", "last": "last"}
+PARTIAL_FUNCTIONS = {
+    "count": GENERIC,
+    "sum": ARITHMETIC,
+    "min": ARITHMETIC,
+    "max": ARITHMETIC,
+    "avg": ARITHMETIC,
+    "variance": ARITHMETIC,
+    "first": ARROW,
+    "last": ARROW,
+}
+PYARROW_NAMES = {
+    "count": "count",
+    "sum": "sum",
+    "min": "min",
+    "max": "max",
+    "avg": "mean",
+    "variance": "variance",
+    "first": "first",
+    "last": "last",
+}
 
 
 def partial_type(function: str, input_type: pa.DataType) -> pa.DataType:
@@ -62,6 +82,7 @@ def partial_type(function: str, input_type: pa.DataType) -> pa.DataType:
 class Aggregation:
     """(column, function) as in pyarrow, or (expression, function, name) to
     aggregate a computed value such as price * (1 - discount)."""
+
     column: str | None
     function: str
     expression: pc.Expression | None = None
@@ -83,8 +104,13 @@ class AggregateQuery:
     filter: pc.Expression | None = None
 
     @classmethod
-    def make(cls, schema: pa.Schema, keys: Sequence[str] | str,
-             aggregations: Sequence[tuple[str, str]], filter: pc.Expression | None) -> AggregateQuery:
+    def make(
+        cls,
+        schema: pa.Schema,
+        keys: Sequence[str] | str,
+        aggregations: Sequence[tuple[str, str]],
+        filter: pc.Expression | None,
+    ) -> AggregateQuery:
         keys = [keys] if isinstance(keys, str) else list(keys)
         parsed = []
         for entry in aggregations:
@@ -93,8 +119,9 @@ class AggregateQuery:
             elif isinstance(entry, (tuple, list)) and len(entry) == 3 and isinstance(entry[0], pc.Expression):
                 parsed.append(Aggregation(None, entry[1], entry[0], entry[2]))
             else:
-                raise InvalidRequestError("an aggregation is (column, function) or (expression, function, "
-                                          f"name), not {entry!r}")
+                raise InvalidRequestError(
+                    f"an aggregation is (column, function) or (expression, function, name), not {entry!r}"
+                )
         query = cls(keys, parsed, filter)
         query.validate(schema)
         return query
@@ -105,8 +132,9 @@ class AggregateQuery:
                 raise UnknownColumnError(f"unknown column {name!r}; the dataset has {', '.join(schema.names)}")
         for aggregation in self.aggregations:
             if aggregation.function not in FINAL_MEASURES:
-                raise InvalidRequestError(f"unknown aggregate function {aggregation.function!r}; "
-                                          f"known: {', '.join(FINAL_MEASURES)}")
+                raise InvalidRequestError(
+                    f"unknown aggregate function {aggregation.function!r}; known: {', '.join(FINAL_MEASURES)}"
+                )
         try:
             self.output_schema(schema)
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
@@ -122,7 +150,8 @@ class AggregateQuery:
         """pyarrow computing this query: the semantics every result must have."""
         inputs = pads.dataset(table).to_table(columns=self.input_columns(), filter=self.filter)
         result = inputs.group_by(self.keys, use_threads=False).aggregate(
-            [(f"__input{i}", a.function) for i, a in enumerate(self.aggregations)])
+            [(f"__input{i}", a.function) for i, a in enumerate(self.aggregations)]
+        )
         outputs = {f"__input{i}_{a.function}": a.output_name for i, a in enumerate(self.aggregations)}
         return result.rename_columns([outputs.get(name, name) for name in result.column_names])
 
@@ -140,13 +169,13 @@ def _input_expression(aggregation: Aggregation) -> pc.Expression:
     return aggregation.input
 
 
-def full_plan(schema: pa.Schema, query: AggregateQuery, output_schema: pa.Schema,
-              filter_in_storage: bool) -> bytes:
+def full_plan(schema: pa.Schema, query: AggregateQuery, output_schema: pa.Schema, filter_in_storage: bool) -> bytes:
     """The whole query as one Substrait plan (what explain shows); output_schema
     is query.output_schema(schema)."""
     inputs = [_input_expression(a) for a in query.aggregations]
-    builder = PlanBuilder(schema, query.filter if filter_in_storage else None,
-                          [pc.field(k) for k in query.keys] + inputs)
+    builder = PlanBuilder(
+        schema, query.filter if filter_in_storage else None, [pc.field(k) for k in query.keys] + inputs
+    )
     keys = len(query.keys)
     measures = []
     for i, aggregation in enumerate(query.aggregations):
@@ -155,12 +184,12 @@ def full_plan(schema: pa.Schema, query: AggregateQuery, output_schema: pa.Schema
             function_reference=builder.function(extension, name),
             arguments=[algebra_pb2.FunctionArgument(value=field_reference(keys + i))],
             phase=algebra_pb2.AGGREGATION_PHASE_INITIAL_TO_RESULT,
-            output_type=substrait_type(output_schema.field(keys + i).type))
+            output_type=substrait_type(output_schema.field(keys + i).type),
+        )
         if distinct:
             call.invocation = DISTINCT
         measures.append(algebra_pb2.AggregateRel.Measure(measure=call))
-    aggregate = algebra_pb2.AggregateRel(input=builder.input(), measures=measures,
-                                         groupings=[_grouping(range(keys))])
+    aggregate = algebra_pb2.AggregateRel(input=builder.input(), measures=measures, groupings=[_grouping(range(keys))])
     names = query.keys + [a.output_name for a in query.aggregations]
     return builder.finish(algebra_pb2.Rel(aggregate=aggregate), names)
 
@@ -171,24 +200,26 @@ def _grouping(indices) -> algebra_pb2.AggregateRel.Grouping:
 
 @dataclass
 class PartialMeasure:
-    function: str        # a Substrait partial function: count, sum, avg, ...
-    argument: int        # input field of the aggregate
-    name: str            # column name in the sub-plan's output
+    function: str  # a Substrait partial function: count, sum, avg, ...
+    argument: int  # input field of the aggregate
+    name: str  # column name in the sub-plan's output
 
 
 @dataclass
 class MeasureMerge:
     """How the client turns partial columns into one output column."""
+
     output: str
-    function: str                      # the Substrait final function
+    function: str  # the Substrait final function
     partials: list[str] = field(default_factory=list)  # partial columns, in PARTIALS order
-    distinct_plan: int | None = None   # count(distinct): index into Decomposition.distinct_plans
+    distinct_plan: int | None = None  # count(distinct): index into Decomposition.distinct_plans
 
 
 @dataclass
 class SubPlan:
     """A per-object plan, and what its aggregate computes from the rows its
     project emits, so the client can finish it when storage did not."""
+
     plan: bytes
     group_indices: list[int]
     measures: list[PartialMeasure]
@@ -198,18 +229,19 @@ class SubPlan:
         """This sub-plan's aggregate over its input rows (project outputs, in order)."""
         rows = rows.rename_columns([f"c{i}" for i in range(rows.num_columns)])
         result = rows.group_by([f"c{i}" for i in self.group_indices], use_threads=False).aggregate(
-            [(f"c{m.argument}", PYARROW_NAMES[m.function]) for m in self.measures])
+            [(f"c{m.argument}", PYARROW_NAMES[m.function]) for m in self.measures]
+        )
         return result.rename_columns(self.names)
 
 
 @dataclass
 class Decomposition:
     keys: list[str]
-    sub_plan: SubPlan                  # per object: partial aggregates
-    distinct_plans: list[SubPlan]      # per object: distinct (keys, value) pairs, one per column
+    sub_plan: SubPlan  # per object: partial aggregates
+    distinct_plans: list[SubPlan]  # per object: distinct (keys, value) pairs, one per column
     merges: list[MeasureMerge]
-    read_schema: pa.Schema             # the columns storage decodes
-    input_plan: bytes                  # read -> filter -> project: the rows every sub-plan aggregates
+    read_schema: pa.Schema  # the columns storage decodes
+    input_plan: bytes  # read -> filter -> project: the rows every sub-plan aggregates
 
 
 def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> Decomposition:
@@ -257,13 +289,16 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
     anchors = _declare_partial_functions(plan)
 
     def measure(m: PartialMeasure) -> algebra_pb2.AggregateRel.Measure:
-        return algebra_pb2.AggregateRel.Measure(measure=algebra_pb2.AggregateFunction(
-            function_reference=anchors[m.function],
-            arguments=[algebra_pb2.FunctionArgument(value=field_reference(m.argument))],
-            output_type=substrait_type(partial_type(m.function, input_type(m.argument))),
-            # Each partial is a complete aggregate of its object; Acero also runs
-            # only this phase.
-            phase=algebra_pb2.AGGREGATION_PHASE_INITIAL_TO_RESULT))
+        return algebra_pb2.AggregateRel.Measure(
+            measure=algebra_pb2.AggregateFunction(
+                function_reference=anchors[m.function],
+                arguments=[algebra_pb2.FunctionArgument(value=field_reference(m.argument))],
+                output_type=substrait_type(partial_type(m.function, input_type(m.argument))),
+                # Each partial is a complete aggregate of its object; Acero also runs
+                # only this phase.
+                phase=algebra_pb2.AGGREGATION_PHASE_INITIAL_TO_RESULT,
+            )
+        )
 
     keys_only = list(range(key_count))
     main = sub_plan(partial_measures, keys_only, keys + [m.name for m in partial_measures])
@@ -279,8 +314,10 @@ def _declare_partial_functions(plan: plan_pb2.Plan) -> dict[str, int]:
     """Anchors of the partial functions, declared in plan if missing."""
     uris = {uri.uri: uri.extension_uri_anchor for uri in plan.extension_uris}
     anchors = {}
-    existing = {(d.extension_function.extension_uri_reference, d.extension_function.name):
-                d.extension_function.function_anchor for d in plan.extensions}
+    existing = {
+        (d.extension_function.extension_uri_reference, d.extension_function.name): d.extension_function.function_anchor
+        for d in plan.extensions
+    }
     next_anchor = 1 + max([d.extension_function.function_anchor for d in plan.extensions], default=0)
     for function, uri in PARTIAL_FUNCTIONS.items():
         if uri not in uris:
@@ -288,8 +325,11 @@ def _declare_partial_functions(plan: plan_pb2.Plan) -> dict[str, int]:
             plan.extension_uris.add(extension_uri_anchor=uris[uri], uri=uri)
         key = (uris[uri], function)
         if key not in existing:
-            plan.extensions.add(extension_function=ExtensionFunction(
-                extension_uri_reference=uris[uri], function_anchor=next_anchor, name=function))
+            plan.extensions.add(
+                extension_function=ExtensionFunction(
+                    extension_uri_reference=uris[uri], function_anchor=next_anchor, name=function
+                )
+            )
             existing[key] = next_anchor
             next_anchor += 1
         anchors[function] = existing[key]

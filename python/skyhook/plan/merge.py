@@ -16,16 +16,25 @@ from skyhook.plan.aggregate import AggregateQuery, Decomposition
 ORDER = "__object"  # the partition number of the object a partial row came from
 
 
-def merge(query: AggregateQuery, decomposition: Decomposition, partials: pa.Table,
-          distinct_values: list[pa.Table], output_schema: pa.Schema) -> pa.Table:
+def merge(
+    query: AggregateQuery,
+    decomposition: Decomposition,
+    partials: pa.Table,
+    distinct_values: list[pa.Table],
+    output_schema: pa.Schema,
+) -> pa.Table:
     """distinct_values[i]: every object's (keys..., value) pairs of the i-th
     count_distinct, which are unioned with the partials so that one group_by
     sees every group (no join: null keys group together, as in pyarrow)."""
     keys = query.keys
-    tables = [partials] + [values.rename_columns(keys + [f"__distinct{i}", ORDER])
-                           for i, values in enumerate(distinct_values)]
-    rows = pa.concat_tables(tables, promote_options="default").sort_by(ORDER) if distinct_values \
+    tables = [partials] + [
+        values.rename_columns(keys + [f"__distinct{i}", ORDER]) for i, values in enumerate(distinct_values)
+    ]
+    rows = (
+        pa.concat_tables(tables, promote_options="default").sort_by(ORDER)
+        if distinct_values
         else partials.sort_by(ORDER)
+    )
     aggregations = []
     for step in decomposition.merges:
         if step.function in ("count", "sum"):
@@ -67,7 +76,9 @@ def _mean(total: pa.ChunkedArray, count: pa.ChunkedArray, target: pa.DataType) -
         quotient = pc.divide(total.cast(pa.decimal256(40, target.scale)), count.cast(pa.decimal256(19, 0)))
         return pc.round(quotient, target.scale, round_mode="half_towards_infinity")
     empty = pc.equal(count, 0)
-    return pc.if_else(empty, pa.scalar(None, pa.float64()), pc.divide(total.cast(pa.float64()), count.cast(pa.float64())))
+    return pc.if_else(
+        empty, pa.scalar(None, pa.float64()), pc.divide(total.cast(pa.float64()), count.cast(pa.float64()))
+    )
 
 
 def _variance(counts: pa.ChunkedArray, means: pa.ChunkedArray, variances: pa.ChunkedArray) -> pa.Array:
@@ -76,13 +87,21 @@ def _variance(counts: pa.ChunkedArray, means: pa.ChunkedArray, variances: pa.Chu
     parents = pc.list_parent_indices(counts)
     n = pc.list_flatten(counts).cast(pa.float64())
     mean = pc.list_flatten(means)
-    per_group = pa.table({"g": parents, "n": n, "nm": pc.multiply(n, mean),
-                          "m2": pc.multiply(pc.list_flatten(variances), n)}) \
-        .group_by("g", use_threads=False).aggregate([("n", "sum"), ("nm", "sum"), ("m2", "sum")]).sort_by("g")
+    per_group = (
+        pa.table({"g": parents, "n": n, "nm": pc.multiply(n, mean), "m2": pc.multiply(pc.list_flatten(variances), n)})
+        .group_by("g", use_threads=False)
+        .aggregate([("n", "sum"), ("nm", "sum"), ("m2", "sum")])
+        .sort_by("g")
+    )
     total_n = pc.fill_null(per_group.column("n_sum"), 0.0)
     group_mean = pc.divide(per_group.column("nm_sum"), total_n)
     deviation = pc.subtract(mean, pc.take(group_mean, parents))
-    spread = pa.table({"g": parents, "d": pc.multiply(n, pc.multiply(deviation, deviation))}) \
-        .group_by("g", use_threads=False).aggregate([("d", "sum")]).sort_by("g").column("d_sum")
+    spread = (
+        pa.table({"g": parents, "d": pc.multiply(n, pc.multiply(deviation, deviation))})
+        .group_by("g", use_threads=False)
+        .aggregate([("d", "sum")])
+        .sort_by("g")
+        .column("d_sum")
+    )
     total_m2 = pc.add(pc.fill_null(per_group.column("m2_sum"), 0.0), pc.fill_null(spread, 0.0))
     return pc.if_else(pc.greater(total_n, 0), pc.divide(total_m2, total_n), pa.scalar(None, pa.float64()))

@@ -26,8 +26,11 @@ Expression = algebra_pb2.Expression
 
 def field_reference(index: int) -> Expression:
     segment = Expression.ReferenceSegment(struct_field=Expression.ReferenceSegment.StructField(field=index))
-    return Expression(selection=Expression.FieldReference(
-        direct_reference=segment, root_reference=Expression.FieldReference.RootReference()))
+    return Expression(
+        selection=Expression.FieldReference(
+            direct_reference=segment, root_reference=Expression.FieldReference.RootReference()
+        )
+    )
 
 
 def referenced_fields(message: Message) -> set[int]:
@@ -38,16 +41,20 @@ def referenced_fields(message: Message) -> set[int]:
             continue
         values = value if descriptor.is_repeated else [value]
         for item in values:
-            if isinstance(item, Expression.FieldReference) and item.HasField("root_reference") \
-                    and item.direct_reference.HasField("struct_field"):
+            if (
+                isinstance(item, Expression.FieldReference)
+                and item.HasField("root_reference")
+                and item.direct_reference.HasField("struct_field")
+            ):
                 found.add(item.direct_reference.struct_field.field)
             elif isinstance(item, Message):
                 found |= referenced_fields(item)
     return found
 
 
-def serialize(expressions: Sequence[pc.Expression], names: Sequence[str],
-              schema: pa.Schema) -> extended_expression_pb2.ExtendedExpression:
+def serialize(
+    expressions: Sequence[pc.Expression], names: Sequence[str], schema: pa.Schema
+) -> extended_expression_pb2.ExtendedExpression:
     data = bytes(pas.serialize_expressions(list(expressions), list(names), schema))
     return extended_expression_pb2.ExtendedExpression.FromString(data)
 
@@ -60,8 +67,7 @@ class PlanBuilder:
     """One plan over expressions bound to ``schema``: only the columns they
     reference are read, so the read's base schema names what storage decodes."""
 
-    def __init__(self, schema: pa.Schema, filter: pc.Expression | None,
-                 projections: Sequence[pc.Expression]) -> None:
+    def __init__(self, schema: pa.Schema, filter: pc.Expression | None, projections: Sequence[pc.Expression]) -> None:
         expressions = ([filter] if filter is not None else []) + list(projections)
         names = [f"e{i}" for i in range(len(expressions))]
         used = referenced_fields(serialize(expressions, names, schema))
@@ -87,7 +93,8 @@ class PlanBuilder:
             self.plan.extension_uris.add(extension_uri_anchor=anchor, uri=uri)
             self._uris[uri] = anchor
         function = extensions_pb2.SimpleExtensionDeclaration.ExtensionFunction(
-            extension_uri_reference=self._uris[uri], function_anchor=self._next_anchor, name=name)
+            extension_uri_reference=self._uris[uri], function_anchor=self._next_anchor, name=name
+        )
         self.plan.extensions.add(extension_function=function)
         self._functions[uri, name] = self._next_anchor
         self._next_anchor += 1
@@ -95,15 +102,19 @@ class PlanBuilder:
 
     def input(self) -> algebra_pb2.Rel:
         """read -> filter -> project: the projections, in order, are the output."""
-        read = algebra_pb2.ReadRel(base_schema=self.base_schema,
-                                   named_table=algebra_pb2.ReadRel.NamedTable(names=[OBJECT_TABLE]))
+        read = algebra_pb2.ReadRel(
+            base_schema=self.base_schema, named_table=algebra_pb2.ReadRel.NamedTable(names=[OBJECT_TABLE])
+        )
         rel = algebra_pb2.Rel(read=read)
         if self.filter is not None:
             rel = algebra_pb2.Rel(filter=algebra_pb2.FilterRel(input=rel, condition=self.filter))
         width = len(self.read_schema)
         emit = algebra_pb2.RelCommon.Emit(output_mapping=range(width, width + len(self.projections)))
-        return algebra_pb2.Rel(project=algebra_pb2.ProjectRel(
-            input=rel, expressions=self.projections, common=algebra_pb2.RelCommon(emit=emit)))
+        return algebra_pb2.Rel(
+            project=algebra_pb2.ProjectRel(
+                input=rel, expressions=self.projections, common=algebra_pb2.RelCommon(emit=emit)
+            )
+        )
 
     def finish(self, rel: algebra_pb2.Rel, names: Sequence[str]) -> bytes:
         plan = plan_pb2.Plan()
@@ -114,7 +125,9 @@ class PlanBuilder:
 
 def measures_of(plan: plan_pb2.Plan) -> Iterator[tuple[str, algebra_pb2.AggregateFunction]]:
     """(function name, call) of each measure of the plan's aggregate."""
-    names = {declaration.extension_function.function_anchor: declaration.extension_function.name
-             for declaration in plan.extensions}
+    names = {
+        declaration.extension_function.function_anchor: declaration.extension_function.name
+        for declaration in plan.extensions
+    }
     for measure in plan.relations[0].root.input.aggregate.measures:
         yield names[measure.measure.function_reference], measure.measure

@@ -14,16 +14,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from skyhook.cost import DEFAULT_PUSHDOWN_THRESHOLD, predicted_reply_ratio
+from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, InvalidRequestError, first_line
-from skyhook.expressions import Columns, output_expressions, projected_schema, to_substrait
-from skyhook.parallel import ordered_map
-from skyhook.plain_read import read_partition, warn_class_calls_refused
-from skyhook.pruning import matching_partitions
+from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD, predicted_reply_ratio
+from skyhook.execution.parallel import ordered_map
+from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
+from skyhook.plan.expressions import Columns, output_expressions, projected_schema, to_substrait
 
 if TYPE_CHECKING:
+    from skyhook.catalog.manifest import Partition
     from skyhook.dataset import Dataset
-    from skyhook.manifest import Partition
 
 DEFAULT_MAX_RESULT_BYTES = 1 << 30
 _client_pool = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="skyhook-read")
@@ -33,17 +33,17 @@ _client_pool = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="skyho
 class ScanStatistics:
     objects_scanned: int = 0
     objects_pruned: int = 0
-    rows_scanned: int = 0       # rows storage read (client-side path: rows decoded)
+    rows_scanned: int = 0  # rows storage read (client-side path: rows decoded)
     rows_returned: int = 0
-    bytes_read: int = 0         # bytes read inside storage
-    bytes_returned: int = 0     # bytes that crossed from storage to the client
+    bytes_read: int = 0  # bytes read inside storage
+    bytes_returned: int = 0  # bytes that crossed from storage to the client
     storage_cpu_s: float = 0.0
     wall_s: float = 0.0
     objects_pushed_back: int = 0  # declined by a loaded node and done here
-    objects_read_plain: int = 0   # whole objects read and filtered here (cost model or pushdown=False)
-    continuations: int = 0        # extra calls for objects a node limit (time, reply size) split
+    objects_read_plain: int = 0  # whole objects read and filtered here (cost model or pushdown=False)
+    continuations: int = 0  # extra calls for objects a node limit (time, reply size) split
     pushdown: bool | str = "auto"  # requested: True, False, or "auto" (the cost model decides)
-    cost_model: str = ""          # what the cost model decided and why
+    cost_model: str = ""  # what the cost model decided and why
     filter_in_storage: bool = True  # False: the filter was not expressible in Substrait
     projection_in_storage: bool = True  # (and was completed by the client)
     class_calls_refused: bool = False  # the user may not call the object class: plain reads
@@ -53,11 +53,20 @@ class ScanStatistics:
 
 
 class Scanner:
-    def __init__(self, dataset: Dataset, columns: Columns = None, filter: pc.Expression | None = None,
-                 *, batch_size: int | None = None, use_threads: bool = True, pushdown: bool | str = "auto",
-                 pushdown_threshold: float = DEFAULT_PUSHDOWN_THRESHOLD,
-                 max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES, max_in_flight: int | None = None,
-                 max_slice_cpu_ns: int | None = None) -> None:
+    def __init__(
+        self,
+        dataset: Dataset,
+        columns: Columns = None,
+        filter: pc.Expression | None = None,
+        *,
+        batch_size: int | None = None,
+        use_threads: bool = True,
+        pushdown: bool | str = "auto",
+        pushdown_threshold: float = DEFAULT_PUSHDOWN_THRESHOLD,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        max_in_flight: int | None = None,
+        max_slice_cpu_ns: int | None = None,
+    ) -> None:
         schema = dataset.schema
         self.dataset = dataset
         self.dataset_schema = schema
@@ -81,8 +90,11 @@ class Scanner:
         self._client_projection = columns is not None and self._projection_substrait is None
         #: Partitions the last run could not rule out by statistics.
         self.scanned: set[int] = set()
-        self.stats = ScanStatistics(pushdown=pushdown, filter_in_storage=not self._client_filter,
-                                    projection_in_storage=not self._client_projection)
+        self.stats = ScanStatistics(
+            pushdown=pushdown,
+            filter_in_storage=not self._client_filter,
+            projection_in_storage=not self._client_projection,
+        )
 
     def __repr__(self) -> str:
         return f"<skyhook.Scanner of {self.dataset.name!r} filter={self.filter} columns={self.columns}>"
@@ -110,8 +122,9 @@ class Scanner:
         try:
             return table.cast(self.projected_schema)
         except (pa.ArrowException, ValueError) as error:  # storage replied with other columns
-            raise CorruptReplyError(f"a result of scanning {self.dataset.name!r} does not have the requested "
-                                    f"columns: {first_line(error)}") from None
+            raise CorruptReplyError(
+                f"a result of scanning {self.dataset.name!r} does not have the requested columns: {first_line(error)}"
+            ) from None
 
     def to_reader(self) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
@@ -122,10 +135,16 @@ class Scanner:
     def count_rows(self) -> int:
         if self.filter is None:
             return self.dataset.manifest.num_rows
-        counter = Scanner(self.dataset, [], self.filter, use_threads=self.use_threads,
-                          pushdown=self.pushdown, pushdown_threshold=self.pushdown_threshold,
-                          max_result_bytes=self.max_result_bytes,
-                          **self.pushback_limits)
+        counter = Scanner(
+            self.dataset,
+            [],
+            self.filter,
+            use_threads=self.use_threads,
+            pushdown=self.pushdown,
+            pushdown_threshold=self.pushdown_threshold,
+            max_result_bytes=self.max_result_bytes,
+            **self.pushback_limits,
+        )
         rows = sum(batch.num_rows for batch in counter.to_batches())
         self.stats = counter.stats
         return rows
@@ -159,8 +178,12 @@ class Scanner:
 
     def _pushdown(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         replies = self.dataset.store.backend.call_each(
-            "scan", [p.object_name for p in partitions], self._request(),
-            f"scanning {self.dataset.name!r}", parallel=self.use_threads)
+            "scan",
+            [p.object_name for p in partitions],
+            self._request(),
+            f"scanning {self.dataset.name!r}",
+            parallel=self.use_threads,
+        )
         answered = 0
         try:
             for partition, reply in zip(partitions, replies):
@@ -179,7 +202,8 @@ class Scanner:
                 table = reply.reader().read_all()
                 if self._client_filter or self._client_projection:  # what storage could not do
                     table = pads.dataset(table).to_table(
-                        columns=self.columns, filter=self.filter if self._client_filter else None)
+                        columns=self.columns, filter=self.filter if self._client_filter else None
+                    )
                 yield table
         except ClassCallsNotPermittedError as refusal:
             warn_class_calls_refused(refusal)
@@ -209,9 +233,11 @@ class Scanner:
     def _decide(self, basis: str, ratio: float, objects: int) -> bool:
         """Pushdown when the reply is expected to be small next to its object."""
         pushdown = ratio <= self.pushdown_threshold
-        self.stats.cost_model = (f"{basis}: reply/object bytes {ratio:.3f} {'<=' if pushdown else '>'} "
-                                 f"{self.pushdown_threshold}: {'pushdown' if pushdown else 'plain reads'} "
-                                 f"for {objects} objects")
+        self.stats.cost_model = (
+            f"{basis}: reply/object bytes {ratio:.3f} {'<=' if pushdown else '>'} "
+            f"{self.pushdown_threshold}: {'pushdown' if pushdown else 'plain reads'} "
+            f"for {objects} objects"
+        )
         return pushdown
 
     def _read_whole(self, partitions: list[Partition]) -> Iterator[pa.Table]:

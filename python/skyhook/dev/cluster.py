@@ -25,7 +25,8 @@ from skyhook.errors import SkyhookError
 
 POOL = "skyhook"
 DISTRO_CLASS_DIR = Path("/usr/lib/x86_64-linux-gnu/rados-classes")
-SKYHOOK_CLASS = Path(__file__).with_name("libcls_skyhook.so")
+# The object class is installed beside the package (CMake: DESTINATION skyhook).
+SKYHOOK_CLASS = Path(__file__).parent.parent / "libcls_skyhook.so"
 REQUIRED_COMMANDS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "ceph-authtool", "monmaptool")
 
 
@@ -81,15 +82,23 @@ class LocalCluster:
     def exists(self) -> bool:
         return self._state_file.exists()
 
-    def up(self, osds: int = 3, store: str = "bluestore", port: int | None = None,
-           timeout: float = 120, node_limits: dict[str, int] | None = None) -> str:
+    def up(
+        self,
+        osds: int = 3,
+        store: str = "bluestore",
+        port: int | None = None,
+        timeout: float = 120,
+        node_limits: dict[str, int] | None = None,
+    ) -> str:
         """Create the cluster (first time) or start it again; returns the store URI.
         node_limits (a new cluster's) set the OSDs' skyhook limits, e.g.
         {"max_call_ms": 2000} for SKYHOOK_MAX_CALL_MS."""
         _check_installed()
         if not SKYHOOK_CLASS.exists():
-            raise ClusterError(f"{SKYHOOK_CLASS} is missing: build skyhook with Ceph's development "
-                               "packages installed (scripts/install-ceph.sh, then scripts/setup.sh)")
+            raise ClusterError(
+                f"{SKYHOOK_CLASS} is missing: build skyhook with Ceph's development "
+                "packages installed (scripts/install-ceph.sh, then scripts/setup.sh)"
+            )
         if self.exists():
             self._restart(timeout)
         else:
@@ -131,8 +140,13 @@ class LocalCluster:
         state = self._state()
         names = sorted({"mon.a", "mgr.x", *(f"osd.{osd}" for osd in state.osds), *state.pids})
         daemons = {name: (state.pids[name] if self._alive(state.pids.get(name, 0)) else None) for name in names}
-        report: dict = {"directory": str(self.dir), "uri": self.uri, "port": state.port,
-                        "store": state.store, "daemons": daemons}
+        report: dict = {
+            "directory": str(self.dir),
+            "uri": self.uri,
+            "port": state.port,
+            "store": state.store,
+            "daemons": daemons,
+        }
         if daemons.get("mon.a"):
             osd_map = self._ceph_json("osd", "dump", timeout=10)
             report["osds"] = {f"osd.{osd['osd']}": "up" if osd["up"] else "down" for osd in osd_map["osds"]}
@@ -153,21 +167,27 @@ class LocalCluster:
         return keyring
 
     def user_uri(self, name: str, keyring: Path, namespace: str | None = None) -> str:
-        return self.uri + (f"&namespace={quote(namespace)}" if namespace else "") + \
-            f"&user={quote(name)}&keyring={quote(str(keyring))}"
+        return (
+            self.uri
+            + (f"&namespace={quote(namespace)}" if namespace else "")
+            + f"&user={quote(name)}&keyring={quote(str(keyring))}"
+        )
 
     def ceph(self, *args: str, timeout: float = 30) -> str:
         """Run the ceph CLI against this cluster."""
-        result = subprocess.run(["ceph", "-c", str(self.conf), "--connect-timeout", str(int(timeout)), *args],
-                                capture_output=True, text=True, timeout=timeout + 10)
+        result = subprocess.run(
+            ["ceph", "-c", str(self.conf), "--connect-timeout", str(int(timeout)), *args],
+            capture_output=True,
+            text=True,
+            timeout=timeout + 10,
+        )
         if result.returncode != 0:
             raise ClusterError(f"ceph {' '.join(args)} failed: {result.stderr.strip() or result.stdout.strip()}")
         return result.stdout
 
     # -- creation ----------------------------------------------------------
 
-    def _create(self, osds: int, store: str, port: int | None, timeout: float,
-                node_limits: dict[str, int]) -> None:
+    def _create(self, osds: int, store: str, port: int | None, timeout: float, node_limits: dict[str, int]) -> None:
         if store not in ("bluestore", "memstore"):
             raise ClusterError(f"unknown object store {store!r}: use bluestore or memstore")
         if osds < 1:
@@ -177,22 +197,74 @@ class LocalCluster:
         port = self._free_port(port)
         for sub in ("run", "log", "mon.a", "mgr.x", "classes"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
-        state = ClusterState(fsid=str(uuid.uuid4()), port=port, store=store,
-                             node_limits={f"SKYHOOK_{name.upper()}": str(int(value))
-                                          for name, value in node_limits.items()})
+        state = ClusterState(
+            fsid=str(uuid.uuid4()),
+            port=port,
+            store=store,
+            node_limits={f"SKYHOOK_{name.upper()}": str(int(value)) for name, value in node_limits.items()},
+        )
         self._write_conf(state, min(3, osds))
-        self._tool("ceph-authtool", "--create-keyring", str(self.keyring), "--gen-key", "-n", "mon.",
-                   "--cap", "mon", "allow *")
-        self._tool("ceph-authtool", str(self.keyring), "--gen-key", "-n", "client.admin",
-                   "--cap", "mon", "allow *", "--cap", "osd", "allow *", "--cap", "mgr", "allow *",
-                   "--cap", "mds", "allow *")
-        self._tool("ceph-authtool", str(self.keyring), "--gen-key", "-n", "mgr.x",
-                   "--cap", "mon", "allow profile mgr", "--cap", "osd", "allow *", "--cap", "mds", "allow *")
+        self._tool(
+            "ceph-authtool", "--create-keyring", str(self.keyring), "--gen-key", "-n", "mon.", "--cap", "mon", "allow *"
+        )
+        self._tool(
+            "ceph-authtool",
+            str(self.keyring),
+            "--gen-key",
+            "-n",
+            "client.admin",
+            "--cap",
+            "mon",
+            "allow *",
+            "--cap",
+            "osd",
+            "allow *",
+            "--cap",
+            "mgr",
+            "allow *",
+            "--cap",
+            "mds",
+            "allow *",
+        )
+        self._tool(
+            "ceph-authtool",
+            str(self.keyring),
+            "--gen-key",
+            "-n",
+            "mgr.x",
+            "--cap",
+            "mon",
+            "allow profile mgr",
+            "--cap",
+            "osd",
+            "allow *",
+            "--cap",
+            "mds",
+            "allow *",
+        )
         monmap = self.dir / "monmap"
-        self._tool("monmaptool", "--create", "--fsid", state.fsid, "--addv", "a",
-                   f"[v2:127.0.0.1:{port},v1:127.0.0.1:{port + 1}]", str(monmap))
-        self._tool("ceph-mon", "-c", str(self.conf), "--mkfs", "-i", "a", "--monmap", str(monmap),
-                   "--keyring", str(self.keyring))
+        self._tool(
+            "monmaptool",
+            "--create",
+            "--fsid",
+            state.fsid,
+            "--addv",
+            "a",
+            f"[v2:127.0.0.1:{port},v1:127.0.0.1:{port + 1}]",
+            str(monmap),
+        )
+        self._tool(
+            "ceph-mon",
+            "-c",
+            str(self.conf),
+            "--mkfs",
+            "-i",
+            "a",
+            "--monmap",
+            str(monmap),
+            "--keyring",
+            str(self.keyring),
+        )
         self._save(state)
         self._start(state, "mon.a", ["ceph-mon", "-i", "a"])
         self._save(state)
@@ -211,9 +283,14 @@ class LocalCluster:
             self._tool("ceph-authtool", str(self.keyring), "--name", f"osd.{osd}", "--add-key", secret)
             (self.dir / f"osd.{osd}").mkdir()
             state.osds[str(osd)] = osd_uuid
-            mkfs.append(subprocess.Popen(["ceph-osd", "-c", str(self.conf), "-i", str(osd), "--mkfs",
-                                          "--osd-uuid", osd_uuid], stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, text=True))
+            mkfs.append(
+                subprocess.Popen(
+                    ["ceph-osd", "-c", str(self.conf), "-i", str(osd), "--mkfs", "--osd-uuid", osd_uuid],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
+            )
         for process in mkfs:  # wait on the mkfs processes only, never a bare wait
             output, _ = process.communicate(timeout=timeout)
             if process.returncode != 0:
@@ -262,7 +339,7 @@ bluestore block size = 8589934592
 bluestore cache autotune = false
 bluestore cache size = 134217728
 memstore device bytes = 4294967296
-osd fast shutdown = {'false' if state.store == 'memstore' else 'true'}
+osd fast shutdown = {"false" if state.store == "memstore" else "true"}
 osd op num shards = 2
 osd op num threads per shard = 1
 osd class dir = {d}/classes
@@ -320,16 +397,28 @@ log file = {d}/log/client.log
 
     def _start(self, state: ClusterState, name: str, command: list[str]) -> None:
         log = open(self.dir / "log" / f"{name}.stdout", "ab")
-        environment = {**os.environ, "CEPH_CONF": str(self.conf),
-                       # Arrow in the OSD: the pool that returns memory best (measured).
-                       "ARROW_DEFAULT_MEMORY_POOL": "jemalloc", **state.node_limits}
-        process = subprocess.Popen([*command, "-c", str(self.conf), "-f"], stdout=log, stderr=subprocess.STDOUT,
-                                   stdin=subprocess.DEVNULL, env=environment, start_new_session=True)
+        environment = {
+            **os.environ,
+            "CEPH_CONF": str(self.conf),
+            # Arrow in the OSD: the pool that returns memory best (measured).
+            "ARROW_DEFAULT_MEMORY_POOL": "jemalloc",
+            **state.node_limits,
+        }
+        process = subprocess.Popen(
+            [*command, "-c", str(self.conf), "-f"],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=environment,
+            start_new_session=True,
+        )
         log.close()
         time.sleep(0.3)
         if process.poll() is not None:
-            raise ClusterError(f"{name} exited at start (code {process.returncode}); see "
-                               f"{self.dir / 'log' / (name + '.stdout')} and {self.dir / 'log' / (name + '.log')}")
+            raise ClusterError(
+                f"{name} exited at start (code {process.returncode}); see "
+                f"{self.dir / 'log' / (name + '.stdout')} and {self.dir / 'log' / (name + '.log')}"
+            )
         state.pids[name] = process.pid
 
     def _stop(self, state: ClusterState, name: str, how: signal.Signals, timeout: float) -> None:
@@ -400,8 +489,12 @@ log file = {d}/log/client.log
     def _wait_writable(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
-            result = subprocess.run(["rados", "-c", str(self.conf), "-p", POOL, "put", "_skyhook.probe",
-                                     str(self.conf)], capture_output=True, text=True, timeout=timeout)
+            result = subprocess.run(
+                ["rados", "-c", str(self.conf), "-p", POOL, "put", "_skyhook.probe", str(self.conf)],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
             if result.returncode == 0:
                 return
             if time.monotonic() > deadline:
@@ -432,8 +525,9 @@ log file = {d}/log/client.log
     def _check_port_free(port: int) -> None:
         for taken in (port, port + 1):
             if not _port_free(taken):
-                raise ClusterError(f"port {taken} on 127.0.0.1 is taken (another cluster?); "
-                                   "stop it or choose another port with --port")
+                raise ClusterError(
+                    f"port {taken} on 127.0.0.1 is taken (another cluster?); stop it or choose another port with --port"
+                )
 
     def _state(self) -> ClusterState:
         if not self._state_file.exists():

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 import pyarrow.compute as pc
 
-from skyhook.manifest import Manifest, Partition
-from skyhook.pruning import matching_partitions
+from skyhook.catalog.manifest import Manifest, Partition
+from skyhook.catalog.pruning import matching_partitions
 
 #: Push down while a reply is expected to be at most this fraction of its object.
 DEFAULT_PUSHDOWN_THRESHOLD = 0.25
@@ -30,15 +30,15 @@ def every_row_passes(manifest: Manifest, filter: pc.Expression | None, partition
     return not may_fail & {p.number for p in partitions}
 
 
-def predicted_reply_ratio(manifest: Manifest, filter: pc.Expression | None, partitions: list[Partition],
-                          columns) -> float | None:
+def predicted_reply_ratio(
+    manifest: Manifest, filter: pc.Expression | None, partitions: list[Partition], columns
+) -> float | None:
     """Reply bytes over object bytes when statistics can tell (every row passes
     and plain columns are wanted); None when only a sample can."""
     if isinstance(columns, Mapping) or not every_row_passes(manifest, filter, partitions):
         return None
     names = manifest.schema.names if columns is None else list(columns)
     kept = {p.number for p in partitions}
-    statistics = [row for partition, row in zip(manifest.partitions, manifest.statistics)
-                  if partition.number in kept]
+    statistics = [row for partition, row in zip(manifest.partitions, manifest.statistics) if partition.number in kept]
     reply = sum(row[name]["bytes"].as_py() or 0 for row in statistics for name in names)
     return reply / max(1, sum(p.size_bytes for p in partitions))

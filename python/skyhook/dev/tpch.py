@@ -28,8 +28,11 @@ def generate_lineitem(scale_factor: float, directory: Path) -> Path:
     generator = shutil.which("tpchgen-cli") or str(Path(sys.executable).with_name("tpchgen-cli"))
     scratch = directory / f".tpchgen-sf{scale_factor:g}"
     scratch.mkdir(parents=True, exist_ok=True)
-    subprocess.run([generator, "parquet", "-s", f"{scale_factor:g}", "--tables=lineitem",
-                    f"--output-dir={scratch}"], check=True, capture_output=True)
+    subprocess.run(
+        [generator, "parquet", "-s", f"{scale_factor:g}", "--tables=lineitem", f"--output-dir={scratch}"],
+        check=True,
+        capture_output=True,
+    )
     (scratch / "lineitem.parquet").rename(target)
     scratch.rmdir()
     return target
@@ -49,8 +52,9 @@ def selectivity_filters(lineitem: Path) -> dict[str, pc.Expression]:
     return filters
 
 
-def measure_scan(dataset: Dataset, filter: pc.Expression, pushdown: bool,
-                 columns: list[str] = COLUMNS) -> tuple[pa.Table, dict[str, float | int | bool]]:
+def measure_scan(
+    dataset: Dataset, filter: pc.Expression, pushdown: bool, columns: list[str] = COLUMNS
+) -> tuple[pa.Table, dict[str, float | int | bool]]:
     """One scan: its result, wall time, client CPU and the scan statistics."""
     before = resource.getrusage(resource.RUSAGE_SELF)
     started = time.perf_counter()
@@ -63,5 +67,9 @@ def measure_scan(dataset: Dataset, filter: pc.Expression, pushdown: bool,
     # The embedded store runs storage inside this process: split its CPU out.
     storage_in_process = dataset.store.backend.runs_in_process
     client_cpu = process_cpu - stats["storage_cpu_s"] if storage_in_process else process_cpu
-    return table, {**stats, "wall_s": wall, "client_cpu_s": max(client_cpu, 0.0),
-                   "selectivity": table.num_rows / max(1, dataset.manifest.num_rows)}
+    return table, {
+        **stats,
+        "wall_s": wall,
+        "client_cpu_s": max(client_cpu, 0.0),
+        "selectivity": table.num_rows / max(1, dataset.manifest.num_rows),
+    }

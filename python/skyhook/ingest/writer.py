@@ -13,8 +13,14 @@ import pyarrow.parquet as pq
 from skyhook.errors import InvalidRequestError
 
 FORMATS = ("parquet", "ipc")
-_FILE_FORMATS = {".parquet": "parquet", ".pq": "parquet", ".arrow": "ipc", ".ipc": "ipc",
-                 ".feather": "ipc", ".csv": "csv"}
+_FILE_FORMATS = {
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".arrow": "ipc",
+    ".ipc": "ipc",
+    ".feather": "ipc",
+    ".csv": "csv",
+}
 
 DataSource = pa.Table | pa.RecordBatch | pa.RecordBatchReader | str | os.PathLike | Sequence[str | os.PathLike]
 
@@ -71,7 +77,8 @@ def open_source(data: DataSource) -> pa.RecordBatchReader:
     elif isinstance(data, pa.RecordBatchReader):
         reader = data
     elif isinstance(data, (str, os.PathLike)) or (
-            isinstance(data, Sequence) and all(isinstance(p, (str, os.PathLike)) for p in data)):
+        isinstance(data, Sequence) and all(isinstance(p, (str, os.PathLike)) for p in data)
+    ):
         paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
         files = input_files(paths)
         formats = {file_format(path) for path in files}
@@ -81,15 +88,17 @@ def open_source(data: DataSource) -> pa.RecordBatchReader:
         reader = source.scanner().to_reader()
     else:
         raise InvalidRequestError(
-            f"cannot write {type(data).__name__}: expected a pyarrow Table, RecordBatchReader or file paths")
+            f"cannot write {type(data).__name__}: expected a pyarrow Table, RecordBatchReader or file paths"
+        )
     target = storage_schema(reader.schema)
     if target == reader.schema:
         return reader
     return pa.RecordBatchReader.from_batches(target, (batch.cast(target) for batch in reader))
 
 
-def split_partitions(reader: pa.RecordBatchReader, target_object_size: int,
-                     rows_per_object: int | None) -> Iterator[pa.Table]:
+def split_partitions(
+    reader: pa.RecordBatchReader, target_object_size: int, rows_per_object: int | None
+) -> Iterator[pa.Table]:
     """Consecutive rows grouped into partitions of at most rows_per_object rows and
     about target_object_size bytes of Arrow data each."""
     if target_object_size <= 0:
@@ -120,8 +129,7 @@ def encode_partition(table: pa.Table, format: str, row_group_size: int, compress
     sink = pa.BufferOutputStream()
     if format == "parquet":
         # Page checksums: both read paths verify them, so a flipped bit is an error, not a wrong answer.
-        pq.write_table(table, sink, row_group_size=row_group_size, compression=compression,
-                       write_page_checksum=True)
+        pq.write_table(table, sink, row_group_size=row_group_size, compression=compression, write_page_checksum=True)
     elif format == "ipc":
         options = pa.ipc.IpcWriteOptions(compression=None if compression == "none" else compression)
         with pa.ipc.new_file(sink, table.schema, options=options) as writer:

@@ -30,8 +30,7 @@ def projected_schema(schema: pa.Schema, columns: Columns, filter: pc.Expression 
         columns = list(columns)
         unknown = [name for name in columns if schema.get_field_index(name) < 0]
         if unknown:
-            raise UnknownColumnError(
-                f"unknown column {unknown[0]!r}; the dataset has {', '.join(schema.names)}")
+            raise UnknownColumnError(f"unknown column {unknown[0]!r}; the dataset has {', '.join(schema.names)}")
     try:
         return pads.dataset(schema.empty_table()).scanner(columns=columns, filter=filter).projected_schema
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as error:
@@ -42,8 +41,7 @@ def _translate(error: Exception, schema: pa.Schema) -> Exception:
     message = str(error).splitlines()[0]
     missing = _MISSING_FIELD.search(str(error))
     if missing:
-        return UnknownColumnError(
-            f"unknown column {missing['name']!r}; the dataset has {', '.join(schema.names)}")
+        return UnknownColumnError(f"unknown column {missing['name']!r}; the dataset has {', '.join(schema.names)}")
     if "no kernel matching input types" in message or isinstance(error, (pa.ArrowTypeError, TypeError)):
         return TypeMismatchError(f"type mismatch in expression: {message}")
     return InvalidRequestError(f"invalid expression: {message}")
@@ -53,8 +51,17 @@ def _translate(error: Exception, schema: pa.Schema) -> Exception:
 # null instead of false for a null input, and never match a null in the value
 # set (nor a NaN). A filter only notices the first under operators that tell
 # null from false; a projection always does.
-_NULL_SENSITIVE = ("invert(", "is_null(", "is_valid(", "if_else(", "coalesce(", "fill_null",
-                   "case_when(", "true_unless_null(", "choose(")
+_NULL_SENSITIVE = (
+    "invert(",
+    "is_null(",
+    "is_valid(",
+    "if_else(",
+    "coalesce(",
+    "fill_null",
+    "case_when(",
+    "true_unless_null(",
+    "choose(",
+)
 
 
 def _changes_meaning_in_substrait(expression: pc.Expression, is_filter: bool) -> bool:
@@ -66,8 +73,9 @@ def _changes_meaning_in_substrait(expression: pc.Expression, is_filter: bool) ->
     return not is_filter or null_or_nan_in_value_set or any(operator in text for operator in _NULL_SENSITIVE)
 
 
-def to_substrait(expressions: list[pc.Expression], names: list[str], schema: pa.Schema,
-                 *, is_filter: bool = False) -> bytes | None:
+def to_substrait(
+    expressions: list[pc.Expression], names: list[str], schema: pa.Schema, *, is_filter: bool = False
+) -> bytes | None:
     """Substrait for validated expressions, or None when Substrait cannot carry
     them faithfully (an implicit safe cast, a function without a Substrait
     mapping, is_in where nulls matter): the client then completes that part."""
@@ -94,8 +102,7 @@ def _within_storage_limits(serialized: bytes) -> bool:
             depth += 1
             if depth > MAX_EXPRESSION_DEPTH:
                 return False
-            if message.HasField("singular_or_list") and \
-                    len(message.singular_or_list.options) > MAX_IN_LIST_LENGTH:
+            if message.HasField("singular_or_list") and len(message.singular_or_list.options) > MAX_IN_LIST_LENGTH:
                 return False
         for descriptor, value in message.ListFields():
             if descriptor.message_type is not None:

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import pyarrow as pa
 
 from skyhook.errors import CorruptManifestError, InvalidRequestError
-from skyhook.writer import FORMATS
+from skyhook.ingest.writer import FORMATS
 
 MANIFEST_VERSION = b"1"
 
@@ -28,14 +28,15 @@ MANIFEST_VERSION = b"1"
 DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,127}")
 # Unix seconds and random hex (older stores used 6 hex digits, new writes 16).
 GENERATION = re.compile(r"[0-9]{1,20}[0-9a-f]{6,16}")
-_OBJECT_NAME = re.compile(rf"(?P<dataset>{DATASET_NAME.pattern})\.(?P<generation>{GENERATION.pattern})"
-                          r"\.(?P<number>0|[1-9][0-9]{0,8})")
+_OBJECT_NAME = re.compile(
+    rf"(?P<dataset>{DATASET_NAME.pattern})\.(?P<generation>{GENERATION.pattern})"
+    r"\.(?P<number>0|[1-9][0-9]{0,8})"
+)
 
 
 def check_dataset_name(name: object) -> None:
     if not isinstance(name, str) or not DATASET_NAME.fullmatch(name):
-        raise InvalidRequestError(
-            f"invalid dataset name {name!r}: use letters, digits, '_' and '-' (at most 128)")
+        raise InvalidRequestError(f"invalid dataset name {name!r}: use letters, digits, '_' and '-' (at most 128)")
 
 
 def new_generation() -> str:
@@ -60,11 +61,17 @@ def object_owner(name: str) -> ObjectOwner | None:
 
 def statistics_type(schema: pa.Schema) -> pa.StructType:
     """Per-partition statistics, the row the storage-side describe method returns."""
-    return pa.struct([
-        pa.field(field.name, pa.struct([("min", field.type), ("max", field.type),
-                                        ("null_count", pa.int64()), ("bytes", pa.int64())]))
-        for field in schema
-    ])
+    return pa.struct(
+        [
+            pa.field(
+                field.name,
+                pa.struct(
+                    [("min", field.type), ("max", field.type), ("null_count", pa.int64()), ("bytes", pa.int64())]
+                ),
+            )
+            for field in schema
+        ]
+    )
 
 
 @dataclass(frozen=True)
@@ -93,19 +100,23 @@ class Manifest:
         return sum(partition.size_bytes for partition in self.partitions)
 
     def to_bytes(self) -> bytes:
-        table = pa.table({
-            "partition": pa.array([p.number for p in self.partitions], pa.int64()),
-            "object": pa.array([p.object_name for p in self.partitions], pa.string()),
-            "num_rows": pa.array([p.num_rows for p in self.partitions], pa.int64()),
-            "size_bytes": pa.array([p.size_bytes for p in self.partitions], pa.int64()),
-            "statistics": self.statistics,
-        }).replace_schema_metadata({
-            b"skyhook.manifest_version": MANIFEST_VERSION,
-            b"skyhook.dataset": self.dataset.encode(),
-            b"skyhook.format": self.format.encode(),
-            b"skyhook.generation": self.generation.encode(),
-            b"skyhook.schema": self.schema.serialize().to_pybytes(),
-        })
+        table = pa.table(
+            {
+                "partition": pa.array([p.number for p in self.partitions], pa.int64()),
+                "object": pa.array([p.object_name for p in self.partitions], pa.string()),
+                "num_rows": pa.array([p.num_rows for p in self.partitions], pa.int64()),
+                "size_bytes": pa.array([p.size_bytes for p in self.partitions], pa.int64()),
+                "statistics": self.statistics,
+            }
+        ).replace_schema_metadata(
+            {
+                b"skyhook.manifest_version": MANIFEST_VERSION,
+                b"skyhook.dataset": self.dataset.encode(),
+                b"skyhook.format": self.format.encode(),
+                b"skyhook.generation": self.generation.encode(),
+                b"skyhook.schema": self.schema.serialize().to_pybytes(),
+            }
+        )
         sink = pa.BufferOutputStream()
         with pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
@@ -117,8 +128,9 @@ class Manifest:
         try:
             manifest = cls._decode(data)
         except (pa.ArrowException, KeyError, ValueError, TypeError) as error:
-            raise CorruptManifestError(f"the manifest of dataset {dataset!r} is unreadable: "
-                                       f"{type(error).__name__}: {error}") from None
+            raise CorruptManifestError(
+                f"the manifest of dataset {dataset!r} is unreadable: {type(error).__name__}: {error}"
+            ) from None
         manifest._check(dataset)
         return manifest
 
@@ -131,12 +143,19 @@ class Manifest:
         schema = pa.ipc.read_schema(pa.py_buffer(metadata[b"skyhook.schema"]))
         partitions = tuple(
             Partition(row["partition"], row["object"], row["num_rows"], row["size_bytes"])
-            for row in table.select(["partition", "object", "num_rows", "size_bytes"]).to_pylist())
+            for row in table.select(["partition", "object", "num_rows", "size_bytes"]).to_pylist()
+        )
         statistics = table.column("statistics").combine_chunks()
         if len(statistics) == 0:
             statistics = pa.array([], statistics_type(schema))
-        return cls(metadata[b"skyhook.dataset"].decode(), schema, metadata[b"skyhook.format"].decode(),
-                   metadata[b"skyhook.generation"].decode(), partitions, statistics)
+        return cls(
+            metadata[b"skyhook.dataset"].decode(),
+            schema,
+            metadata[b"skyhook.format"].decode(),
+            metadata[b"skyhook.generation"].decode(),
+            partitions,
+            statistics,
+        )
 
     def _check(self, dataset: str) -> None:
         def corrupt(problem: str) -> CorruptManifestError:
@@ -153,7 +172,9 @@ class Manifest:
         for index, partition in enumerate(self.partitions):
             expected = object_name(dataset, self.generation, index)
             if partition.number != index or partition.object_name != expected:
-                raise corrupt(f"row {index} names partition {partition.number!r}, object "
-                              f"{partition.object_name!r}; expected partition {index}, object {expected!r}")
+                raise corrupt(
+                    f"row {index} names partition {partition.number!r}, object "
+                    f"{partition.object_name!r}; expected partition {index}, object {expected!r}"
+                )
             if not all(isinstance(value, int) and value >= 0 for value in (partition.num_rows, partition.size_bytes)):
                 raise corrupt(f"partition {index} has invalid sizes")

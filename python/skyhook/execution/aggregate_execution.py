@@ -22,28 +22,28 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.substrait as pas
 
-from skyhook.cost import DEFAULT_PUSHDOWN_THRESHOLD
+from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError
-from skyhook.expressions import to_substrait
-from skyhook.plain_read import read_partition, warn_class_calls_refused
+from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD
+from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
+from skyhook.plan.expressions import to_substrait
 from skyhook.plan.merge import ORDER, merge
-from skyhook.protocol import Reply
-from skyhook.pruning import matching_partitions
+from skyhook.rpc.protocol import Reply
 
 if TYPE_CHECKING:
+    from skyhook.catalog.manifest import Partition
     from skyhook.dataset import Dataset
-    from skyhook.manifest import Partition
 
 
 @dataclass
 class AggregateStatistics:
     objects_scanned: int = 0
     objects_pruned: int = 0
-    objects_pushed_back: int = 0     # a loaded node declined; the client did the work
-    objects_at_client: int = 0       # the client aggregated (any reason)
+    objects_pushed_back: int = 0  # a loaded node declined; the client did the work
+    objects_at_client: int = 0  # the client aggregated (any reason)
     rows_scanned: int = 0
-    partial_rows: int = 0            # rows of partial aggregates that crossed to the client
+    partial_rows: int = 0  # rows of partial aggregates that crossed to the client
     bytes_returned: int = 0
     storage_cpu_s: float = 0.0
     filter_in_storage: bool = True
@@ -55,9 +55,16 @@ class AggregateStatistics:
 
 
 class AggregateExecution:
-    def __init__(self, dataset: Dataset, query: AggregateQuery, *, use_threads: bool = True,
-                 max_in_flight: int | None = None, max_slice_cpu_ns: int | None = None,
-                 pushdown_threshold: float = DEFAULT_PUSHDOWN_THRESHOLD) -> None:
+    def __init__(
+        self,
+        dataset: Dataset,
+        query: AggregateQuery,
+        *,
+        use_threads: bool = True,
+        max_in_flight: int | None = None,
+        max_slice_cpu_ns: int | None = None,
+        pushdown_threshold: float = DEFAULT_PUSHDOWN_THRESHOLD,
+    ) -> None:
         self.dataset = dataset
         self.query = query
         self.use_threads = use_threads
@@ -65,8 +72,7 @@ class AggregateExecution:
         self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
         schema = dataset.schema
         self.output_schema = query.output_schema(schema)
-        filter_ok = query.filter is None or \
-            to_substrait([query.filter], ["filter"], schema, is_filter=True) is not None
+        filter_ok = query.filter is None or to_substrait([query.filter], ["filter"], schema, is_filter=True) is not None
         self.plan = full_plan(schema, query, self.output_schema, filter_in_storage=filter_ok)
         self.decomposition: Decomposition = decompose(self.plan, query.keys, schema)
         self.stats = AggregateStatistics(filter_in_storage=filter_ok)
@@ -114,11 +120,19 @@ class AggregateExecution:
     def _in_storage(self, sub: SubPlan, partitions: list[Partition], main: bool) -> Iterator[pa.Table]:
         if not partitions:
             return
-        request = {"method": "execute_plan", "plan": sub.plan,
-                   "compression": self.dataset.store.backend.reply_compression, **self.pushback_limits}
+        request = {
+            "method": "execute_plan",
+            "plan": sub.plan,
+            "compression": self.dataset.store.backend.reply_compression,
+            **self.pushback_limits,
+        }
         replies = self.dataset.store.backend.call_each(
-            "execute_plan", [p.object_name for p in partitions], request,
-            f"aggregating {self.dataset.name!r}", parallel=self.use_threads)
+            "execute_plan",
+            [p.object_name for p in partitions],
+            request,
+            f"aggregating {self.dataset.name!r}",
+            parallel=self.use_threads,
+        )
         answered = 0
         try:
             for partition, reply in zip(partitions, replies):
@@ -162,6 +176,9 @@ class AggregateExecution:
         size, rows, table = read_partition(self.dataset, partition, filter=filter)
         self.stats.bytes_returned += size
         self.stats.rows_scanned += rows
-        inputs = pas.run_query(pa.py_buffer(self.decomposition.input_plan), use_threads=False,
-                               table_provider=lambda names, schema: table.select(schema.names).cast(schema))
+        inputs = pas.run_query(
+            pa.py_buffer(self.decomposition.input_plan),
+            use_threads=False,
+            table_provider=lambda names, schema: table.select(schema.names).cast(schema),
+        )
         return sub.aggregate_rows(inputs.read_all())

@@ -11,8 +11,9 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 
 
-def ordered_map(executor: Executor, function: Callable[[Item], Result], items: Iterable[Item],
-                window: int) -> Iterator[Result]:
+def ordered_map(
+    executor: Executor, function: Callable[[Item], Result], items: Iterable[Item], window: int
+) -> Iterator[Result]:
     """Results of function over items, in order, with at most window calls pending.
     Closing the iterator cancels the calls that have not started."""
     pending: deque[Future[Result]] = deque()

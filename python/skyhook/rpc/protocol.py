@@ -10,8 +10,8 @@ statistics, and their body is an Arrow IPC stream of results.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -108,12 +108,12 @@ def decode_reply(message: bytes | pa.Buffer, source: str = "storage") -> Reply:
     if magic != REPLY_MAGIC:
         raise CorruptReplyError(f"the reply of {source} does not start with the skyhook magic")
     if version > PROTOCOL_VERSION:
-        raise StorageError(f"{source} replied with protocol version {version}; "
-                           f"this client speaks up to {PROTOCOL_VERSION}")
+        raise StorageError(
+            f"{source} replied with protocol version {version}; this client speaks up to {PROTOCOL_VERSION}"
+        )
     end_of_header = _PREFIX.size + header_length
     if header_length % 8 or end_of_header > buffer.size:
-        raise CorruptReplyError(f"the reply of {source} has a header length of {header_length} "
-                                f"in {buffer.size} bytes")
+        raise CorruptReplyError(f"the reply of {source} has a header length of {header_length} in {buffer.size} bytes")
     try:
         fields = _header_fields(buffer.slice(_PREFIX.size, header_length))
     except (pa.ArrowException, OSError, ValueError) as error:

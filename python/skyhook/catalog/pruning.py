@@ -12,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
-from skyhook.manifest import Manifest, Partition
+from skyhook.catalog.manifest import Manifest, Partition
 
 
 def partition_guarantee(schema: pa.Schema, statistics: pa.StructScalar, num_rows: int) -> pc.Expression:
@@ -49,8 +49,12 @@ def matching_partitions(manifest: Manifest, filter: pc.Expression | None) -> lis
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             guarantees.append(pc.scalar(True))
     candidates = pads.FileSystemDataset.from_paths(
-        [str(partition.number) for partition in manifest.partitions], schema=manifest.schema,
-        format=pads.IpcFileFormat(), filesystem=pafs.LocalFileSystem(), partitions=guarantees)
+        [str(partition.number) for partition in manifest.partitions],
+        schema=manifest.schema,
+        format=pads.IpcFileFormat(),
+        filesystem=pafs.LocalFileSystem(),
+        partitions=guarantees,
+    )
     try:
         kept = {int(fragment.path) for fragment in candidates.get_fragments(filter=filter)}
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):

@@ -15,25 +15,34 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from skyhook.errors import (ClassCallsNotPermittedError, CorruptObjectError, InvalidRequestError, OutOfMemoryError,
-                            SkyhookError, StorageError, first_line)
-from skyhook.writer import encode_partition
+from skyhook.errors import (
+    ClassCallsNotPermittedError,
+    CorruptObjectError,
+    InvalidRequestError,
+    OutOfMemoryError,
+    SkyhookError,
+    StorageError,
+    first_line,
+)
+from skyhook.ingest.writer import encode_partition
 
 if TYPE_CHECKING:
+    from skyhook.catalog.manifest import Partition
     from skyhook.dataset import Dataset
-    from skyhook.manifest import Partition
 
 _FILE_FORMATS = {
     "parquet": pads.ParquetFileFormat(
-        default_fragment_scan_options=pads.ParquetFragmentScanOptions(page_checksum_verification=True)),
+        default_fragment_scan_options=pads.ParquetFragmentScanOptions(page_checksum_verification=True)
+    ),
     "ipc": pads.IpcFileFormat(),
 }
 # pyarrow reports damaged data as ArrowException subclasses or as OSError (IOError).
 _ARROW_ERRORS = (pa.ArrowException, OSError)
 
 
-def read_partition(dataset: Dataset, partition: Partition, columns=None,
-                   filter: pc.Expression | None = None) -> tuple[int, int, pa.Table]:
+def read_partition(
+    dataset: Dataset, partition: Partition, columns=None, filter: pc.Expression | None = None
+) -> tuple[int, int, pa.Table]:
     """(object bytes moved, rows in the object, the filtered and projected table)."""
     name = partition.object_name
     try:
@@ -47,8 +56,11 @@ def read_partition(dataset: Dataset, partition: Partition, columns=None,
         fragment = _FILE_FORMATS[format].make_fragment(pa.BufferReader(data))
         rows = fragment.count_rows()
         _check_schema(fragment.physical_schema, _stored_schema(dataset.schema, format), name)
-        return data.size, rows, fragment.to_table(schema=dataset.schema, columns=columns, filter=filter,
-                                                  use_threads=False)
+        return (
+            data.size,
+            rows,
+            fragment.to_table(schema=dataset.schema, columns=columns, filter=filter, use_threads=False),
+        )
     except SkyhookError:
         raise
     except _ARROW_ERRORS as error:
@@ -58,8 +70,9 @@ def read_partition(dataset: Dataset, partition: Partition, columns=None,
             fragment.to_table(schema=dataset.schema, use_threads=False)
         except _ARROW_ERRORS as data_error:
             raise _read_error(name, format, data_error) from None
-        raise InvalidRequestError(f"evaluating the filter or projection on object {name} failed: "
-                                  f"{first_line(error)}") from None
+        raise InvalidRequestError(
+            f"evaluating the filter or projection on object {name} failed: {first_line(error)}"
+        ) from None
 
 
 def warn_class_calls_refused(refusal: ClassCallsNotPermittedError) -> None:
@@ -82,9 +95,11 @@ def _check_schema(physical: pa.Schema, expected: pa.Schema, name: str) -> None:
     wanted = {field.name: field.type for field in expected}
     if stored == wanted and len(physical) == len(expected):
         return
-    differences = [f"{column}: {stored.get(column, 'missing')} in the object, {wanted.get(column, 'absent')} "
-                   "expected" for column in dict.fromkeys([*wanted, *stored])
-                   if stored.get(column) != wanted.get(column)] or ["repeated column names"]
+    differences = [
+        f"{column}: {stored.get(column, 'missing')} in the object, {wanted.get(column, 'absent')} expected"
+        for column in dict.fromkeys([*wanted, *stored])
+        if stored.get(column) != wanted.get(column)
+    ] or ["repeated column names"]
     raise CorruptObjectError(f"object {name} is inconsistent with its dataset's schema ({'; '.join(differences)})")
 
 
@@ -92,4 +107,3 @@ def _read_error(name: str, format: str, error: BaseException) -> SkyhookError:
     if isinstance(error, MemoryError):
         return OutOfMemoryError(f"out of memory decoding object {name}: {first_line(error)}")
     return CorruptObjectError(f"object {name} is not a readable {format} partition: {first_line(error)}")
-

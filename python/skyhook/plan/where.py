@@ -23,13 +23,15 @@ import pyarrow.compute as pc
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
 
 _COMPARISONS: dict[type, Callable[[Any, Any], pc.Expression]] = {
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
-    ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
 }
-_MIRRORED = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE,
-             ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
-_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-               ast.Div: operator.truediv}
+_MIRRORED = {ast.Lt: ast.Gt, ast.LtE: ast.GtE, ast.Gt: ast.Lt, ast.GtE: ast.LtE, ast.Eq: ast.Eq, ast.NotEq: ast.NotEq}
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 _PREDICATES: dict[str, Callable[..., pc.Expression]] = {
     "is_null": lambda column: column.is_null(),
     "is_valid": lambda column: column.is_valid(),
@@ -84,8 +86,7 @@ class _Converter:
                 raise InvalidRequestError(f"'in' needs a list of values: {ast.unparse(right)}")
             # SQL semantics (a null never matches), as OR-ed equalities: unlike
             # pyarrow's is_in, that is what Substrait carries faithfully.
-            matched = functools.reduce(operator.or_, (self.compare(left, ast.Eq, element)
-                                                      for element in right.elts))
+            matched = functools.reduce(operator.or_, (self.compare(left, ast.Eq, element) for element in right.elts))
             return ~matched if op is ast.NotIn else matched
         if op not in _COMPARISONS:
             raise InvalidRequestError(f"unsupported comparison in filter: {ast.unparse(right)}")
@@ -96,8 +97,7 @@ class _Converter:
             return self.compare_with_literal(self.value(left), column_type, op, self.literal(right))
         return _COMPARISONS[op](self.value(left), self.value(right))
 
-    def compare_with_literal(self, column: pc.Expression, type: pa.DataType, op: type,
-                             value: Any) -> pc.Expression:
+    def compare_with_literal(self, column: pc.Expression, type: pa.DataType, op: type, value: Any) -> pc.Expression:
         try:
             literal = _coerce(value, type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, decimal.InvalidOperation):
@@ -114,8 +114,7 @@ class _Converter:
     def predicate(self, node: ast.Call) -> pc.Expression:
         name = node.func.id if isinstance(node.func, ast.Name) else None
         if name not in _PREDICATES:
-            raise InvalidRequestError(
-                f"unknown function {ast.unparse(node.func)!r}; known: {', '.join(_PREDICATES)}")
+            raise InvalidRequestError(f"unknown function {ast.unparse(node.func)!r}; known: {', '.join(_PREDICATES)}")
         if not node.args:
             raise InvalidRequestError(f"{name} needs a column")
         column = self.value(node.args[0])
