@@ -19,7 +19,8 @@ from substrait.gen.proto import plan_pb2
 from test_properties import filters
 
 import skyhook
-from skyhook.rpc.protocol import decode_reply, encode_request
+from skyhook.rpc.reply import decode_reply
+from skyhook.rpc.requests import PlanRequest
 
 F = pc.field
 TABLE = make_typed_table(rows=4000, seed=3)
@@ -249,9 +250,7 @@ def test_explain_says_where_work_ran(dataset):
 
 def execute_plan(dataset, plan: bytes):
     name = dataset.manifest.partitions[0].object_name
-    return decode_reply(
-        dataset.store.backend.call(name, "execute_plan", encode_request({"method": "execute_plan", "plan": plan}))
-    )
+    return decode_reply(dataset.store.backend.call(name, PlanRequest.METHOD, PlanRequest(plan=plan).encode()))
 
 
 def test_storage_only_filters_what_it_cannot_aggregate(dataset):

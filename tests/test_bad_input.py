@@ -10,7 +10,9 @@ import pyarrow.substrait as pas
 import pytest
 
 import skyhook
-from skyhook.rpc.protocol import decode_reply, encode_request
+from skyhook.rpc.frame import encode_request_frame
+from skyhook.rpc.reply import decode_reply
+from skyhook.rpc.requests import ScanRequest
 
 F = pc.field
 TABLE = pa.table(
@@ -92,9 +94,7 @@ def test_malformed_requests(dataset, request_bytes, error, message):
 
 
 def test_truncated_request(dataset):
-    request = encode_request(
-        {"method": "scan", "filter": bytes(pas.serialize_expressions([F("id") > 3], ["f"], TABLE.schema))}
-    )
+    request = ScanRequest(filter=bytes(pas.serialize_expressions([F("id") > 3], ["f"], TABLE.schema))).encode()
     for cut in (5, 20, len(request) // 2, len(request) - 1):
         with pytest.raises(skyhook.InvalidRequestError):
             call_scan(dataset, request[:cut])
@@ -114,23 +114,23 @@ def test_truncated_request(dataset):
 )
 def test_invalid_request_fields(dataset, fields, message):
     with pytest.raises(skyhook.InvalidRequestError, match=message):
-        call_scan(dataset, encode_request({"method": "scan", **fields}))
+        call_scan(dataset, encode_request_frame({"method": "scan", **fields}))
 
 
 def test_non_boolean_substrait_filter_rejected_in_storage(dataset):
     filter = bytes(pas.serialize_expressions([F("id") + 1], ["f"], TABLE.schema))
     with pytest.raises(skyhook.InvalidRequestError, match="boolean"):
-        call_scan(dataset, encode_request({"method": "scan", "filter": filter}))
+        call_scan(dataset, ScanRequest(filter=filter).encode())
 
 
 def test_storage_checks_columns_against_the_object(dataset):
     other = pa.schema([("id", pa.string()), ("zz", pa.int64())])
     missing = bytes(pas.serialize_expressions([F("zz") > 1], ["f"], other))
     with pytest.raises(skyhook.UnknownColumnError, match="'zz' does not exist"):
-        call_scan(dataset, encode_request({"method": "scan", "filter": missing}))
+        call_scan(dataset, ScanRequest(filter=missing).encode())
     mistyped = bytes(pas.serialize_expressions([F("id") == "1"], ["f"], other))
     with pytest.raises(skyhook.TypeMismatchError, match="'id' is int64 in the object"):
-        call_scan(dataset, encode_request({"method": "scan", "filter": mistyped}))
+        call_scan(dataset, ScanRequest(filter=mistyped).encode())
 
 
 def test_result_too_large(dataset):

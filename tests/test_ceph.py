@@ -15,7 +15,7 @@ from conftest import assert_same_table
 
 import skyhook
 from skyhook.dev.cluster import ClusterError, LocalCluster
-from skyhook.rpc.protocol import decode_reply
+from skyhook.rpc.reply import decode_reply
 
 F = pc.field
 TABLE = pa.table(

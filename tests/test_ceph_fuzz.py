@@ -16,7 +16,8 @@ import pytest
 
 from skyhook.backends.rados import RadosBackend
 from skyhook.dev.cluster import POOL
-from skyhook.rpc.protocol import decode_reply, encode_request
+from skyhook.rpc.frame import encode_request_frame
+from skyhook.rpc.reply import decode_reply
 
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ = ROOT / "cpp/fuzz"
@@ -58,7 +59,7 @@ def mutate(request: bytes, seeds: list[bytes], substrait: list[bytes], rng: rand
         return mutate_bytes(request, seeds, rng)
     name = rng.choice(binary)
     fields[name] = mutate_bytes(fields[name], substrait, rng)
-    return encode_request(fields)
+    return encode_request_frame(fields)
 
 
 @pytest.fixture

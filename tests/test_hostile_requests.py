@@ -13,7 +13,9 @@ import pytest
 from substrait.gen.proto import algebra_pb2, extended_expression_pb2, plan_pb2, type_pb2
 
 import skyhook
-from skyhook.rpc.protocol import decode_reply, encode_request
+from skyhook.rpc.frame import encode_request_frame
+from skyhook.rpc.reply import decode_reply
+from skyhook.rpc.requests import PlanRequest
 
 F = pc.field
 TABLE = pa.table(
@@ -34,7 +36,7 @@ def dataset(store):
 
 def call(dataset, method: str, **fields) -> tuple[int, str]:
     name = dataset.manifest.partitions[0].object_name
-    reply = decode_reply(dataset.store.backend.call(name, method, encode_request({"method": method, **fields})))
+    reply = decode_reply(dataset.store.backend.call(name, method, encode_request_frame({"method": method, **fields})))
     return reply.code, reply.message
 
 
@@ -252,9 +254,7 @@ def test_plan_reads_columns_in_its_own_order(store, format):
     name = dataset.manifest.partitions[0].object_name
     tables = [
         decode_reply(
-            dataset.store.backend.call(
-                name, "execute_plan", encode_request({"method": "execute_plan", "plan": p.SerializeToString()})
-            )
+            dataset.store.backend.call(name, PlanRequest.METHOD, PlanRequest(plan=p.SerializeToString()).encode())
         )
         .reader()
         .read_all()

@@ -17,7 +17,10 @@ import pytest
 from conftest import assert_same_table, make_typed_table
 
 import skyhook
-from skyhook.rpc.protocol import REPLY_MAGIC, decode_reply, encode_request
+from skyhook.rpc.frame import REPLY_MAGIC
+from skyhook.rpc.reply import decode_reply
+from skyhook.rpc.requests import DescribeRequest, ScanRequest
+from skyhook.rpc.result_options import ResultOptions
 
 F = pc.field
 TABLE = make_typed_table(rows=3000, seed=5)
@@ -28,13 +31,13 @@ def real_replies(store: skyhook.Store) -> dict[str, bytes]:
     # Strings, lists, decimals, nulls: every kind of buffer; few columns keep the replies short.
     dataset = store.write_dataset("t", TABLE.select(["id", "s", "tags", "dec", "ts"]), rows_per_object=1000)
     name = dataset.manifest.partitions[0].object_name
-    scan = {"method": "scan", "filter": dataset.scanner(filter=F("id") < 30)._filter_substrait}
+    filter = dataset.scanner(filter=F("id") < 30)._filter_substrait
     call = store.backend.call
     return {
-        "scan": call(name, "scan", encode_request(scan)),
-        "scan lz4": call(name, "scan", encode_request({**scan, "compression": "lz4"})),
-        "describe": call(name, "describe", encode_request({"method": "describe"})),
-        "error": call(name, "scan", encode_request({"method": "scan", "batch_size": 0})),
+        "scan": call(name, "scan", ScanRequest(filter=filter).encode()),
+        "scan lz4": call(name, "scan", ScanRequest(filter=filter, result=ResultOptions(compression="lz4")).encode()),
+        "describe": call(name, "describe", DescribeRequest().encode()),
+        "error": call(name, "scan", ScanRequest(result=ResultOptions(batch_size=0)).encode()),
     }
 
 
@@ -42,7 +45,7 @@ def real_replies(store: skyhook.Store) -> dict[str, bytes]:
 DECODE_DAMAGED = textwrap.dedent("""
     import json, pickle, random, sys
     from skyhook.errors import StorageError
-    from skyhook.rpc.protocol import decode_reply
+    from skyhook.rpc.reply import decode_reply
 
     def decode(message):
         try:
@@ -53,7 +56,7 @@ DECODE_DAMAGED = textwrap.dedent("""
         except StorageError:
             return "storage error"
         except Exception as error:  # other SkyhookErrors too: only status codes may raise them
-            from skyhook.errors import ERROR_BY_CODE
+            from skyhook.rpc.error_codes import ERROR_BY_CODE
             if type(error) in ERROR_BY_CODE.values():
                 return "status"
             raise

@@ -16,7 +16,9 @@ import pytest
 from conftest import assert_same_table
 
 import skyhook
-from skyhook.rpc.protocol import decode_reply, encode_request
+from skyhook.rpc.reply import decode_reply
+from skyhook.rpc.requests import PlanRequest, ScanRequest
+from skyhook.rpc.result_options import ResultOptions
 
 F = pc.field
 ROWS = 1_500_000
@@ -122,7 +124,7 @@ def test_describe_over_the_memory_limit_is_a_clear_error(store, big_table, limit
 def test_minimum_batch_size_and_limits_in_every_reply(one_object):
     name = one_object.manifest.partitions[0].object_name
     reply = decode_reply(
-        one_object.store.backend.call(name, "scan", encode_request({"method": "scan", "batch_size": 1}))
+        one_object.store.backend.call(name, "scan", ScanRequest(result=ResultOptions(batch_size=1)).encode())
     )
     reply.raise_for_status("scan")
     assert reply.statistics["limit_min_batch_size"] >= 1
@@ -139,7 +141,7 @@ def test_continuation_from_a_row(one_object, big_table):
     name = one_object.manifest.partitions[0].object_name
     for start in (0, 99_999, 100_000, 733_333, ROWS - 1, ROWS):
         reply = decode_reply(
-            one_object.store.backend.call(name, "scan", encode_request({"method": "scan", "start_row": start}))
+            one_object.store.backend.call(name, "scan", ScanRequest(result=ResultOptions(start_row=start)).encode())
         )
         reply.raise_for_status("scan")
         table = reply.reader().read_all()
@@ -230,8 +232,8 @@ def test_plan_time_limit_counts_the_plans_work(one_object, big_table, limits):
     reply = decode_reply(
         one_object.store.backend.call(
             name,
-            "execute_plan",
-            encode_request({"method": "execute_plan", "plan": execution.decomposition.sub_plan.plan}),
+            PlanRequest.METHOD,
+            PlanRequest(plan=execution.decomposition.sub_plan.plan).encode(),
         )
     )
     reply.raise_for_status("execute_plan")

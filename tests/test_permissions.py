@@ -15,7 +15,8 @@ from oracle import expected
 
 import skyhook
 from skyhook.dev.cluster import LocalCluster, role_capabilities
-from skyhook.rpc.protocol import decode_reply, encode_request
+from skyhook.rpc.reply import decode_reply
+from skyhook.rpc.requests import DescribeRequest
 
 F = pc.field
 TABLE = make_typed_table(rows=4000, seed=3)
@@ -141,7 +142,7 @@ def test_an_unscoped_class_grant_reaches_every_namespace(ceph_cluster):
     own, other = fresh_namespace(), fresh_namespace()
     with admin_store(ceph_cluster, other) as admin:
         victim = admin.write_dataset("secret", TABLE).manifest.partitions[0].object_name
-    describe = encode_request({"method": "describe"})
+    describe = DescribeRequest().encode()
     unscoped = {"mon": "allow r", "osd": f"allow r pool=skyhook namespace={own}, allow class skyhook"}
     with connect_as(ceph_cluster, unscoped, other) as leaky:
         assert decode_reply(leaky.backend.call(victim, "describe", describe)).code == 0

@@ -1,4 +1,4 @@
-"""Exceptions raised by skyhook; storage-side error codes map onto them."""
+"""Exceptions raised by skyhook; storage-side error codes map onto them (rpc/error_codes.py)."""
 
 from __future__ import annotations
 
@@ -85,17 +85,3 @@ def first_line(error: BaseException) -> str:
     """The gist of a (possibly multi-line) library error, for our own messages."""
     text = str(error)
     return text.splitlines()[0] if text else type(error).__name__
-
-
-# Codes of cpp/skyhook/protocol/error.h, in order.
-ERROR_BY_CODE: dict[int, type[SkyhookError]] = {
-    1: InvalidRequestError,
-    2: UnsupportedVersionError,
-    3: UnknownColumnError,
-    4: TypeMismatchError,
-    5: CorruptObjectError,
-    6: ResultTooLargeError,
-    7: ObjectNotFoundError,
-    8: StorageError,
-    10: LimitExceededError,
-}

@@ -22,7 +22,8 @@ from skyhook.catalog.manifest import (
 from skyhook.dataset import Dataset
 from skyhook.errors import CorruptManifestError, DatasetExistsError, DatasetNotFoundError, InvalidRequestError
 from skyhook.ingest.writer import FORMATS, DataSource, encode_partition, open_source, split_partitions
-from skyhook.rpc.protocol import decode_reply, encode_request
+from skyhook.rpc.reply import decode_reply
+from skyhook.rpc.requests import DescribeRequest
 
 FORMAT_ATTRIBUTE = "skyhook.format"
 # fsck counts a RADOS write whose writer has been silent this long as abandoned.
@@ -238,7 +239,7 @@ class Store:
     def describe_object(self, object_name: str) -> tuple[pa.StructArray, dict[str, int]]:
         """Per-column statistics of one object ({min, max, null_count} per column,
         a one-row struct array) and the call's statistics, computed in storage."""
-        reply = decode_reply(self.backend.call(object_name, "describe", encode_request({"method": "describe"})))
+        reply = decode_reply(self.backend.call(object_name, DescribeRequest.METHOD, DescribeRequest().encode()))
         reply.raise_for_status(f"describing object {object_name}")
         return reply.reader().read_all().to_struct_array().combine_chunks(), reply.statistics
 

@@ -7,12 +7,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pyarrow as pa
 
 from skyhook.errors import CorruptObjectError, CorruptReplyError, TypeMismatchError, UnknownColumnError
-from skyhook.rpc.protocol import Reply, decode_reply, encode_request, merge_continuations
+from skyhook.rpc.reply import Executed, Reply, decode_reply, merge_continuations
+from skyhook.rpc.requests import DataRequest
 
 
 @dataclass(frozen=True)
@@ -119,29 +119,29 @@ class Backend(ABC):
         """Drop the record of an abandoned write (after fsck removed its objects)."""
 
     def call_each(
-        self, method: str, object_names: list[str], request: dict[str, Any], context: str, parallel: bool = True
+        self, method: str, object_names: list[str], request: DataRequest, context: str, parallel: bool = True
     ) -> Iterator[Reply]:
-        """Decoded replies of one request (header fields) sent to each object, in
-        order; a reply that reports an error raises it, naming context and the
-        object. An object whose call a node limit ended early is continued with
-        more calls, and its replies are merged into one; if any of them was
-        pushed back, the object's reply is that push-back."""
-        encoded_request = encode_request(request)
+        """Decoded replies of one request sent to each object, in order (method
+        is the request's METHOD); a reply that reports an error raises it,
+        naming context and the object. An object whose call a node limit ended
+        early is continued with more calls, and its replies are merged into
+        one; if any of them was pushed back, the object's reply is that push-back."""
+        encoded_request = request.encode()
         calls = ((name, encoded_request) for name in object_names)
         replies = self.call_many(method, calls) if parallel else (self.call(name, method, body) for name, body in calls)
         for name, encoded in zip(object_names, replies):
             parts = [self._checked(encoded, name, context)]
-            start = request.get("start_row", 0)
-            while parts[-1].resume_row is not None and parts[-1].executed != "none":
+            start = request.result.start_row or 0
+            while parts[-1].resume_row is not None and parts[-1].executed is not Executed.NONE:
                 if parts[-1].resume_row <= start:  # a node that never progresses must not loop us
                     raise CorruptReplyError(
                         f"{context} (object {name}): storage resumed at row "
                         f"{parts[-1].resume_row} after starting at {start}"
                     )
                 start = parts[-1].resume_row
-                continuation = encode_request({**request, "start_row": start})
+                continuation = request.resumed_at(start).encode()
                 parts.append(self._checked(self.call(name, method, continuation), name, context))
-            yield parts[-1] if parts[-1].executed == "none" else merge_continuations(parts)
+            yield parts[-1] if parts[-1].executed is Executed.NONE else merge_continuations(parts)
 
     @staticmethod
     def _checked(encoded: bytes, name: str, context: str) -> Reply:

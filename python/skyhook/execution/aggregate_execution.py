@@ -29,7 +29,10 @@ from skyhook.execution.plain_read import read_partition, warn_class_calls_refuse
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
 from skyhook.plan.expressions import to_substrait
 from skyhook.plan.merge import ORDER, merge
-from skyhook.rpc.protocol import Reply
+from skyhook.rpc.reply import Executed, Reply
+from skyhook.rpc.requests import PlanRequest
+from skyhook.rpc.result_options import PushbackLimits, ResultOptions
+from skyhook.rpc.statistics import BYTES_RETURNED, ROWS_SCANNED, STORAGE_CPU_NS
 
 if TYPE_CHECKING:
     from skyhook.catalog.manifest import Partition
@@ -69,7 +72,7 @@ class AggregateExecution:
         self.query = query
         self.use_threads = use_threads
         self.pushdown_threshold = pushdown_threshold
-        self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
+        self.pushback_limits = PushbackLimits(max_in_flight=max_in_flight, max_slice_cpu_ns=max_slice_cpu_ns)
         schema = dataset.schema
         self.output_schema = query.output_schema(schema)
         filter_ok = query.filter is None or to_substrait([query.filter], ["filter"], schema, is_filter=True) is not None
@@ -120,14 +123,13 @@ class AggregateExecution:
     def _in_storage(self, sub: SubPlan, partitions: list[Partition], main: bool) -> Iterator[pa.Table]:
         if not partitions:
             return
-        request = {
-            "method": "execute_plan",
-            "plan": sub.plan,
-            "compression": self.dataset.store.backend.reply_compression,
-            **self.pushback_limits,
-        }
+        request = PlanRequest(
+            plan=sub.plan,
+            result=ResultOptions(compression=self.dataset.store.backend.reply_compression),
+            pushback=self.pushback_limits,
+        )
         replies = self.dataset.store.backend.call_each(
-            "execute_plan",
+            PlanRequest.METHOD,
             [p.object_name for p in partitions],
             request,
             f"aggregating {self.dataset.name!r}",
@@ -137,8 +139,8 @@ class AggregateExecution:
         try:
             for partition, reply in zip(partitions, replies):
                 answered += 1
-                self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
-                self.stats.bytes_returned += reply.statistics["bytes_returned"]  # as sent, all calls
+                self.stats.storage_cpu_s += reply.statistics[STORAGE_CPU_NS] / 1e9
+                self.stats.bytes_returned += reply.statistics[BYTES_RETURNED]  # as sent, all calls
                 yield self._finish(sub, partition, reply, main)
         except ClassCallsNotPermittedError as refusal:
             warn_class_calls_refused(refusal)
@@ -147,13 +149,13 @@ class AggregateExecution:
                 yield self._complete_here(sub, partition)
 
     def _finish(self, sub: SubPlan, partition: Partition, reply: Reply, main: bool) -> pa.Table:
-        if reply.executed == "none":
+        if reply.executed is Executed.NONE:
             self._record(partition, "pushed back", main)
             return self._complete_here(sub, partition)
         if main:
-            self.stats.rows_scanned += reply.statistics["rows_scanned"]
+            self.stats.rows_scanned += reply.statistics[ROWS_SCANNED]
         rows = reply.reader().read_all()
-        if reply.executed == "filter":
+        if reply.executed is Executed.FILTER_ONLY:
             self._record(partition, "storage (filter only)", main)
             return sub.aggregate_rows(rows)
         self._record(partition, "storage", main)

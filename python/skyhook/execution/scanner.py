@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,6 +20,9 @@ from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD, predicted_reply_r
 from skyhook.execution.parallel import ordered_map
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.plan.expressions import Columns, output_expressions, projected_schema, to_substrait
+from skyhook.rpc.reply import Executed
+from skyhook.rpc.requests import ScanRequest
+from skyhook.rpc.result_options import PushbackLimits, ResultOptions
 
 if TYPE_CHECKING:
     from skyhook.catalog.manifest import Partition
@@ -165,16 +168,17 @@ class Scanner:
     def take(self, indices: pa.Array | list[int]) -> pa.Table:
         return self.to_table().take(indices)
 
-    def _request(self) -> dict[str, Any]:
-        return {
-            "method": "scan",
-            "filter": self._filter_substrait,
-            "projection": self._projection_substrait,
-            "compression": self.dataset.store.backend.reply_compression,
-            "batch_size": self.batch_size,
-            "max_result_bytes": self.max_result_bytes,
-            **self.pushback_limits,
-        }
+    def _request(self) -> ScanRequest:
+        return ScanRequest(
+            filter=self._filter_substrait,
+            projection=self._projection_substrait,
+            result=ResultOptions(
+                compression=self.dataset.store.backend.reply_compression,
+                batch_size=self.batch_size,
+                max_result_bytes=self.max_result_bytes,
+            ),
+            pushback=PushbackLimits(**self.pushback_limits),
+        )
 
     def _pushdown(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         replies = self.dataset.store.backend.call_each(
@@ -188,7 +192,7 @@ class Scanner:
         try:
             for partition, reply in zip(partitions, replies):
                 answered += 1
-                if reply.executed == "none":  # pushed back by a loaded node: do it here
+                if reply.executed is Executed.NONE:  # pushed back by a loaded node: do it here
                     self.stats.objects_pushed_back += 1
                     size, rows, table = self._read_and_filter(partition)
                     self._count_plain_read(size, rows)

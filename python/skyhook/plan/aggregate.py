@@ -17,65 +17,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 from substrait.gen.proto import algebra_pb2, plan_pb2
-from substrait.gen.proto.extensions.extensions_pb2 import SimpleExtensionDeclaration
 
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
-from skyhook.plan.substrait import ARITHMETIC, ARROW, GENERIC, PlanBuilder, field_reference, measures_of, substrait_type
+from skyhook.plan.aggregate_functions import (
+    AGGREGATE_FUNCTIONS,
+    AggregateFunction,
+    Measure,
+    State,
+    function_of_measure,
+)
+from skyhook.plan.substrait import PlanBuilder, declare_function, field_reference, measures_of, substrait_type
 
 DISTINCT = algebra_pb2.AggregateFunction.AGGREGATION_INVOCATION_DISTINCT
-ExtensionFunction = SimpleExtensionDeclaration.ExtensionFunction
-
-# pyarrow function -> (Substrait extension, function name, invocation)
-FINAL_MEASURES = {
-    "count": (GENERIC, "count", False),
-    "count_distinct": (GENERIC, "count", True),
-    "sum": (ARITHMETIC, "sum", False),
-    "min": (ARITHMETIC, "min", False),
-    "max": (ARITHMETIC, "max", False),
-    "mean": (ARITHMETIC, "avg", False),
-    "variance": (ARITHMETIC, "variance", False),
-    "stddev": (ARITHMETIC, "std_dev", False),
-    "first": (ARROW, "first", False),
-    "last": (ARROW, "last", False),
-}
-# Substrait measure -> the partial measures storage computes for it.
-PARTIALS = {
-    "count": ["count"],
-    "sum": ["sum"],
-    "min": ["min"],
-    "max": ["max"],
-    "avg": ["sum", "count"],
-    "variance": ["count", "avg", "variance"],
-    "std_dev": ["count", "avg", "variance"],
-    "first": ["first"],
-    "last": ["last"],
-}
-PARTIAL_FUNCTIONS = {
-    "count": GENERIC,
-    "sum": ARITHMETIC,
-    "min": ARITHMETIC,
-    "max": ARITHMETIC,
-    "avg": ARITHMETIC,
-    "variance": ARITHMETIC,
-    "first": ARROW,
-    "last": ARROW,
-}
-PYARROW_NAMES = {
-    "count": "count",
-    "sum": "sum",
-    "min": "min",
-    "max": "max",
-    "avg": "mean",
-    "variance": "variance",
-    "first": "first",
-    "last": "last",
-}
-
-
-def partial_type(function: str, input_type: pa.DataType) -> pa.DataType:
-    """What Acero returns for a partial function over input_type."""
-    empty = pa.table({"x": pa.array([], input_type)})
-    return empty.group_by([], use_threads=False).aggregate([("x", PYARROW_NAMES[function])]).schema[0].type
 
 
 @dataclass(frozen=True)
@@ -131,9 +84,9 @@ class AggregateQuery:
             if schema.get_field_index(name) < 0:
                 raise UnknownColumnError(f"unknown column {name!r}; the dataset has {', '.join(schema.names)}")
         for aggregation in self.aggregations:
-            if aggregation.function not in FINAL_MEASURES:
+            if aggregation.function not in AGGREGATE_FUNCTIONS:
                 raise InvalidRequestError(
-                    f"unknown aggregate function {aggregation.function!r}; known: {', '.join(FINAL_MEASURES)}"
+                    f"unknown aggregate function {aggregation.function!r}; known: {', '.join(AGGREGATE_FUNCTIONS)}"
                 )
         try:
             self.output_schema(schema)
@@ -163,8 +116,7 @@ class AggregateQuery:
 
 
 def _input_expression(aggregation: Aggregation) -> pc.Expression:
-    if aggregation.function in ("variance", "stddev"):
-        # Partial means and variances travel as float64, as pyarrow computes them.
+    if AGGREGATE_FUNCTIONS[aggregation.function].float_input:
         return aggregation.input.cast(pa.float64(), safe=False)
     return aggregation.input
 
@@ -179,14 +131,14 @@ def full_plan(schema: pa.Schema, query: AggregateQuery, output_schema: pa.Schema
     keys = len(query.keys)
     measures = []
     for i, aggregation in enumerate(query.aggregations):
-        extension, name, distinct = FINAL_MEASURES[aggregation.function]
+        function = AGGREGATE_FUNCTIONS[aggregation.function]
         call = algebra_pb2.AggregateFunction(
-            function_reference=builder.function(extension, name),
+            function_reference=builder.function(function.measure.uri, function.measure.substrait_name),
             arguments=[algebra_pb2.FunctionArgument(value=field_reference(keys + i))],
             phase=algebra_pb2.AGGREGATION_PHASE_INITIAL_TO_RESULT,
             output_type=substrait_type(output_schema.field(keys + i).type),
         )
-        if distinct:
+        if function.distinct:
             call.invocation = DISTINCT
         measures.append(algebra_pb2.AggregateRel.Measure(measure=call))
     aggregate = algebra_pb2.AggregateRel(input=builder.input(), measures=measures, groupings=[_grouping(range(keys))])
@@ -200,7 +152,7 @@ def _grouping(indices) -> algebra_pb2.AggregateRel.Grouping:
 
 @dataclass
 class PartialMeasure:
-    function: str  # a Substrait partial function: count, sum, avg, ...
+    function: Measure
     argument: int  # input field of the aggregate
     name: str  # column name in the sub-plan's output
 
@@ -210,9 +162,18 @@ class MeasureMerge:
     """How the client turns partial columns into one output column."""
 
     output: str
-    function: str  # the Substrait final function
-    partials: list[str] = field(default_factory=list)  # partial columns, in PARTIALS order
+    aggregate: AggregateFunction
+    partials: list[str] = field(default_factory=list)  # partial columns, one per state of aggregate
     distinct_plan: int | None = None  # count(distinct): index into Decomposition.distinct_plans
+
+    @property
+    def function(self) -> str:
+        """The Substrait function of the full plan."""
+        return self.aggregate.measure.substrait_name
+
+    def states(self) -> list[tuple[str, State]]:
+        """Each partial column and the state it holds."""
+        return list(zip(self.partials, self.aggregate.states))
 
 
 @dataclass
@@ -229,7 +190,7 @@ class SubPlan:
         """This sub-plan's aggregate over its input rows (project outputs, in order)."""
         rows = rows.rename_columns([f"c{i}" for i in range(rows.num_columns)])
         result = rows.group_by([f"c{i}" for i in self.group_indices], use_threads=False).aggregate(
-            [(f"c{m.argument}", PYARROW_NAMES[m.function]) for m in self.measures]
+            [(f"c{m.argument}", m.function.pyarrow_name) for m in self.measures]
         )
         return result.rename_columns(self.names)
 
@@ -254,15 +215,15 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
     distinct_arguments: list[int] = []
     for (name, call), output in zip(measures_of(plan), root.names[key_count:]):
         argument = call.arguments[0].value.selection.direct_reference.struct_field.field
-        if call.invocation == DISTINCT:
-            merges.append(MeasureMerge(output, "count_distinct", distinct_plan=len(distinct_arguments)))
-            distinct_arguments.append(argument)
-            continue
-        merge = MeasureMerge(output, name)
-        for partial in PARTIALS[name]:
-            partial_name = f"p{len(partial_measures)}"
-            partial_measures.append(PartialMeasure(partial, argument, partial_name))
-            merge.partials.append(partial_name)
+        merge = MeasureMerge(output, function_of_measure(name, call.invocation == DISTINCT))
+        for state in merge.aggregate.states:
+            if state.partial is None:
+                merge.distinct_plan = len(distinct_arguments)
+                merge.partials.append(f"d{len(distinct_arguments)}")
+                distinct_arguments.append(argument)
+            else:
+                merge.partials.append(f"p{len(partial_measures)}")
+                partial_measures.append(PartialMeasure(state.partial, argument, merge.partials[-1]))
         merges.append(merge)
 
     def sub_plan(measures: list[PartialMeasure], group_indices: list[int], names: list[str]) -> SubPlan:
@@ -270,7 +231,7 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
         rewritten.CopyFrom(plan)
         target = rewritten.relations[0].root
         del target.input.aggregate.measures[:]
-        target.input.aggregate.measures.extend(measure(m) for m in measures)
+        target.input.aggregate.measures.extend(measure(rewritten, m) for m in measures)
         del target.input.aggregate.groupings[:]
         target.input.aggregate.groupings.append(_grouping(group_indices))
         del target.names[:]
@@ -286,14 +247,12 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
             return read_schema.field(expression.selection.direct_reference.struct_field.field).type
         return pa.float64()  # the only computed inputs are casts to float64
 
-    anchors = _declare_partial_functions(plan)
-
-    def measure(m: PartialMeasure) -> algebra_pb2.AggregateRel.Measure:
+    def measure(target: plan_pb2.Plan, m: PartialMeasure) -> algebra_pb2.AggregateRel.Measure:
         return algebra_pb2.AggregateRel.Measure(
             measure=algebra_pb2.AggregateFunction(
-                function_reference=anchors[m.function],
+                function_reference=declare_function(target, m.function.uri, m.function.substrait_name),
                 arguments=[algebra_pb2.FunctionArgument(value=field_reference(m.argument))],
-                output_type=substrait_type(partial_type(m.function, input_type(m.argument))),
+                output_type=substrait_type(m.function.output_type(input_type(m.argument))),
                 # Each partial is a complete aggregate of its object; Acero also runs
                 # only this phase.
                 phase=algebra_pb2.AGGREGATION_PHASE_INITIAL_TO_RESULT,
@@ -302,38 +261,12 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
 
     keys_only = list(range(key_count))
     main = sub_plan(partial_measures, keys_only, keys + [m.name for m in partial_measures])
-    distinct = [sub_plan([], [*keys_only, argument], keys + ["value"]) for argument in distinct_arguments]
+    distinct = [sub_plan([], [*keys_only, argument], keys + [f"d{i}"]) for i, argument in enumerate(distinct_arguments)]
     input_only = plan_pb2.Plan()
     input_only.CopyFrom(plan)
     del input_only.relations[:]
     input_only.relations.add(rel=aggregate.input)
     return Decomposition(keys, main, distinct, merges, read_schema, input_only.SerializeToString())
-
-
-def _declare_partial_functions(plan: plan_pb2.Plan) -> dict[str, int]:
-    """Anchors of the partial functions, declared in plan if missing."""
-    uris = {uri.uri: uri.extension_uri_anchor for uri in plan.extension_uris}
-    anchors = {}
-    existing = {
-        (d.extension_function.extension_uri_reference, d.extension_function.name): d.extension_function.function_anchor
-        for d in plan.extensions
-    }
-    next_anchor = 1 + max([d.extension_function.function_anchor for d in plan.extensions], default=0)
-    for function, uri in PARTIAL_FUNCTIONS.items():
-        if uri not in uris:
-            uris[uri] = 1 + max(uris.values(), default=0)
-            plan.extension_uris.add(extension_uri_anchor=uris[uri], uri=uri)
-        key = (uris[uri], function)
-        if key not in existing:
-            plan.extensions.add(
-                extension_function=ExtensionFunction(
-                    extension_uri_reference=uris[uri], function_anchor=next_anchor, name=function
-                )
-            )
-            existing[key] = next_anchor
-            next_anchor += 1
-        anchors[function] = existing[key]
-    return anchors
 
 
 def _read_relation(rel: algebra_pb2.Rel) -> algebra_pb2.ReadRel:

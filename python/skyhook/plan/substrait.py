@@ -63,6 +63,25 @@ def substrait_type(type: pa.DataType) -> type_pb2.Type:
     return serialize([pc.field("x")], ["x"], pa.schema([("x", type)])).base_schema.struct.types[0]
 
 
+def declare_function(plan: plan_pb2.Plan, uri: str, name: str) -> int:
+    """The anchor of an extension function in plan, declared if missing."""
+    uris = {declared.uri: declared.extension_uri_anchor for declared in plan.extension_uris}
+    if uri not in uris:
+        uris[uri] = 1 + max(uris.values(), default=0)
+        plan.extension_uris.add(extension_uri_anchor=uris[uri], uri=uri)
+    functions = [declaration.extension_function for declaration in plan.extensions]
+    for function in functions:
+        if (function.extension_uri_reference, function.name) == (uris[uri], name):
+            return function.function_anchor
+    anchor = 1 + max((function.function_anchor for function in functions), default=0)
+    plan.extensions.add(
+        extension_function=extensions_pb2.SimpleExtensionDeclaration.ExtensionFunction(
+            extension_uri_reference=uris[uri], function_anchor=anchor, name=name
+        )
+    )
+    return anchor
+
+
 class PlanBuilder:
     """One plan over expressions bound to ``schema``: only the columns they
     reference are read, so the read's base schema names what storage decodes."""
@@ -76,9 +95,6 @@ class PlanBuilder:
         self.plan = plan_pb2.Plan()
         self.plan.extension_uris.extend(bound.extension_uris)
         self.plan.extensions.extend(bound.extensions)
-        self._uris = {uri.uri: uri.extension_uri_anchor for uri in bound.extension_uris}
-        self._functions = {}
-        self._next_anchor = 1 + max([e.extension_function.function_anchor for e in bound.extensions], default=0)
         bodies = [referred.expression for referred in bound.referred_expr]
         self.filter = bodies[0] if filter is not None else None
         self.projections = bodies[1:] if filter is not None else bodies
@@ -86,19 +102,7 @@ class PlanBuilder:
 
     def function(self, uri: str, name: str) -> int:
         """The anchor of an extension function, declared on first use."""
-        if (uri, name) in self._functions:
-            return self._functions[uri, name]
-        if uri not in self._uris:
-            anchor = 1 + max(self._uris.values(), default=0)
-            self.plan.extension_uris.add(extension_uri_anchor=anchor, uri=uri)
-            self._uris[uri] = anchor
-        function = extensions_pb2.SimpleExtensionDeclaration.ExtensionFunction(
-            extension_uri_reference=self._uris[uri], function_anchor=self._next_anchor, name=name
-        )
-        self.plan.extensions.add(extension_function=function)
-        self._functions[uri, name] = self._next_anchor
-        self._next_anchor += 1
-        return self._functions[uri, name]
+        return declare_function(self.plan, uri, name)
 
     def input(self) -> algebra_pb2.Rel:
         """read -> filter -> project: the projections, in order, are the output."""

@@ -1,0 +1,75 @@
+"""Typed requests, one per storage-side method, mirroring cpp/skyhook/protocol/
+(scan_request.h, plan_request.h, describe_request.h) field for field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import ClassVar, TypeVar
+
+from skyhook.rpc.frame import HeaderValue, encode_request_frame
+from skyhook.rpc.result_options import PushbackLimits, ResultOptions
+
+_Request = TypeVar("_Request", bound="DataRequest")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataRequest:
+    """A request of a method that returns data: it may stop at a node limit and
+    be continued from the row its reply names."""
+
+    METHOD: ClassVar[str]
+    result: ResultOptions = ResultOptions()
+    pushback: PushbackLimits = PushbackLimits()
+
+    def encode(self) -> bytes:
+        return encode_request_frame(
+            {
+                "method": self.METHOD,
+                **self._method_fields(),
+                **self.result.header_fields(),
+                **self.pushback.header_fields(),
+            }
+        )
+
+    def resumed_at(self: _Request, row: int) -> _Request:
+        """The same request, continued from row of the object."""
+        return replace(self, result=replace(self.result, start_row=row))
+
+    def _method_fields(self) -> dict[str, HeaderValue]:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScanRequest(DataRequest):
+    """Which rows and columns of one object."""
+
+    METHOD: ClassVar[str] = "scan"
+    #: A Substrait ExtendedExpression with one boolean expression; None keeps every row.
+    filter: bytes | None = None
+    #: A Substrait ExtendedExpression, one named expression per output column;
+    #: None returns every column, an empty one row counts only.
+    projection: bytes | None = None
+
+    def _method_fields(self) -> dict[str, HeaderValue]:
+        return {"filter": self.filter, "projection": self.projection}
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanRequest(DataRequest):
+    """A Substrait plan whose one named table is the object."""
+
+    METHOD: ClassVar[str] = "execute_plan"
+    plan: bytes  # a serialized substrait.Plan
+
+    def _method_fields(self) -> dict[str, HeaderValue]:
+        return {"plan": self.plan}
+
+
+@dataclass(frozen=True)
+class DescribeRequest:
+    """Per-column statistics of one object: no fields beyond the method."""
+
+    METHOD: ClassVar[str] = "describe"
+
+    def encode(self) -> bytes:
+        return encode_request_frame({"method": self.METHOD})

@@ -1,0 +1,44 @@
+"""Request fields every data-returning method shares (cpp/skyhook/protocol/result_options.h).
+A field left None is absent from the request: storage takes its default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from skyhook.rpc.frame import HeaderValue
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResultOptions:
+    """How to encode the result."""
+
+    #: "none", "lz4" or "zstd", for the reply's IPC body (storage: none).
+    compression: str | None = None
+    #: Rows per reply batch (storage: 64 Ki).
+    batch_size: int | None = None
+    #: The method fails with ResultTooLarge rather than reply with more (storage: 1 GiB).
+    max_result_bytes: int | None = None
+    #: Where in the object to start: the resume_row of the previous call's reply (storage: 0).
+    start_row: int | None = None
+
+    def header_fields(self) -> dict[str, HeaderValue]:
+        return {
+            "compression": self.compression,
+            "batch_size": self.batch_size,
+            "max_result_bytes": self.max_result_bytes,
+            "start_row": self.start_row,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class PushbackLimits:
+    """When a loaded node declines work (the reply executed nothing and the
+    client does it); absent limits take the node's defaults."""
+
+    #: Decline when more skyhook calls than this are running on the node.
+    max_in_flight: int | None = None
+    #: Stop when the measured CPU per slice exceeds this (0: never).
+    max_slice_cpu_ns: int | None = None
+
+    def header_fields(self) -> dict[str, HeaderValue]:
+        return {"max_in_flight": self.max_in_flight, "max_slice_cpu_ns": self.max_slice_cpu_ns}

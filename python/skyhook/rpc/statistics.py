@@ -1,0 +1,30 @@
+"""Names of the statistics a reply carries (cpp/skyhook/storage/: scan,
+execute_plan, describe and node limits), and their table in a reply."""
+
+from __future__ import annotations
+
+from skyhook.errors import CorruptReplyError
+
+ROWS_SCANNED = "rows_scanned"
+ROWS_RETURNED = "rows_returned"
+BYTES_READ = "bytes_read"
+BYTES_RETURNED = "bytes_returned"
+STORAGE_CPU_NS = "storage_cpu_ns"
+SLICES = "slices"  # execute_plan
+NUM_ROWS = "num_rows"  # describe
+LIMIT_CALL_MS = "limit_call_ms"
+LIMIT_CALL_MEMORY_BYTES = "limit_call_memory_bytes"
+LIMIT_REPLY_BYTES = "limit_reply_bytes"
+LIMIT_MIN_BATCH_SIZE = "limit_min_batch_size"
+#: Added by the client: how many calls an object's reply took (node limits end calls early).
+CALLS = "calls"
+
+#: Statistics that add up over the calls of one object; the rest (limits) do not.
+ADDITIVE = (ROWS_SCANNED, ROWS_RETURNED, BYTES_READ, BYTES_RETURNED, STORAGE_CPU_NS, SLICES)
+
+
+class Statistics(dict[str, int]):
+    """Reply statistics: one that a reply lacks makes the reply malformed, not the caller wrong."""
+
+    def __missing__(self, name: str) -> int:
+        raise CorruptReplyError(f"storage reply lacks the statistic {name!r}")
