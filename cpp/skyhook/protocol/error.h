@@ -1,5 +1,5 @@
 // Error codes carried in reply headers, shared with the Python client
-// (python/skyhook/errors.py maps them to exception types).
+// (python/skyhook/rpc/error_codes.py mirrors them and maps them to exception types).
 #pragma once
 
 #include <cstdint>

@@ -2,10 +2,11 @@
 
 The client builds the full plan ``read -> filter -> project -> aggregate`` with
 the user's functions (pyarrow's names and semantics). The decomposer splits it:
-each measure becomes partial measures that storage computes per object (the
-sub-plan), and a merge the client runs over all objects' partials (the
-super-plan, see merge.py). count_distinct needs the distinct values themselves,
-so each gets a sub-plan of its own grouped by the keys and that column.
+each measure becomes the partial states its function declares
+(aggregate_functions.py), which storage computes per object (the sub-plan), and
+a merge the client runs over all objects' partials (the super-plan, see
+merge.py). A distinct state (count_distinct) needs the values themselves, so
+each gets a sub-plan of its own grouped by the keys and that column.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, replace
 from typing import ClassVar, TypeVar
 
@@ -13,7 +14,7 @@ _Request = TypeVar("_Request", bound="DataRequest")
 
 
 @dataclass(frozen=True, kw_only=True)
-class DataRequest:
+class DataRequest(ABC):
     """A request of a method that returns data: it may stop at a node limit and
     be continued from the row its reply names."""
 
@@ -35,8 +36,9 @@ class DataRequest:
         """The same request, continued from row of the object."""
         return replace(self, result=replace(self.result, start_row=row))
 
+    @abstractmethod
     def _method_fields(self) -> dict[str, HeaderValue]:
-        raise NotImplementedError
+        """The fields of this method (beyond the shared ones)."""
 
 
 @dataclass(frozen=True, kw_only=True)
