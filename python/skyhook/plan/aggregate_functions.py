@@ -63,6 +63,9 @@ Evaluate = Callable[[Sequence[pa.ChunkedArray], pa.DataType], pa.Array | pa.Chun
 
 @dataclass(frozen=True)
 class AggregateFunction:
+    """One function: Substrait measure of the whole function (the full plan),
+    partial states per object (sub-plans), their merges and the evaluation."""
+
     name: str  # pyarrow's, as users write it
     measure: Measure  # the whole function in one Substrait plan
     states: tuple[State, ...]
