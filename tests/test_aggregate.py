@@ -237,13 +237,13 @@ def test_tpch_q1_and_q6_match_duckdb(lineitem, tmp_path, request, backend):
 
 
 def test_explain_says_where_work_ran(dataset):
-    text = str(dataset.explain(filter="i8 > 0", keys=["b"], aggregations=[("i32", "mean"), ("s", "count_distinct")]))
+    text = str(dataset.analyze(filter="i8 > 0", keys=["b"], aggregations=[("i32", "mean"), ("s", "count_distinct")]))
     assert "sub-plan in storage, per object: partial sum, count" in text
     assert "i32_mean <- avg merge of p0/p1" in text and "count_distinct of the union" in text
     assert f"{len(dataset.manifest.partitions)} in storage" in text
-    pushed = str(dataset.explain(keys=["b"], aggregations=[("i32", "sum")], max_in_flight=0))
+    pushed = str(dataset.analyze(keys=["b"], aggregations=[("i32", "sum")], max_in_flight=0))
     assert f"{len(dataset.manifest.partitions)} in pushed back" in pushed
-    scan = str(dataset.explain(columns=["id"], filter=F("id") < 100))
+    scan = str(dataset.analyze(columns=["id"], filter=F("id") < 100))
     assert "pruned by statistics" in scan and "actual 2.50%" in scan
 
 

@@ -28,7 +28,7 @@ from skyhook.ingest.writer import encode_partition
 
 if TYPE_CHECKING:
     from skyhook.catalog.manifest import Partition
-    from skyhook.dataset import Dataset
+    from skyhook.execution.dataset_objects import DatasetObjects
 
 _FILE_FORMATS = {
     "parquet": pads.ParquetFileFormat(
@@ -41,25 +41,25 @@ _ARROW_ERRORS = (pa.ArrowException, OSError)
 
 
 def read_partition(
-    dataset: Dataset, partition: Partition, columns=None, filter: pc.Expression | None = None
+    source: DatasetObjects, partition: Partition, columns=None, filter: pc.Expression | None = None
 ) -> tuple[int, int, pa.Table]:
     """(object bytes moved, rows in the object, the filtered and projected table)."""
     name = partition.object_name
     try:
-        data = dataset.store.backend.read_object(name)
+        data = source.backend.read_object(name)
     except SkyhookError:
         raise
     except OSError as error:
         raise StorageError(f"reading object {name} failed: {error}") from None
-    format = dataset.manifest.format
+    format = source.manifest.format
     try:
         fragment = _FILE_FORMATS[format].make_fragment(pa.BufferReader(data))
         rows = fragment.count_rows()
-        _check_schema(fragment.physical_schema, _stored_schema(dataset.schema, format), name)
+        _check_schema(fragment.physical_schema, _stored_schema(source.schema, format), name)
         return (
             data.size,
             rows,
-            fragment.to_table(schema=dataset.schema, columns=columns, filter=filter, use_threads=False),
+            fragment.to_table(schema=source.schema, columns=columns, filter=filter, use_threads=False),
         )
     except SkyhookError:
         raise
@@ -67,7 +67,7 @@ def read_partition(
         if isinstance(error, MemoryError) or (columns is None and filter is None):
             raise _read_error(name, format, error) from None
         try:  # the data itself, or the expressions?
-            fragment.to_table(schema=dataset.schema, use_threads=False)
+            fragment.to_table(schema=source.schema, use_threads=False)
         except _ARROW_ERRORS as data_error:
             raise _read_error(name, format, data_error) from None
         raise InvalidRequestError(
