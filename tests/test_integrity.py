@@ -28,7 +28,7 @@ def real_replies(store: skyhook.Store) -> dict[str, bytes]:
     # Strings, lists, decimals, nulls: every kind of buffer; few columns keep the replies short.
     dataset = store.write_dataset("t", TABLE.select(["id", "s", "tags", "dec", "ts"]), rows_per_object=1000)
     name = dataset.manifest.partitions[0].object_name
-    scan = {"method": "scan", "filter": dataset.scanner(filter=F("id") < 30)._filter_substrait}
+    scan = {"method": "scan", "filter": dataset.scanner(filter=F("id") < 30).execution._filter_substrait}
     call = store.backend.call
     return {
         "scan": call(name, "scan", encode_request(scan)),
@@ -99,7 +99,7 @@ def test_a_result_without_the_requested_columns_is_a_corrupt_reply(tmp_path):
     with skyhook.connect((tmp_path / "store").as_uri()) as store:
         scanner = store.write_dataset("t", TABLE.select(["id", "s"])).scanner(columns=["s"])
         with pytest.raises(skyhook.CorruptReplyError, match="does not have the requested columns"):
-            scanner._conform(pa.table({"id": pa.array([1])}))
+            scanner.execution._conform(pa.table({"id": pa.array([1])}))
 
 
 def frame(header: pa.RecordBatch, body: bytes = b"") -> bytes:

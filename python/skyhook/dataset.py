@@ -4,13 +4,14 @@ for one, hands it projections and filters through ``scanner()``."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from skyhook._arrow_dataset import ObjectDataset
+from skyhook.backends.base import Backend
 from skyhook.catalog.manifest import Manifest
 from skyhook.catalog.pruning import fragment_guarantee
 from skyhook.execution.aggregate_execution import AggregateExecution
@@ -23,8 +24,13 @@ from skyhook.plan.aggregate import AggregateQuery
 from skyhook.plan.expressions import Columns, projected_schema
 from skyhook.plan.where import parse_where
 
-if TYPE_CHECKING:
-    from skyhook.store import Store
+
+class DatasetStore(Protocol):
+    """What a dataset keeps of the store that opened it (skyhook.Store)."""
+
+    backend: Backend
+
+    def dataset(self, name: str) -> Dataset: ...
 
 
 class Dataset(ObjectDataset):
@@ -33,7 +39,7 @@ class Dataset(ObjectDataset):
     natively, pruning objects by their statistics and pushing each object's
     filter and columns into storage where the placement policy says."""
 
-    def __init__(self, store: Store, manifest: Manifest, filter: pc.Expression | None = None) -> None:
+    def __init__(self, store: DatasetStore, manifest: Manifest, filter: pc.Expression | None = None) -> None:
         self.store = store
         self.manifest = manifest
         self.objects = DatasetObjects(manifest, store.backend)
