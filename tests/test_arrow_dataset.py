@@ -170,13 +170,20 @@ def test_no_pyarrow_call_crashes_the_process(store):
                      "filter": [(pc.field("a") > 1,)], "sort_by": [("a",)], "take": [([0, 2],)],
                      "head": [(2,)], "replace_schema": [(ds.schema,), (pa.schema([("a", pa.int8())]),)],
                      "get_fragments": [(), (pc.field("a") > 5,)]}}
-        for target in (ds, ds.scanner(), ds.scanner(columns=["a"], filter=pc.field("a") > 1)):
-            for name, member in inspect.getmembers(type(target)):
-                if name.startswith("_") or not callable(member):
+        fragment = next(iter(ds.get_fragments()))
+        native = pads.Scanner.from_dataset(ds, filter=pc.field("a") > 1)
+        scanner = ds.scanner(columns=["a"], filter=pc.field("a") > 1)
+        # (object, the class whose methods to call on it): skyhook's own methods, and
+        # pyarrow's implementations of the same names, bypassing the overrides.
+        targets = [(ds, type(ds)), (ds, pads.Dataset), (scanner, type(scanner)), (scanner, pads.Scanner),
+                   (native, pads.Scanner), (fragment, type(fragment))]
+        for target, cls in targets:
+            for name, member in inspect.getmembers(cls):
+                if name.startswith("_") or not callable(member) or isinstance(member, type):
                     continue
                 for args in arguments.get(name, [()]):
                     try:
-                        result = getattr(target, name)(*args)
+                        result = member(target, *args) if cls is not type(target) else getattr(target, name)(*args)
                         if hasattr(result, "to_table"):
                             result.to_table()
                         elif inspect.isgenerator(result) or hasattr(result, "__next__"):
