@@ -24,7 +24,7 @@ from skyhook.errors import (
     StorageError,
     first_line,
 )
-from skyhook.ingest.writer import encode_partition
+from skyhook.ingest.encoding import encode_partition
 
 if TYPE_CHECKING:
     from skyhook.catalog.manifest import Partition

@@ -14,10 +14,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from skyhook.backends.parallel import ordered_map
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, InvalidRequestError, first_line
 from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD, predicted_reply_ratio
-from skyhook.execution.parallel import ordered_map
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.plan.expressions import Columns, output_expressions, projected_schema, to_substrait
 
