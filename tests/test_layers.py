@@ -114,7 +114,8 @@ def test_every_module_has_a_layer():
 
 
 def test_no_import_cycle():
-    assert cycles(import_graph()) == []
+    found = cycles(import_graph())
+    assert not found, "modules that import each other:\n" + "\n".join(", ".join(cycle) for cycle in found)
 
 
 def test_layers_import_only_what_is_below_them():
@@ -124,4 +125,4 @@ def test_layers_import_only_what_is_below_them():
         for target in targets
         if layer(target) != layer(module) and layer(target) not in ALLOWED[layer(module)]
     )
-    assert violations == []
+    assert not violations, "imports against the layers:\n" + "\n".join(violations)
