@@ -12,14 +12,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from conftest import BACKENDS, make_typed_table, open_store
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from substrait.gen.proto import plan_pb2
-from test_properties import filters
 
 import skyhook
 from skyhook.rpc.protocol import decode_reply, encode_request
+from support.strategies import filters
+from support.tables import make_typed_table
 
 F = pc.field
 TABLE = make_typed_table(rows=4000, seed=3)
@@ -59,10 +59,9 @@ def assert_same_result(actual: pa.Table, expected: pa.Table, keys: list[str]) ->
             assert left == right, name
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
-def dataset(request, tmp_path_factory):
-    store = open_store(request.param, tmp_path_factory.mktemp("agg"), request)
-    return store.write_dataset("t", TABLE, rows_per_object=900)
+@pytest.fixture(scope="module")
+def dataset(module_store):
+    return module_store.write_dataset("t", TABLE, rows_per_object=900)
 
 
 @pytest.mark.parametrize("keys", [[], ["s"], ["b", "i8"], ["d"]])
@@ -99,21 +98,19 @@ def test_computed_inputs_and_text_filter(dataset):
 
 
 @pytest.mark.parametrize("limits", [{"max_in_flight": 0}, {"max_slice_cpu_ns": 1}])
-def test_pushback_leaves_results_unchanged(tmp_path, request, limits):
-    for backend in BACKENDS:
-        store = open_store(backend, tmp_path / backend, request)
-        dataset = store.write_dataset("t", TABLE, rows_per_object=900, row_group_size=200)
-        aggregations = [("i32", "sum"), ("f64", "variance"), ("s", "count_distinct"), ("d", "first")]
-        pushed = dataset.group_by("b").aggregate(aggregations, filter=F("i8") > -50, **limits)
-        stats = dataset.last_aggregate.stats
-        assert stats.objects_pushed_back == stats.objects_scanned == len(dataset.manifest.partitions)
-        assert set(stats.where.values()) == {"pushed back"}
-        assert_same_result(
-            pushed, TABLE.filter(F("i8") > -50).group_by("b", use_threads=False).aggregate(aggregations), ["b"]
-        )
-        scanner = dataset.scanner(columns=["id", "s"], filter=F("i8") > -50, pushdown=True, **limits)
-        assert scanner.to_table().equals(TABLE.filter(F("i8") > -50).select(["id", "s"]))
-        assert scanner.stats.objects_pushed_back == len(dataset.manifest.partitions)
+def test_pushback_leaves_results_unchanged(store, limits):
+    dataset = store.write_dataset("t", TABLE, rows_per_object=900, row_group_size=200)
+    aggregations = [("i32", "sum"), ("f64", "variance"), ("s", "count_distinct"), ("d", "first")]
+    pushed = dataset.group_by("b").aggregate(aggregations, filter=F("i8") > -50, **limits)
+    stats = dataset.last_aggregate.stats
+    assert stats.objects_pushed_back == stats.objects_scanned == len(dataset.manifest.partitions)
+    assert set(stats.where.values()) == {"pushed back"}
+    assert_same_result(
+        pushed, TABLE.filter(F("i8") > -50).group_by("b", use_threads=False).aggregate(aggregations), ["b"]
+    )
+    scanner = dataset.scanner(columns=["id", "s"], filter=F("i8") > -50, pushdown=True, **limits)
+    assert scanner.to_table().equals(TABLE.filter(F("i8") > -50).select(["id", "s"]))
+    assert scanner.stats.objects_pushed_back == len(dataset.manifest.partitions)
 
 
 def test_filter_substrait_cannot_carry_is_completed_at_client(dataset):
@@ -183,9 +180,7 @@ def money(value: str) -> pc.Expression:
     return pc.scalar(pa.scalar(decimal.Decimal(value), pa.decimal128(15, 2)))
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_tpch_q1_and_q6_match_duckdb(lineitem, tmp_path, request, backend):
-    store = open_store(backend, tmp_path / "store", request)
+def test_tpch_q1_and_q6_match_duckdb(lineitem, store):
     ds = store.write_dataset("lineitem", str(lineitem), rows_per_object=15_000)
     price, discount, tax = F("l_extendedprice"), F("l_discount"), F("l_tax")
     one = money("1.00")

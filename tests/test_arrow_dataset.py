@@ -14,7 +14,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
-from conftest import assert_same_table
+
+from support.assertions import assert_same_table
 
 F = pc.field
 FILTER = (F("id") >= 1000) & (F("id") < 1100) & (F("i32") > 0)

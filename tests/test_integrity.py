@@ -14,10 +14,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from conftest import assert_same_table, make_typed_table
 
 import skyhook
 from skyhook.rpc.protocol import REPLY_MAGIC, decode_reply, encode_request
+from support.assertions import assert_same_table
+from support.tables import make_typed_table
 
 F = pc.field
 TABLE = make_typed_table(rows=3000, seed=5)

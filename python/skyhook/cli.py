@@ -18,7 +18,7 @@ from rich.table import Table
 
 import skyhook
 from skyhook.errors import CorruptManifestError, InvalidRequestError, SkyhookError
-from skyhook.ingest.writer import input_files
+from skyhook.ingest.sources import input_files
 from skyhook.store import DEFAULT_FSCK_GRACE_SECONDS
 
 app = typer.Typer(

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TypeVar
 
+from skyhook.backends.parallel import ordered_map
 from skyhook.errors import InvalidRequestError
 from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD
-from skyhook.execution.parallel import ordered_map
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")

@@ -7,7 +7,6 @@ rather than a wrong answer."""
 
 from __future__ import annotations
 
-import functools
 import warnings
 from typing import TYPE_CHECKING
 
@@ -15,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from skyhook.catalog.object_format import stored_schema
 from skyhook.errors import (
     ClassCallsNotPermittedError,
     CorruptObjectError,
@@ -24,7 +24,6 @@ from skyhook.errors import (
     StorageError,
     first_line,
 )
-from skyhook.ingest.writer import encode_partition
 
 if TYPE_CHECKING:
     from skyhook.catalog.manifest import Partition
@@ -55,7 +54,7 @@ def read_partition(
     try:
         fragment = _FILE_FORMATS[format].make_fragment(pa.BufferReader(data))
         rows = fragment.count_rows()
-        _check_schema(fragment.physical_schema, _stored_schema(source.schema, format), name)
+        _check_schema(fragment.physical_schema, stored_schema(source.schema, format), name)
         return (
             data.size,
             rows,
@@ -79,14 +78,6 @@ def warn_class_calls_refused(refusal: ClassCallsNotPermittedError) -> None:
     """Storage-side methods are refused but plain reads may be allowed: the query
     goes on at the client, with the same results and the whole objects moved."""
     warnings.warn(f"{refusal}; reading whole objects at the client instead", RuntimeWarning, stacklevel=3)
-
-
-@functools.lru_cache(maxsize=64)
-def _stored_schema(schema: pa.Schema, format: str) -> pa.Schema:
-    """The schema the objects of a dataset of this schema have: Parquet cannot hold
-    every Arrow type (time32[s] is read back as time32[ms], date64 as date32)."""
-    empty = encode_partition(schema.empty_table(), format, row_group_size=1, compression="none")
-    return _FILE_FORMATS[format].make_fragment(pa.BufferReader(empty)).physical_schema
 
 
 def _check_schema(physical: pa.Schema, expected: pa.Schema, name: str) -> None:

@@ -1,18 +1,17 @@
-"""Turning user data into self-contained partitions, one object each."""
+"""What a dataset is written from: pyarrow data or Parquet, Arrow IPC and CSV
+files, read as one stream of record batches in the types storage keeps."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as pads
-import pyarrow.parquet as pq
 
 from skyhook.errors import InvalidRequestError
 
-FORMATS = ("parquet", "ipc")
 _FILE_FORMATS = {
     ".parquet": "parquet",
     ".pq": "parquet",
@@ -94,46 +93,3 @@ def open_source(data: DataSource) -> pa.RecordBatchReader:
     if target == reader.schema:
         return reader
     return pa.RecordBatchReader.from_batches(target, (batch.cast(target) for batch in reader))
-
-
-def split_partitions(
-    reader: pa.RecordBatchReader, target_object_size: int, rows_per_object: int | None
-) -> Iterator[pa.Table]:
-    """Consecutive rows grouped into partitions of at most rows_per_object rows and
-    about target_object_size bytes of Arrow data each."""
-    if target_object_size <= 0:
-        raise InvalidRequestError("target_object_size must be positive")
-    if rows_per_object is not None and rows_per_object <= 0:
-        raise InvalidRequestError("rows_per_object must be positive")
-    pending: list[pa.RecordBatch] = []
-    pending_rows = pending_bytes = 0
-    for batch in reader:
-        while batch.num_rows:
-            row_bytes = max(1, batch.nbytes // batch.num_rows)
-            room_rows = max(1, (target_object_size - pending_bytes) // row_bytes)
-            if rows_per_object is not None:
-                room_rows = min(room_rows, rows_per_object - pending_rows)
-            head = batch.slice(0, room_rows)
-            batch = batch.slice(head.num_rows)
-            pending.append(head)
-            pending_rows += head.num_rows
-            pending_bytes += head.num_rows * row_bytes
-            if pending_bytes >= target_object_size or pending_rows == rows_per_object:
-                yield pa.Table.from_batches(pending, reader.schema)
-                pending, pending_rows, pending_bytes = [], 0, 0
-    if pending:
-        yield pa.Table.from_batches(pending, reader.schema)
-
-
-def encode_partition(table: pa.Table, format: str, row_group_size: int, compression: str) -> pa.Buffer:
-    sink = pa.BufferOutputStream()
-    if format == "parquet":
-        # Page checksums: both read paths verify them, so a flipped bit is an error, not a wrong answer.
-        pq.write_table(table, sink, row_group_size=row_group_size, compression=compression, write_page_checksum=True)
-    elif format == "ipc":
-        options = pa.ipc.IpcWriteOptions(compression=None if compression == "none" else compression)
-        with pa.ipc.new_file(sink, table.schema, options=options) as writer:
-            writer.write_table(table, max_chunksize=row_group_size)
-    else:
-        raise InvalidRequestError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
-    return sink.getvalue()
