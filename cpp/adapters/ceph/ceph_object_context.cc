@@ -39,7 +39,7 @@ arrow::Status Checked(const char* what, int code) {
 // An object class addresses bytes with an int.
 arrow::Result<int> ObjectClassInt(uint64_t value) {
   if (value > INT_MAX) {
-    return arrow::Status::IOError("offset ", value, " is beyond what an object class can write");
+    return arrow::Status::IOError(value, " bytes is beyond what an object class can address");
   }
   return static_cast<int>(value);
 }
@@ -80,7 +80,6 @@ arrow::Result<std::optional<std::string>> CephObjectContext::GetXattr(const std:
 }
 
 arrow::Status CephObjectContext::WriteFull(const arrow::Buffer& data) {
-  ARROW_RETURN_NOT_OK(ObjectClassInt(static_cast<uint64_t>(data.size())));
   auto list = ListOf(data.data(), static_cast<size_t>(data.size()));
   return Checked("write_full", cls_cxx_write_full(context_, &list));
 }

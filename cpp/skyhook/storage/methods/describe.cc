@@ -41,6 +41,11 @@ class DescribeExecution {
     ARROW_ASSIGN_OR_RAISE(auto row, statistics.Finish());
     ARROW_ASSIGN_OR_RAISE(auto writer, ResultWriter::Open(row->schema(), ResultOptions{},
                                                           resources_->limits().max_reply_bytes));
+    ARROW_ASSIGN_OR_RAISE(bool fits, writer->Fits(*row));
+    if (!fits) {
+      return Error(ErrorCode::kLimitExceeded, "the object's statistics are larger than the node's ",
+                   resources_->limits().max_reply_bytes, "-byte reply limit");
+    }
     ARROW_RETURN_NOT_OK(writer->Write(*row));
     ARROW_ASSIGN_OR_RAISE(reply->body, writer->Finish());
     return arrow::Status::OK();
