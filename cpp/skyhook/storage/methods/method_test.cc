@@ -23,6 +23,12 @@ Reply WriteRequest(MutableObjectContext* object, const std::shared_ptr<arrow::Bu
 
 constexpr MethodInfo kWriter = {"write_request", WriteMethod{&WriteRequest}};
 
+fs::path TemporaryDirectory() {
+  std::string pattern = (fs::temp_directory_path() / "skyhook-unit-XXXXXX").string();
+  EXPECT_NE(mkdtemp(pattern.data()), nullptr);
+  return pattern;
+}
+
 ErrorCode StatusOf(const std::shared_ptr<arrow::Buffer>& reply) {
   auto frame = DecodeFrame(reply, kReplyMagic).ValueOrDie();
   auto status = frame.header->GetColumnByName("status")->GetScalar(0).ValueOrDie();
@@ -37,9 +43,7 @@ TEST(Methods, TheRegisteredMethodsOnlyRead) {
 }
 
 TEST(Methods, AWriterGetsTheMutableContextOnlyWhereThereIsOne) {
-  std::string pattern = (fs::temp_directory_path() / "skyhook-unit-XXXXXX").string();
-  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-  const fs::path root = pattern;
+  const fs::path root = TemporaryDirectory();
   FileObjectContext object((root / "object").string(), (root / "omap.sqlite").string());
   auto request = std::make_shared<arrow::Buffer>("new bytes");
 
@@ -53,9 +57,7 @@ TEST(Methods, AWriterGetsTheMutableContextOnlyWhereThereIsOne) {
 }
 
 TEST(Methods, AReaderRunsOnEitherContext) {
-  std::string pattern = (fs::temp_directory_path() / "skyhook-unit-XXXXXX").string();
-  ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-  const fs::path root = pattern;
+  const fs::path root = TemporaryDirectory();
   FileObjectContext object((root / "missing").string(), (root / "omap.sqlite").string());
   auto request = std::make_shared<arrow::Buffer>("not a request");
   // Decoding fails before the object is touched, on both paths alike.
