@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the C++ build needs: protobuf (the storage side
-# parses Substrait with generated classes before Arrow sees a request) and,
-# with --fuzz, clang with its sanitizer and libFuzzer runtimes.
+# parses Substrait with generated classes before Arrow sees a request), SQLite
+# (the embedded store's omaps), GoogleTest (the C++ unit tests) and, with
+# --fuzz, clang with its sanitizer and libFuzzer runtimes.
 set -euo pipefail
-PACKAGES="protobuf-compiler libprotobuf-dev"
+PACKAGES="protobuf-compiler libprotobuf-dev libsqlite3-dev libgtest-dev"
 if [ "${1:-}" = "--fuzz" ]; then
   PACKAGES="$PACKAGES clang libclang-rt-14-dev"
 fi

@@ -5,65 +5,28 @@ from __future__ import annotations
 
 import datetime
 import decimal
-import math
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from conftest import BACKENDS, make_typed_table, open_store
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from substrait.gen.proto import plan_pb2
-from test_properties import filters
 
 import skyhook
 from skyhook.rpc.reply import decode_reply
 from skyhook.rpc.requests import PlanRequest
+from support.aggregates import FUNCTIONS, aggregate_queries, assert_same_result
+from support.tables import make_typed_table
 
 F = pc.field
 TABLE = make_typed_table(rows=4000, seed=3)
-NUMERIC = ["i8", "i32", "u16", "f32", "f64", "dec"]
-ORDERED = NUMERIC + ["s", "d", "ts", "b", "id"]
-FUNCTIONS = {
-    "count": ORDERED + ["bin", "all_null"],
-    "count_distinct": ["i8", "s", "d", "b", "dec"],
-    "sum": NUMERIC + ["all_null"],
-    "mean": NUMERIC,
-    "variance": NUMERIC,
-    "stddev": NUMERIC,
-    "min": ORDERED,
-    "max": ORDERED,
-    "first": ORDERED,
-    "last": ORDERED,
-}
-KEYS = ["s", "b", "i8", "d"]
 
 
-def assert_same_result(actual: pa.Table, expected: pa.Table, keys: list[str]) -> None:
-    assert actual.schema == expected.schema
-    order = [(key, "ascending") for key in keys]
-    if keys:
-        actual, expected = actual.sort_by(order), expected.sort_by(order)
-    assert actual.num_rows == expected.num_rows
-    for name in expected.column_names:
-        left, right = actual.column(name).to_pylist(), expected.column(name).to_pylist()
-        if pa.types.is_floating(expected.schema.field(name).type):
-            for a, b in zip(left, right):
-                assert (
-                    (a is None and b is None)
-                    or (math.isnan(a) and math.isnan(b))
-                    or a == pytest.approx(b, rel=1e-9, abs=1e-9)
-                ), name
-        else:
-            assert left == right, name
-
-
-@pytest.fixture(scope="module", params=BACKENDS)
-def dataset(request, tmp_path_factory):
-    store = open_store(request.param, tmp_path_factory.mktemp("agg"), request)
-    return store.write_dataset("t", TABLE, rows_per_object=900)
+@pytest.fixture(scope="module")
+def dataset(module_store):
+    return module_store.write_dataset("t", TABLE, rows_per_object=900)
 
 
 @pytest.mark.parametrize("keys", [[], ["s"], ["b", "i8"], ["d"]])
@@ -100,21 +63,19 @@ def test_computed_inputs_and_text_filter(dataset):
 
 
 @pytest.mark.parametrize("limits", [{"max_in_flight": 0}, {"max_slice_cpu_ns": 1}])
-def test_pushback_leaves_results_unchanged(tmp_path, request, limits):
-    for backend in BACKENDS:
-        store = open_store(backend, tmp_path / backend, request)
-        dataset = store.write_dataset("t", TABLE, rows_per_object=900, row_group_size=200)
-        aggregations = [("i32", "sum"), ("f64", "variance"), ("s", "count_distinct"), ("d", "first")]
-        pushed = dataset.group_by("b").aggregate(aggregations, filter=F("i8") > -50, **limits)
-        stats = dataset.last_aggregate.stats
-        assert stats.objects_pushed_back == stats.objects_scanned == len(dataset.manifest.partitions)
-        assert set(stats.where.values()) == {"pushed back"}
-        assert_same_result(
-            pushed, TABLE.filter(F("i8") > -50).group_by("b", use_threads=False).aggregate(aggregations), ["b"]
-        )
-        scanner = dataset.scanner(columns=["id", "s"], filter=F("i8") > -50, pushdown=True, **limits)
-        assert scanner.to_table().equals(TABLE.filter(F("i8") > -50).select(["id", "s"]))
-        assert scanner.stats.objects_pushed_back == len(dataset.manifest.partitions)
+def test_pushback_leaves_results_unchanged(store, limits):
+    dataset = store.write_dataset("t", TABLE, rows_per_object=900, row_group_size=200)
+    aggregations = [("i32", "sum"), ("f64", "variance"), ("s", "count_distinct"), ("d", "first")]
+    pushed = dataset.group_by("b").aggregate(aggregations, filter=F("i8") > -50, **limits)
+    stats = dataset.last_aggregate.stats
+    assert stats.objects_pushed_back == stats.objects_scanned == len(dataset.manifest.partitions)
+    assert set(stats.where.values()) == {"pushed back"}
+    assert_same_result(
+        pushed, TABLE.filter(F("i8") > -50).group_by("b", use_threads=False).aggregate(aggregations), ["b"]
+    )
+    scanner = dataset.scanner(columns=["id", "s"], filter=F("i8") > -50, pushdown=True, **limits)
+    assert scanner.to_table().equals(TABLE.filter(F("i8") > -50).select(["id", "s"]))
+    assert scanner.stats.objects_pushed_back == len(dataset.manifest.partitions)
 
 
 def test_filter_substrait_cannot_carry_is_completed_at_client(dataset):
@@ -135,14 +96,6 @@ def test_bad_aggregations(dataset):
         dataset.aggregate([("s", "sum")])
     with pytest.raises(skyhook.InvalidRequestError, match="an aggregation is"):
         dataset.aggregate(["i32"])
-
-
-@st.composite
-def aggregate_queries(draw):
-    keys = draw(st.lists(st.sampled_from(KEYS), max_size=2, unique=True))
-    functions = draw(st.lists(st.sampled_from(sorted(FUNCTIONS)), min_size=1, max_size=4))
-    aggregations = [(draw(st.sampled_from(FUNCTIONS[f])), f) for f in functions]
-    return keys, list(dict.fromkeys(aggregations)), draw(st.one_of(st.none(), filters()))
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -184,9 +137,7 @@ def money(value: str) -> pc.Expression:
     return pc.scalar(pa.scalar(decimal.Decimal(value), pa.decimal128(15, 2)))
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_tpch_q1_and_q6_match_duckdb(lineitem, tmp_path, request, backend):
-    store = open_store(backend, tmp_path / "store", request)
+def test_tpch_q1_and_q6_match_duckdb(lineitem, store):
     ds = store.write_dataset("lineitem", str(lineitem), rows_per_object=15_000)
     price, discount, tax = F("l_extendedprice"), F("l_discount"), F("l_tax")
     one = money("1.00")
@@ -238,13 +189,13 @@ def test_tpch_q1_and_q6_match_duckdb(lineitem, tmp_path, request, backend):
 
 
 def test_explain_says_where_work_ran(dataset):
-    text = str(dataset.explain(filter="i8 > 0", keys=["b"], aggregations=[("i32", "mean"), ("s", "count_distinct")]))
+    text = str(dataset.analyze(filter="i8 > 0", keys=["b"], aggregations=[("i32", "mean"), ("s", "count_distinct")]))
     assert "sub-plan in storage, per object: partial sum, count" in text
     assert "i32_mean <- avg merge of p0/p1" in text and "count_distinct of the union" in text
     assert f"{len(dataset.manifest.partitions)} in storage" in text
-    pushed = str(dataset.explain(keys=["b"], aggregations=[("i32", "sum")], max_in_flight=0))
+    pushed = str(dataset.analyze(keys=["b"], aggregations=[("i32", "sum")], max_in_flight=0))
     assert f"{len(dataset.manifest.partitions)} in pushed back" in pushed
-    scan = str(dataset.explain(columns=["id"], filter=F("id") < 100))
+    scan = str(dataset.analyze(columns=["id"], filter=F("id") < 100))
     assert "pruned by statistics" in scan and "actual 2.50%" in scan
 
 

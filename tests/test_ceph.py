@@ -11,11 +11,11 @@ import uuid
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from conftest import assert_same_table
 
 import skyhook
 from skyhook.dev.cluster import ClusterError, LocalCluster
 from skyhook.rpc.reply import decode_reply
+from support.assertions import assert_same_table
 
 F = pc.field
 TABLE = pa.table(
@@ -25,12 +25,6 @@ TABLE = pa.table(
         "tag": pa.array([f"t{i % 31}" for i in range(240_000)]),
     }
 )
-
-
-@pytest.fixture
-def ceph_store(ceph_cluster):
-    with skyhook.connect(f"{ceph_cluster.uri}&namespace=ft-{uuid.uuid4().hex[:12]}") as store:
-        yield store
 
 
 def osd_pids(cluster: LocalCluster) -> dict[int, int]:

@@ -89,7 +89,7 @@ def test_group_by_and_explain(tmp_path):
     expected = TABLE.filter(pc.field("k") < 100).group_by("flag").aggregate([("price", "sum"), ("k", "count")])
     for row in expected.to_pylist():
         assert str(row["price_sum"]) in out and str(row["k_count"]) in out
-    explained = skyhook_cli("query", "t", "--store", store, "-g", "flag", "-a", "price:mean", "--explain").stdout
+    explained = skyhook_cli("query", "t", "--store", store, "-g", "flag", "-a", "price:mean", "--analyze").stdout
     assert "super-plan at the client" in explained and "4 in storage" in explained
     bad = skyhook_cli("query", "t", "--store", store, "-g", "flag", check=False)
     assert bad.returncode == 1 and "needs at least one --agg" in bad.stdout

@@ -14,11 +14,13 @@ from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
-from conftest import BACKENDS, assert_same_table
 
 import skyhook
-from skyhook.catalog.manifest import Manifest, object_owner
+from skyhook.catalog.manifest import Manifest
 from skyhook.dev.cluster import LocalCluster
+from skyhook.names import object_owner
+from support.assertions import assert_same_table
+from support.stores import BACKENDS
 
 WRITERS = 8
 ROWS = 120

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
-from conftest import assert_same_table
+
+from support.assertions import assert_same_table
 
 
 def test_duckdb_pushes_filter_and_projection(store, typed_table):

@@ -11,9 +11,9 @@ import pyarrow.csv as pacsv
 import pyarrow.feather as feather
 import pyarrow.parquet as pq
 import pytest
-from conftest import assert_same_table
 
 import skyhook
+from support.assertions import assert_same_table
 
 TABLE = pa.table(
     {

@@ -14,13 +14,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from conftest import assert_same_table, make_typed_table
 
 import skyhook
 from skyhook.rpc.frame import REPLY_MAGIC
 from skyhook.rpc.reply import decode_reply
 from skyhook.rpc.requests import DescribeRequest, ScanRequest
 from skyhook.rpc.result_options import ResultOptions
+from support.assertions import assert_same_table
+from support.replies import frame, header
+from support.tables import make_typed_table
 
 F = pc.field
 TABLE = make_typed_table(rows=3000, seed=5)
@@ -31,7 +33,7 @@ def real_replies(store: skyhook.Store) -> dict[str, bytes]:
     # Strings, lists, decimals, nulls: every kind of buffer; few columns keep the replies short.
     dataset = store.write_dataset("t", TABLE.select(["id", "s", "tags", "dec", "ts"]), rows_per_object=1000)
     name = dataset.manifest.partitions[0].object_name
-    filter = dataset.scanner(filter=F("id") < 30)._filter_substrait
+    filter = dataset.scanner(filter=F("id") < 30).execution._filter_substrait
     call = store.backend.call
     return {
         "scan": call(name, "scan", ScanRequest(filter=filter).encode()),
@@ -102,20 +104,7 @@ def test_a_result_without_the_requested_columns_is_a_corrupt_reply(tmp_path):
     with skyhook.connect((tmp_path / "store").as_uri()) as store:
         scanner = store.write_dataset("t", TABLE.select(["id", "s"])).scanner(columns=["s"])
         with pytest.raises(skyhook.CorruptReplyError, match="does not have the requested columns"):
-            scanner._conform(pa.table({"id": pa.array([1])}))
-
-
-def frame(header: pa.RecordBatch, body: bytes = b"") -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, header.schema) as writer:
-        writer.write_batch(header)
-    data = sink.getvalue().to_pybytes()
-    data += bytes(-len(data) % 8)
-    return struct.pack("<4sHHII", REPLY_MAGIC, 1, 0, len(data), 0) + data + body
-
-
-def header(**columns) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pydict(columns)
+            scanner.execution._conform(pa.table({"id": pa.array([1])}))
 
 
 @pytest.mark.parametrize(

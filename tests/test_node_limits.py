@@ -13,12 +13,12 @@ import random
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from conftest import assert_same_table
 
 import skyhook
 from skyhook.rpc.reply import decode_reply
 from skyhook.rpc.requests import PlanRequest, ScanRequest
 from skyhook.rpc.result_options import ResultOptions
+from support.assertions import assert_same_table
 
 F = pc.field
 ROWS = 1_500_000
@@ -150,7 +150,7 @@ def test_continuation_from_a_row(one_object, big_table):
         assert (reply.resume_row or ROWS) == start + table.num_rows
 
 
-# -- on the OSDs, with the limits of conftest.CEPH_NODE_LIMITS ------------------
+# -- on the OSDs, with the limits of support.stores.CEPH_NODE_LIMITS -----------
 
 
 def _osd_status(cluster) -> dict[int, tuple[int, int]]:
@@ -211,14 +211,6 @@ def test_osds_split_a_reply_larger_than_their_limit(ceph_cluster, ceph_store):
         # Peak memory grew by less than one call's memory limit and two replies.
         assert (peak - before[osd][1]) * 1024 < (512 + 2 * 32) << 20
     assert _all_up(ceph_cluster)
-
-
-@pytest.fixture
-def ceph_store(ceph_cluster):
-    import uuid
-
-    with skyhook.connect(f"{ceph_cluster.uri}&namespace=limits-{uuid.uuid4().hex[:12]}") as store:
-        yield store
 
 
 def test_plan_time_limit_counts_the_plans_work(one_object, big_table, limits):

@@ -10,13 +10,14 @@ import uuid
 
 import pyarrow.compute as pc
 import pytest
-from conftest import assert_same_table, make_typed_table
-from oracle import expected
 
 import skyhook
 from skyhook.dev.cluster import LocalCluster, role_capabilities
 from skyhook.rpc.reply import decode_reply
 from skyhook.rpc.requests import DescribeRequest
+from support.assertions import assert_same_table
+from support.oracle import expected
+from support.tables import make_typed_table
 
 F = pc.field
 TABLE = make_typed_table(rows=4000, seed=3)

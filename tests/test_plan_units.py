@@ -10,16 +10,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.substrait as pas
 import pytest
-from conftest import make_typed_table
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from test_aggregate import FUNCTIONS, KEYS, aggregate_queries, assert_same_result
 
 import skyhook
 from skyhook.plan.aggregate import AggregateQuery, SubPlan, decompose, full_plan
 from skyhook.plan.aggregate_functions import AGGREGATE_FUNCTIONS, function_of_measure
 from skyhook.plan.expressions import to_substrait
 from skyhook.plan.merge import ORDER, merge
+from support.aggregates import FUNCTIONS, KEYS, aggregate_queries, assert_same_result
+from support.tables import make_typed_table
 
 F = pc.field
 TABLE = make_typed_table(rows=1200, seed=23)

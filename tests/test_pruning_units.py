@@ -10,10 +10,10 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_properties import TABLE, filters
 
 from skyhook.catalog.manifest import Manifest, Partition, object_name, statistics_type
 from skyhook.catalog.pruning import matching_partitions
+from support.strategies import TABLE, filters
 
 F = pc.field
 GENERATION = "1700000000abcdef"

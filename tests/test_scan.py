@@ -8,10 +8,10 @@ import decimal
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from conftest import assert_same_table
-from oracle import expected
 
 import skyhook
+from support.assertions import assert_same_table
+from support.oracle import expected
 
 F = pc.field
 FILTERS = {

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from test_integrity import frame, header
 
 from skyhook.rpc.frame import PREFIX, REQUEST_MAGIC
 from skyhook.rpc.reply import Executed, Reply, decode_reply, merge_continuations
 from skyhook.rpc.requests import DataRequest, DescribeRequest, PlanRequest, ScanRequest
 from skyhook.rpc.result_options import PushbackLimits, ResultOptions
 from skyhook.rpc.statistics import CALLS, ROWS_SCANNED, Statistics
+from support.replies import frame, header
 
 CPP = Path(__file__).parent.parent / "cpp" / "skyhook"
 

@@ -16,7 +16,7 @@
 namespace {
 
 struct FixedRequest {
-  skyhook::Method method;
+  const skyhook::MethodInfo* method;
   std::shared_ptr<arrow::Buffer> bytes;
 };
 
@@ -27,11 +27,9 @@ const std::optional<std::string> kFormats[8] = {"parquet", "ipc", "parquet",    
                                                 "parquet", "ipc", std::nullopt, "csv"};
 
 // A fixed request's file is named <anything>.<method>.
-skyhook::Method MethodOf(const std::string& file_name) {
-  const auto method_name = file_name.substr(file_name.rfind('.') + 1);
-  for (const auto& info : skyhook::kMethods) {
-    if (info.name == method_name) return info.method;
-  }
+const skyhook::MethodInfo* MethodOf(const std::string& file_name) {
+  const auto* method = skyhook::FindMethod(file_name.substr(file_name.rfind('.') + 1));
+  if (method != nullptr) return method;
   std::fprintf(stderr, "skyhook fuzz: %s does not name a method\n", file_name.c_str());
   std::abort();
 }
@@ -51,6 +49,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto& format = kFormats[data[0] % std::size(kFormats)];
   const auto& request = (*fixed_requests)[data[0] / std::size(kFormats) % fixed_requests->size()];
   skyhook::MemoryObjectContext context(skyhook::fuzz::AlignedCopy(data + 1, size - 1), format);
-  skyhook::fuzz::CallAndCheck(request.method, &context, request.bytes);
+  skyhook::fuzz::CallAndCheck(*request.method, &context, request.bytes);
   return 0;
 }

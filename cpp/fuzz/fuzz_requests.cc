@@ -25,8 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto& method = skyhook::kMethods[data[0] % skyhook::kMethods.size()];
   const auto& object = (*seed_objects)[data[0] / skyhook::kMethods.size() % seed_objects->size()];
   skyhook::MemoryObjectContext context(object.bytes, skyhook::fuzz::FormatOf(object.name));
-  skyhook::fuzz::CallAndCheck(method.method, &context,
-                              skyhook::fuzz::AlignedCopy(data + 1, size - 1));
+  skyhook::fuzz::CallAndCheck(method, &context, skyhook::fuzz::AlignedCopy(data + 1, size - 1));
   return 0;
 }
 

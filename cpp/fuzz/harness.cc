@@ -80,7 +80,7 @@ std::shared_ptr<arrow::Buffer> AlignedCopy(const uint8_t* data, size_t size) {
   return std::make_shared<AlignedBuffer>(data, size);
 }
 
-void CallAndCheck(Method method, ObjectContext* object,
+void CallAndCheck(const MethodInfo& method, ObjectContext* object,
                   const std::shared_ptr<arrow::Buffer>& request) {
   const auto reply = RunMethod(method, object, request);
   auto envelope = ParseEnvelope(reply->data(), reply->size());

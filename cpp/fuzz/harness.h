@@ -11,7 +11,7 @@
 
 #include <arrow/buffer.h>
 
-#include "skyhook/storage/method.h"
+#include "skyhook/storage/methods/method.h"
 
 namespace skyhook::fuzz {
 
@@ -35,7 +35,7 @@ std::shared_ptr<arrow::Buffer> AlignedCopy(const uint8_t* data, size_t size);
 
 /// Runs the method and aborts unless the reply is one a client can decode: a
 /// reply envelope with a status and, when there is a body, a valid IPC stream.
-void CallAndCheck(Method method, ObjectContext* object,
+void CallAndCheck(const MethodInfo& method, ObjectContext* object,
                   const std::shared_ptr<arrow::Buffer>& request);
 
 }  // namespace skyhook::fuzz

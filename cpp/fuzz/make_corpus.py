@@ -29,11 +29,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import skyhook
-from skyhook.ingest.writer import encode_partition
+from skyhook.catalog.object_format import encode_partition
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "tests"))
-from conftest import make_typed_table  # noqa: E402  (the suite's typed data; a tool, not a test)
+from support.tables import make_typed_table  # noqa: E402  (the suite's typed data; a tool, not a test)
 
 METHODS = ["scan", "describe", "execute_plan"]  # the order of kMethods in method.h
 FORMATS_OF_OBJECTS_TARGET = ["parquet", "ipc"]  # kFormats[0] and [1] in fuzz_objects.cc

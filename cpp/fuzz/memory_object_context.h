@@ -9,8 +9,8 @@
 
 #include <arrow/buffer.h>
 
-#include "skyhook/storage/object_context.h"
-#include "skyhook/storage/object_reader.h"
+#include "skyhook/storage/object/object_context.h"
+#include "skyhook/storage/object/object_reader.h"
 
 namespace skyhook {
 

@@ -18,7 +18,7 @@ from rich.table import Table
 
 import skyhook
 from skyhook.errors import CorruptManifestError, InvalidRequestError, SkyhookError
-from skyhook.ingest.writer import input_files
+from skyhook.ingest.sources import input_files
 from skyhook.store import DEFAULT_FSCK_GRACE_SECONDS
 
 app = typer.Typer(
@@ -154,7 +154,12 @@ def query(
     agg: Annotated[
         Optional[list[str]], typer.Option("--agg", "-a", help="COLUMN:FUNCTION, e.g. l_quantity:sum (repeatable).")
     ] = None,
-    explain: Annotated[bool, typer.Option("--explain", help="Say what ran in storage and what at the client.")] = False,
+    explain: Annotated[
+        bool, typer.Option("--explain", help="Show the plan and what will run where, without running it.")
+    ] = False,
+    analyze: Annotated[
+        bool, typer.Option("--analyze", help="Run the query and say what ran in storage and what at the client.")
+    ] = False,
 ) -> None:
     """Filter and project (or aggregate) a dataset in storage; print the result and statistics."""
     with _open(store) as source:
@@ -164,8 +169,9 @@ def query(
         aggregations = [_aggregation(spec) for spec in agg or []]
         if keys and not aggregations:
             raise SkyhookError("--group-by needs at least one --agg COLUMN:FUNCTION")
-        if explain:
-            console.print(str(data.explain(names, where, keys=keys, aggregations=aggregations or None)))
+        if explain or analyze:
+            describe = data.analyze if analyze else data.explain
+            console.print(str(describe(names, where, keys=keys, aggregations=aggregations or None)))
             return
         if aggregations:
             result = data.group_by(keys).aggregate(aggregations, filter=where)

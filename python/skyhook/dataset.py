@@ -4,35 +4,61 @@ for one, hands it projections and filters through ``scanner()``."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from skyhook._arrow_dataset import ObjectDataset
+from skyhook.backends.base import Backend
 from skyhook.catalog.manifest import Manifest
+from skyhook.catalog.pruning import fragment_guarantee
 from skyhook.execution.aggregate_execution import AggregateExecution
-from skyhook.execution.explain import Explanation, explain_aggregate, explain_scan
+from skyhook.execution.dataset_objects import DatasetObjects
+from skyhook.execution.explain import Explanation, analyze_aggregate, analyze_scan, explain_aggregate, explain_scan
+from skyhook.execution.object_scans import ObjectScans
+from skyhook.execution.scan_execution import ScanStatistics
 from skyhook.execution.scanner import Scanner
 from skyhook.plan.aggregate import AggregateQuery
 from skyhook.plan.expressions import Columns, projected_schema
 from skyhook.plan.where import parse_where
 
-if TYPE_CHECKING:
-    from skyhook.store import Store
+
+class DatasetStore(Protocol):
+    """What a dataset keeps of the store that opened it (skyhook.Store)."""
+
+    backend: Backend
+
+    def dataset(self, name: str) -> Dataset: ...
 
 
-class Dataset(pads.Dataset):
-    # pyarrow's Dataset is a C++ object underneath; this subclass never builds
-    # one, so every public method of the base class is overridden here.
-    def __init__(self, store: Store, manifest: Manifest, filter: pc.Expression | None = None) -> None:
+class Dataset(ObjectDataset):
+    """A stored dataset, backed by an Arrow C++ Dataset with one fragment per
+    object: every pyarrow, Acero, DuckDB or Polars entry point scans it
+    natively, pruning objects by their statistics and pushing each object's
+    filter and columns into storage where the placement policy says."""
+
+    def __init__(self, store: DatasetStore, manifest: Manifest, filter: pc.Expression | None = None) -> None:
         self.store = store
         self.manifest = manifest
+        self.objects = DatasetObjects(manifest, store.backend)
+        # The fragments' handler must not hold the dataset: C++ references are
+        # invisible to Python's garbage collector, so a cycle would never be freed.
+        self._object_scans = ObjectScans(self.objects)
         self._filter = filter
         #: The most recent scanner made by this dataset (by you or by DuckDB).
         self.last_scan: Scanner | None = None
         #: The most recent aggregation run on this dataset.
         self.last_aggregate: AggregateExecution | None = None
+        self._attach(
+            manifest.schema,
+            [fragment_guarantee(manifest, index) for index in range(len(manifest.partitions))],
+            [partition.num_rows for partition in manifest.partitions],
+            self._object_scans,
+        )
+        if filter is not None:  # pyarrow's own scans of this dataset apply it too
+            self._scan_options = {"filter": filter}
 
     def __repr__(self) -> str:
         return (
@@ -45,12 +71,25 @@ class Dataset(pads.Dataset):
         return self.manifest.dataset
 
     @property
-    def schema(self) -> pa.Schema:
-        return self.manifest.schema
+    def arrow_scans(self) -> ScanStatistics:
+        """Metrics of the scans pyarrow itself ran on this dataset (joins, Acero,
+        ``pads.Scanner.from_dataset``); a skyhook Scanner keeps its own."""
+        return self._object_scans.stats
 
-    @property
-    def partition_expression(self) -> pc.Expression:
-        return pc.scalar(True)
+    def join_asof(
+        self,
+        right_dataset: pads.Dataset,
+        on: str,
+        by: str | list[str],
+        tolerance: int,
+        right_on: str | None = None,
+        right_by: str | list[str] | None = None,
+    ) -> pads.InMemoryDataset:
+        """pyarrow's as-of join numbers a dataset's batches in arrival order, and
+        this dataset's objects arrive in parallel: the left side is read in order
+        first (pyarrow returns a materialised dataset either way)."""
+        left = pads.dataset(self.to_table())
+        return left.join_asof(right_dataset, on, by, tolerance, right_on=right_on, right_by=right_by)
 
     def scanner(
         self,
@@ -61,10 +100,13 @@ class Dataset(pads.Dataset):
         **options: Any,
     ) -> Scanner:
         """filter is a pyarrow expression or text such as "price > 10 and flag == 'R'".
-        options: pushdown (False reads whole objects and filters here),
-        max_result_bytes (per object reply)."""
+        options: pushdown (False reads whole objects and filters here), pushdown_threshold,
+        max_result_bytes (per object reply), max_in_flight and max_slice_cpu_ns (push-back),
+        and pyarrow's batch_readahead, fragment_readahead, cache_metadata, memory_pool."""
         filter = self._expression(filter)
-        self.last_scan = Scanner(self, columns, filter, batch_size=batch_size, use_threads=use_threads, **options)
+        self.last_scan = Scanner(
+            self, self.objects, columns, filter, batch_size=batch_size, use_threads=use_threads, **options
+        )
         return self.last_scan
 
     def to_table(self, columns: Columns = None, filter: pc.Expression | str | None = None, **options: Any) -> pa.Table:
@@ -98,14 +140,13 @@ class Dataset(pads.Dataset):
         combined = expression if self._filter is None else self._filter & expression
         return Dataset(self.store, self.manifest, combined)
 
-    def get_fragments(self, filter: pc.Expression | None = None) -> Iterator[pads.Fragment]:
-        raise NotImplementedError(
-            "skyhook datasets are scanned in storage and have no pyarrow "
-            "fragments; use scanner(), to_table() or to_batches()"
-        )
-
     def replace_schema(self, schema: pa.Schema) -> Dataset:
-        raise NotImplementedError("a stored dataset's schema is fixed; write a new dataset instead")
+        """pyarrow unions datasets through this; a stored schema itself is fixed."""
+        if not schema.equals(self.schema):
+            raise NotImplementedError(
+                f"a stored dataset's schema is fixed ({self.name!r} has {self.schema}); write a new dataset instead"
+            )
+        return Dataset(self.store, self.manifest, self._filter)
 
     def group_by(self, keys: str | list[str]) -> DatasetGroupBy:
         """Like ``pyarrow.Table.group_by``; the aggregation runs in storage."""
@@ -126,23 +167,25 @@ class Dataset(pads.Dataset):
         aggregations: list[tuple] | None = None,
         **options: Any,
     ) -> Explanation:
-        """Run a scan (or, with aggregations, an aggregate) and say what ran where."""
+        """The plan of a scan (or, with aggregations, an aggregate) and what will
+        run where, decided before anything runs: nothing is read."""
         if aggregations is not None:
-            return explain_aggregate(self, self.group_by(keys or []).execution(aggregations, filter, **options))
-        return explain_scan(self, self.scanner(columns, filter, **options))
+            return explain_aggregate(self.group_by(keys or []).execution(aggregations, filter, **options))
+        return explain_scan(self.scanner(columns, filter, **options).execution)
 
-    # Relational operations run in pyarrow on the materialised dataset.
-    def sort_by(self, sorting: Any, **kwargs: Any) -> pads.InMemoryDataset:
-        return self._materialized().sort_by(sorting, **kwargs)
-
-    def join(self, *args: Any, **kwargs: Any) -> pads.InMemoryDataset:
-        return self._materialized().join(*args, **kwargs)
-
-    def join_asof(self, *args: Any, **kwargs: Any) -> pads.InMemoryDataset:
-        return self._materialized().join_asof(*args, **kwargs)
-
-    def _materialized(self) -> pads.InMemoryDataset:
-        return pads.dataset(self.to_table())
+    def analyze(
+        self,
+        columns: Columns = None,
+        filter: pc.Expression | str | None = None,
+        *,
+        keys: str | list[str] | None = None,
+        aggregations: list[tuple] | None = None,
+        **options: Any,
+    ) -> Explanation:
+        """Runs the scan (or aggregate) and says what ran where, with actual selectivity and bytes."""
+        if aggregations is not None:
+            return analyze_aggregate(self.group_by(keys or []).execution(aggregations, filter, **options))
+        return analyze_scan(self.scanner(columns, filter, **options).execution)
 
     def _expression(self, filter: pc.Expression | str | None) -> pc.Expression | None:
         if isinstance(filter, str):
@@ -173,5 +216,5 @@ class DatasetGroupBy:
         if filter is not None:
             projected_schema(self.dataset.schema, [], filter)  # validates the filter
         query = AggregateQuery.make(self.dataset.schema, self.keys, aggregations, filter)
-        self.dataset.last_aggregate = AggregateExecution(self.dataset, query, **options)
+        self.dataset.last_aggregate = AggregateExecution(self.dataset.objects, query, **options)
         return self.dataset.last_aggregate

@@ -2,35 +2,25 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, unquote, urlparse
 
 import pyarrow as pa
 
-from skyhook.backends.base import Backend, StoredManifest
-from skyhook.catalog.manifest import (
-    Manifest,
-    ObjectOwner,
-    Partition,
-    check_dataset_name,
-    new_generation,
-    object_name,
-    object_owner,
-    statistics_type,
-)
+from skyhook.backends.base import Backend
+from skyhook.backends.object_store import StoredManifest
+from skyhook.catalog.manifest import Manifest
+from skyhook.catalog.object_format import DEFAULT_ROW_GROUP_SIZE
 from skyhook.dataset import Dataset
-from skyhook.errors import CorruptManifestError, DatasetExistsError, DatasetNotFoundError, InvalidRequestError
-from skyhook.ingest.writer import FORMATS, DataSource, encode_partition, open_source, split_partitions
-from skyhook.rpc.reply import decode_reply
-from skyhook.rpc.requests import DescribeRequest
+from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRequestError
+from skyhook.ingest import statistics, write
+from skyhook.ingest.partitioning import DEFAULT_TARGET_OBJECT_SIZE
+from skyhook.ingest.publish import delete_objects
+from skyhook.ingest.sources import DataSource
+from skyhook.names import ObjectOwner, check_dataset_name, object_owner
 
-FORMAT_ATTRIBUTE = "skyhook.format"
 # fsck counts a RADOS write whose writer has been silent this long as abandoned.
 DEFAULT_FSCK_GRACE_SECONDS = 600
-
-DEFAULT_TARGET_OBJECT_SIZE = 32 << 20
-DEFAULT_ROW_GROUP_SIZE = 64 * 1024
 
 
 def connect(uri: str) -> Store:
@@ -106,7 +96,7 @@ class Store:
         row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
         compression: str = "zstd",
         mode: str = "create",
-        progress: Callable[[int, int], None] | None = None,
+        progress: write.Progress | None = None,
     ) -> Dataset:
         """Split data into partitions, store one object per partition and publish
         the manifest. mode is "create" (fail if the dataset exists) or "overwrite".
@@ -116,66 +106,19 @@ class Store:
         creators exactly one succeeds and the others raise DatasetExistsError; of
         concurrent overwriters the last to publish wins. Every writer deletes the
         objects of the generation it replaced and, if it fails, its own."""
-        check_dataset_name(name)
-        if format not in FORMATS:
-            raise InvalidRequestError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
-        if mode not in ("create", "overwrite"):
-            raise InvalidRequestError(f"unknown mode {mode!r}; expected create or overwrite")
-        if mode == "create" and self.backend.get_manifest(name) is not None:
-            raise _exists(name)  # early, before any work; the publish decides for sure
-        reader = open_source(data)
-        # A fresh generation names the new objects, so readers of the previous
-        # manifest keep reading complete, unchanged objects until it is replaced.
-        generation = new_generation()
-        # Registered before the first object exists, so fsck never takes the
-        # objects of this write for orphans while it runs.
-        pending = self.backend.begin_write(name, generation)
-        try:
-            written: list[str] = []
-            partitions: list[Partition] = []
-            statistics: list[pa.StructArray] = []
-            try:
-                for table in split_partitions(reader, target_object_size, rows_per_object):
-                    number = len(partitions)
-                    partition_object = object_name(name, generation, number)
-                    encoded = encode_partition(table, format, row_group_size, compression)
-                    written.append(partition_object)  # before the put: a failed put may have stored it
-                    self.backend.put_object(partition_object, encoded, {FORMAT_ATTRIBUTE: format})
-                    statistics.append(self._describe(partition_object, reader.schema))
-                    partitions.append(Partition(number, partition_object, table.num_rows, encoded.size))
-                    pending.heartbeat()
-                    if progress:
-                        progress(table.num_rows, encoded.size)
-                manifest = Manifest(
-                    name, reader.schema, format, generation, tuple(partitions), _concat(statistics, reader.schema)
-                )
-                replaced = self._publish(manifest, mode)
-            except BaseException:
-                for written_object in written:
-                    self.backend.delete_object(written_object)
-                raise
-            if replaced is not None:
-                self._delete_objects(replaced)
-        finally:
-            pending.finish()
+        manifest = write.write_dataset(
+            self.backend,
+            name,
+            data,
+            format=format,
+            target_object_size=target_object_size,
+            rows_per_object=rows_per_object,
+            row_group_size=row_group_size,
+            compression=compression,
+            mode=mode,
+            progress=progress,
+        )
         return Dataset(self, manifest)
-
-    def _publish(self, manifest: Manifest, mode: str) -> Manifest | None:
-        """Compare-and-swap the manifest into place; returns the one replaced."""
-        name, data = manifest.dataset, manifest.to_bytes()
-        while True:
-            current = self.backend.get_manifest(name)
-            if current is None:
-                if self.backend.create_manifest(name, data):
-                    return None
-                if mode == "create":
-                    raise _exists(name)
-            elif mode == "create":
-                raise _exists(name)
-            elif self.backend.replace_manifest(name, data, current.version):
-                return _readable_manifest(current, name)
-            # Another writer published in between: overwrite means "replace
-            # whatever is there now", so try again against it.
 
     def delete_dataset(self, name: str) -> None:
         """Delete the manifest, then the objects it names. A corrupt manifest
@@ -184,7 +127,7 @@ class Store:
             stored = self._stored_manifest(name)
             manifest = Manifest.from_bytes(stored.data, name)
             if self.backend.delete_manifest(name, stored.version):
-                self._delete_objects(manifest)
+                delete_objects(self.backend, manifest)
                 return
             # Replaced meanwhile: delete what is there now (its writer deleted the old objects).
 
@@ -239,17 +182,7 @@ class Store:
     def describe_object(self, object_name: str) -> tuple[pa.StructArray, dict[str, int]]:
         """Per-column statistics of one object ({min, max, null_count} per column,
         a one-row struct array) and the call's statistics, computed in storage."""
-        reply = decode_reply(self.backend.call(object_name, DescribeRequest.METHOD, DescribeRequest().encode()))
-        reply.raise_for_status(f"describing object {object_name}")
-        return reply.reader().read_all().to_struct_array().combine_chunks(), reply.statistics
-
-    def _describe(self, object_name: str, schema: pa.Schema) -> pa.StructArray:
-        row, _ = self.describe_object(object_name)
-        return row.cast(statistics_type(schema))
-
-    def _delete_objects(self, manifest: Manifest) -> None:
-        for partition in manifest.partitions:
-            self.backend.delete_object(partition.object_name)
+        return statistics.describe_object(self.backend, object_name)
 
 
 @dataclass
@@ -269,21 +202,3 @@ class FsckReport:
     @property
     def clean(self) -> bool:
         return not (self.orphans or self.abandoned_writes or self.corrupt_manifests or self.index_problems)
-
-
-def _exists(name: str) -> DatasetExistsError:
-    return DatasetExistsError(f"dataset {name!r} exists; pass mode='overwrite' to replace it")
-
-
-def _readable_manifest(stored: StoredManifest, name: str) -> Manifest | None:
-    """The manifest just replaced, if it can be trusted; a corrupt one's objects are left to fsck."""
-    try:
-        return Manifest.from_bytes(stored.data, name)
-    except CorruptManifestError:
-        return None
-
-
-def _concat(rows: list[pa.StructArray], schema: pa.Schema) -> pa.StructArray:
-    if not rows:
-        return pa.array([], statistics_type(schema))
-    return pa.concat_arrays(rows)

@@ -8,7 +8,7 @@
 #include <rados/objclass.h>
 
 #include "ceph_object_context.h"
-#include "skyhook/storage/method.h"
+#include "skyhook/storage/methods/method.h"
 
 CLS_VER(1, 0)
 CLS_NAME(skyhook)
@@ -21,7 +21,7 @@ int CallMethod(cls_method_context_t context, ceph::bufferlist* in, ceph::bufferl
     auto request = std::make_shared<arrow::Buffer>(
         reinterpret_cast<const uint8_t*>(in->length() ? in->c_str() : ""), in->length());
     skyhook::CephObjectContext object(context);
-    auto reply = skyhook::RunMethod(skyhook::kMethods[Index].method, &object, request);
+    auto reply = skyhook::RunMethod(skyhook::kMethods[Index], &object, request);
     out->append(reinterpret_cast<const char*>(reply->data()), reply->size());
     return 0;
   } catch (const std::exception& e) {
@@ -38,7 +38,7 @@ void RegisterMethods(cls_handle_t handle, std::index_sequence<Index...>) {
   static cls_method_handle_t method_handles[sizeof...(Index)];
   ((cls_register_cxx_method(
        handle, skyhook::kMethods[Index].name.data(),
-       skyhook::kMethods[Index].writes ? CLS_METHOD_RD | CLS_METHOD_WR : CLS_METHOD_RD,
+       skyhook::kMethods[Index].writes() ? CLS_METHOD_RD | CLS_METHOD_WR : CLS_METHOD_RD,
        &CallMethod<Index>, &method_handles[Index])),
    ...);
 }

@@ -7,6 +7,7 @@
 #include <arrow/buffer.h>
 #include <arrow/result.h>
 
+#include "skyhook/protocol/pushback_limits.h"
 #include "skyhook/protocol/result_options.h"
 
 namespace skyhook {

@@ -1,9 +1,7 @@
-// Request fields every data-returning method shares: how to encode the result
-// and when a storage node may push work back to the client.
+// Request fields every data-returning method shares: how to encode the result.
 #pragma once
 
 #include <cstdint>
-#include <optional>
 
 #include <arrow/result.h>
 #include <arrow/util/compression.h>
@@ -21,17 +19,6 @@ struct ResultOptions {
   int64_t start_row = 0;
 
   static arrow::Result<ResultOptions> Decode(const HeaderReader& header);
-};
-
-/// When a loaded node declines work (the reply says "executed: none" and the
-/// client does it). Absent fields take the node's defaults (NodeLimits).
-struct PushbackLimits {
-  /// Decline when more skyhook calls than this are running on the node.
-  std::optional<int64_t> max_in_flight;
-  /// Stop when the measured CPU per slice exceeds this (0: never).
-  std::optional<int64_t> max_slice_cpu_ns;
-
-  static arrow::Result<PushbackLimits> Decode(const HeaderReader& header);
 };
 
 }  // namespace skyhook

@@ -11,6 +11,7 @@
 #include <arrow/engine/substrait/relation.h>
 #include <arrow/result.h>
 
+#include "skyhook/protocol/pushback_limits.h"
 #include "skyhook/protocol/result_options.h"
 
 namespace skyhook {

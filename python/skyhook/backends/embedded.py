@@ -27,10 +27,11 @@ from pathlib import Path
 import pyarrow as pa
 
 from skyhook import _embedded
-from skyhook.backends.base import Backend, PendingWrite, PendingWriteRecord, StoredManifest
-from skyhook.catalog.manifest import check_dataset_name
+from skyhook.backends.base import Backend
+from skyhook.backends.object_store import PendingWrite, PendingWriteRecord, StoredManifest
+from skyhook.backends.parallel import ordered_map
 from skyhook.errors import InvalidRequestError, ObjectNotFoundError, SkyhookError
-from skyhook.execution.parallel import ordered_map
+from skyhook.names import check_dataset_name
 
 _MARKER = "skyhook-store"
 # _atomic_write's temporary files: "." + the final name + "." + mkstemp's 8 random characters.

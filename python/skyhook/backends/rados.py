@@ -26,8 +26,8 @@ from urllib.parse import quote
 
 import pyarrow as pa
 
-from skyhook.backends.base import Backend, PendingWrite, PendingWriteRecord, StoredManifest
-from skyhook.catalog.manifest import DATASET_NAME, GENERATION
+from skyhook.backends.base import Backend
+from skyhook.backends.object_store import PendingWrite, PendingWriteRecord, StoredManifest
 from skyhook.errors import (
     ClassCallsNotPermittedError,
     InvalidRequestError,
@@ -36,6 +36,7 @@ from skyhook.errors import (
     StorageError,
     StorageTimeoutError,
 )
+from skyhook.names import DATASET_NAME, GENERATION
 
 try:
     from skyhook import _rados

@@ -39,15 +39,20 @@ def _column_guarantee(ref: pc.Expression, column: pa.StructScalar, num_rows: int
     return value_range if null_count == 0 else ref.is_null() | value_range
 
 
+def fragment_guarantee(manifest: Manifest, index: int) -> pc.Expression:
+    """The guarantee of the manifest's partition at index (true when its
+    statistics cannot be expressed)."""
+    partition = manifest.partitions[index]
+    try:
+        return partition_guarantee(manifest.schema, manifest.statistics[index], partition.num_rows)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return pc.scalar(True)
+
+
 def matching_partitions(manifest: Manifest, filter: pc.Expression | None) -> list[Partition]:
     if filter is None or not manifest.partitions:
         return list(manifest.partitions)
-    guarantees = []
-    for partition, statistics in zip(manifest.partitions, manifest.statistics):
-        try:
-            guarantees.append(partition_guarantee(manifest.schema, statistics, partition.num_rows))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            guarantees.append(pc.scalar(True))
+    guarantees = [fragment_guarantee(manifest, index) for index in range(len(manifest.partitions))]
     candidates = pads.FileSystemDataset.from_paths(
         [str(partition.number) for partition in manifest.partitions],
         schema=manifest.schema,

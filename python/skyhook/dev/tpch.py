@@ -38,16 +38,24 @@ def generate_lineitem(scale_factor: float, directory: Path) -> Path:
     return target
 
 
+def price_thresholds(lineitem: Path) -> dict[str, Decimal]:
+    """l_extendedprice values above which about 1 % and 10 % of the rows lie."""
+    prices = pq.read_table(lineitem, columns=["l_extendedprice"]).column(0).cast(pa.float64())
+    return {
+        label: Decimal(f"{pc.quantile(prices, q=1 - keep).to_pylist()[0]:.2f}")
+        for label, keep in (("1%", 0.01), ("10%", 0.10))
+    }
+
+
 def selectivity_filters(lineitem: Path) -> dict[str, pc.Expression]:
     """Filters on l_extendedprice keeping about 1 %, 10 % and 100 % of the rows.
     Prices are spread evenly over partitions, so statistics cannot prune them:
     what the comparison shows is the pushdown itself."""
-    prices = pq.read_table(lineitem, columns=["l_extendedprice"]).column(0)
-    price_type = prices.type
-    filters = {}
-    for label, keep in (("1%", 0.01), ("10%", 0.10)):
-        threshold = pc.quantile(prices.cast(pa.float64()), q=1 - keep).to_pylist()[0]
-        filters[label] = pc.field("l_extendedprice") > pa.scalar(Decimal(f"{threshold:.2f}"), price_type)
+    price_type = pq.read_schema(lineitem).field("l_extendedprice").type
+    filters = {
+        label: pc.field("l_extendedprice") > pa.scalar(threshold, price_type)
+        for label, threshold in price_thresholds(lineitem).items()
+    }
     filters["100%"] = pc.field("l_extendedprice") >= pa.scalar(Decimal("0"), price_type)
     return filters
 

@@ -25,6 +25,7 @@ import pyarrow.substrait as pas
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError
 from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD
+from skyhook.execution.placement import Placement, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
 from skyhook.plan.expressions import to_substrait
@@ -36,7 +37,7 @@ from skyhook.rpc.statistics import BYTES_RETURNED, ROWS_SCANNED, STORAGE_CPU_NS
 
 if TYPE_CHECKING:
     from skyhook.catalog.manifest import Partition
-    from skyhook.dataset import Dataset
+    from skyhook.execution.dataset_objects import DatasetObjects
 
 
 @dataclass
@@ -51,7 +52,7 @@ class AggregateStatistics:
     storage_cpu_s: float = 0.0
     filter_in_storage: bool = True
     aggregate_in_storage: bool = True  # every object's aggregate ran in storage
-    where: dict[int, str] = field(default_factory=dict)  # partition -> what ran where
+    where: dict[int, Placement] = field(default_factory=dict)  # partition -> what ran where
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -60,20 +61,21 @@ class AggregateStatistics:
 class AggregateExecution:
     def __init__(
         self,
-        dataset: Dataset,
+        source: DatasetObjects,
         query: AggregateQuery,
         *,
         use_threads: bool = True,
         max_in_flight: int | None = None,
         max_slice_cpu_ns: int | None = None,
+        pushdown: bool | str = "auto",
         pushdown_threshold: float = DEFAULT_PUSHDOWN_THRESHOLD,
     ) -> None:
-        self.dataset = dataset
+        self.source = source
         self.query = query
         self.use_threads = use_threads
-        self.pushdown_threshold = pushdown_threshold
+        self.policy = PlacementPolicy(pushdown, pushdown_threshold)
         self.pushback_limits = PushbackLimits(max_in_flight=max_in_flight, max_slice_cpu_ns=max_slice_cpu_ns)
-        schema = dataset.schema
+        schema = source.schema
         self.output_schema = query.output_schema(schema)
         filter_ok = query.filter is None or to_substrait([query.filter], ["filter"], schema, is_filter=True) is not None
         self.plan = full_plan(schema, query, self.output_schema, filter_in_storage=filter_ok)
@@ -81,14 +83,14 @@ class AggregateExecution:
         self.stats = AggregateStatistics(filter_in_storage=filter_ok)
 
     def run(self) -> pa.Table:
-        manifest = self.dataset.manifest
+        manifest = self.source.manifest
         partitions = matching_partitions(manifest, self.query.filter)
         self.stats.objects_pruned = len(manifest.partitions) - len(partitions)
         if not partitions:
-            return self.query.run_locally(self.dataset.schema.empty_table())
+            return self.query.run_locally(self.source.schema.empty_table())
         partials = self._everywhere(self.decomposition.sub_plan, partitions, main=True)
         distinct = [self._everywhere(sub, partitions, main=False) for sub in self.decomposition.distinct_plans]
-        self.stats.aggregate_in_storage = set(self.stats.where.values()) == {"storage"}
+        self.stats.aggregate_in_storage = set(self.stats.where.values()) == {Placement.STORAGE}
         return merge(self.query, self.decomposition, partials, distinct, self.output_schema)
 
     def _everywhere(self, sub: SubPlan, partitions: list[Partition], main: bool) -> pa.Table:
@@ -100,24 +102,20 @@ class AggregateExecution:
         return pa.concat_tables(tables)
 
     def _results(self, sub: SubPlan, partitions: list[Partition], main: bool) -> Iterator[pa.Table]:
-        if not self.stats.filter_in_storage:
-            for partition in partitions:
-                self._record(partition, "client", main)
-                yield self._complete_here(sub, partition)
+        if not self.stats.filter_in_storage or self.policy.mode is False:
+            yield from self._at_client(sub, partitions, Placement.CLIENT, main)
             return
-        if not main:  # the cost model decides on the main sub-plan only
+        if not main or self.policy.mode is True:  # the cost model decides on the main sub-plan only
             yield from self._in_storage(sub, partitions, main)
             return
         first, rest = partitions[:1], partitions[1:]
         returned_before = self.stats.bytes_returned
         yield from self._in_storage(sub, first, main)
-        ratio = (self.stats.bytes_returned - returned_before) / max(1, first[0].size_bytes)
-        first_only_filtered = self.stats.where.get(first[0].number) == "storage (filter only)"
-        if first_only_filtered and ratio > self.pushdown_threshold:
-            for partition in rest:
-                self._record(partition, "client (cost model)", main)
-                yield self._complete_here(sub, partition)
-            return
+        if self.stats.where.get(first[0].number) == Placement.STORAGE_FILTER_ONLY:
+            ratio = (self.stats.bytes_returned - returned_before) / max(1, first[0].size_bytes)
+            if not self.policy.by_ratio(f"sampled object {first[0].number}", ratio, len(rest)).pushdown:
+                yield from self._at_client(sub, rest, Placement.CLIENT_COST_MODEL, main)
+                return
         yield from self._in_storage(sub, rest, main)
 
     def _in_storage(self, sub: SubPlan, partitions: list[Partition], main: bool) -> Iterator[pa.Table]:
@@ -125,14 +123,14 @@ class AggregateExecution:
             return
         request = PlanRequest(
             plan=sub.plan,
-            result=ResultOptions(compression=self.dataset.store.backend.reply_compression),
+            result=ResultOptions(compression=self.source.backend.reply_compression),
             pushback=self.pushback_limits,
         )
-        replies = self.dataset.store.backend.call_each(
+        replies = self.source.backend.call_each(
             PlanRequest.METHOD,
             [p.object_name for p in partitions],
             request,
-            f"aggregating {self.dataset.name!r}",
+            f"aggregating {self.source.name!r}",
             parallel=self.use_threads,
         )
         answered = 0
@@ -144,43 +142,49 @@ class AggregateExecution:
                 yield self._finish(sub, partition, reply, main)
         except ClassCallsNotPermittedError as refusal:
             warn_class_calls_refused(refusal)
-            for partition in partitions[answered:]:
-                self._record(partition, "client (class calls not permitted)", main)
-                yield self._complete_here(sub, partition)
+            yield from self._at_client(sub, partitions[answered:], Placement.CLIENT_NOT_PERMITTED, main)
 
     def _finish(self, sub: SubPlan, partition: Partition, reply: Reply, main: bool) -> pa.Table:
         if reply.executed is Executed.NONE:
-            self._record(partition, "pushed back", main)
-            return self._complete_here(sub, partition)
+            (table,) = self._at_client(sub, [partition], Placement.PUSHED_BACK, main)
+            return table
         if main:
             self.stats.rows_scanned += reply.statistics[ROWS_SCANNED]
         rows = reply.reader().read_all()
         if reply.executed is Executed.FILTER_ONLY:
-            self._record(partition, "storage (filter only)", main)
+            self._record(partition, Placement.STORAGE_FILTER_ONLY, main)
             return sub.aggregate_rows(rows)
-        self._record(partition, "storage", main)
+        self._record(partition, Placement.STORAGE, main)
         return rows
 
-    def _record(self, partition: Partition, where: str, main: bool) -> None:
+    def _record(self, partition: Partition, placement: Placement, main: bool) -> None:
         if not main:
             return
         self.stats.objects_scanned += 1
-        self.stats.where[partition.number] = where
-        if where == "pushed back":
+        self.stats.where[partition.number] = placement
+        if placement == Placement.PUSHED_BACK:
             self.stats.objects_pushed_back += 1
-        if where != "storage":
+        if placement != Placement.STORAGE:
             self.stats.objects_at_client += 1
 
-    def _complete_here(self, sub: SubPlan, partition: Partition) -> pa.Table:
+    def _at_client(
+        self, sub: SubPlan, partitions: list[Partition], placement: Placement, main: bool
+    ) -> Iterator[pa.Table]:
+        completed = at_client(lambda partition: self._complete_here(sub, partition), partitions, self.use_threads)
+        for partition, (size, rows, table) in zip(partitions, completed):
+            self.stats.bytes_returned += size
+            self.stats.rows_scanned += rows
+            self._record(partition, placement, main)
+            yield table
+
+    def _complete_here(self, sub: SubPlan, partition: Partition) -> tuple[int, int, pa.Table]:
         """The object's sub-plan on this machine: a plain read, the plan's read ->
         filter -> project on Acero, and the sub-plan's aggregate in pyarrow."""
         filter = None if self.stats.filter_in_storage else self.query.filter
-        size, rows, table = read_partition(self.dataset, partition, filter=filter)
-        self.stats.bytes_returned += size
-        self.stats.rows_scanned += rows
+        size, rows, table = read_partition(self.source, partition, filter=filter)
         inputs = pas.run_query(
             pa.py_buffer(self.decomposition.input_plan),
             use_threads=False,
             table_provider=lambda names, schema: table.select(schema.names).cast(schema),
         )
-        return sub.aggregate_rows(inputs.read_all())
+        return size, rows, sub.aggregate_rows(inputs.read_all())

@@ -1,21 +1,22 @@
-"""explain(): what ran in storage and what at the client, per object, with
-estimated (statistics) against actual selectivity. It runs the query."""
+"""explain() and analyze(): what runs in storage and what at the client.
+explain() shows the plan and the placement decided before anything runs;
+analyze() runs the query and adds what happened, per object, with estimated
+(statistics) against actual selectivity."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from substrait.gen.proto import plan_pb2
 
+from skyhook.catalog.pruning import matching_partitions
+from skyhook.execution.aggregate_execution import AggregateExecution
+from skyhook.execution.dataset_objects import DatasetObjects
+from skyhook.execution.placement import Placement
+from skyhook.execution.scan_execution import ScanExecution
 from skyhook.plan.aggregate import DISTINCT
 from skyhook.plan.substrait import measures_of
-
-if TYPE_CHECKING:
-    from skyhook.dataset import Dataset
-    from skyhook.execution.aggregate_execution import AggregateExecution
-    from skyhook.execution.scanner import Scanner
 
 
 @dataclass
@@ -29,83 +30,97 @@ class Explanation:
         printer.text(str(self))
 
 
-def _statistics_estimate(dataset: Dataset, kept: set[int]) -> float:
+def _statistics_estimate(source: DatasetObjects, kept: set[int]) -> float:
     """Rows of the partitions statistics could not rule out: an upper bound."""
-    total = dataset.manifest.num_rows
-    rows = sum(p.num_rows for p in dataset.manifest.partitions if p.number in kept)
+    total = source.manifest.num_rows
+    rows = sum(p.num_rows for p in source.manifest.partitions if p.number in kept)
     return rows / total if total else 0.0
 
 
-def explain_scan(dataset: Dataset, scanner: Scanner) -> Explanation:
-    table = scanner.to_table()
-    stats = scanner.stats
-    total = dataset.manifest.num_rows
-    lines = [
-        f"scan of {dataset.name!r}: {total:,} rows in {len(dataset.manifest.partitions)} objects",
-        f"  filter: {scanner.filter}",
-        f"  in storage (per object pushed down): {'filter' if stats.filter_in_storage else '-'}"
-        f"{' + projection' if stats.projection_in_storage else ''}",
-        f"  cost model: {stats.cost_model or ('off: pushdown' if stats.pushdown else 'off: plain reads')}",
-        f"  at the client: {'filter ' if not stats.filter_in_storage else ''}"
-        f"{'projection ' if not stats.projection_in_storage else ''}concatenation",
+def explain_scan(execution: ScanExecution) -> Explanation:
+    source, stats = execution.source, execution.stats
+    partitions = matching_partitions(source.manifest, execution.filter)
+    kept = {partition.number for partition in partitions}
+    return Explanation(
+        [
+            f"scan of {source.name!r}: {source.manifest.num_rows:,} rows in {len(source.manifest.partitions)} objects",
+            f"  filter: {execution.filter}",
+            f"  in storage (per object pushed down): {'filter' if stats.filter_in_storage else '-'}"
+            f"{' + projection' if stats.projection_in_storage else ''}",
+            f"  cost model: {execution.planned_decision(partitions).reason}",
+            f"  at the client: {'filter ' if not stats.filter_in_storage else ''}"
+            f"{'projection ' if not stats.projection_in_storage else ''}concatenation",
+            f"  objects: {len(partitions)} to scan, {len(source.manifest.partitions) - len(partitions)} pruned by statistics",
+            f"  selectivity: estimated <= {_statistics_estimate(source, kept):.1%} (statistics)",
+        ]
+    )
+
+
+def analyze_scan(execution: ScanExecution) -> Explanation:
+    table = execution.to_table()
+    source, stats = execution.source, execution.stats
+    explanation = explain_scan(execution)
+    explanation.lines[-2:] = [
+        f"  cost model decided: {stats.cost_model or ('off: pushdown' if stats.pushdown else 'off: plain reads')}",
         f"  objects: {stats.objects_scanned} scanned, {stats.objects_pruned} pruned by statistics, "
         f"{stats.objects_read_plain} read plainly at the client "
         f"({stats.objects_pushed_back} of them pushed back by loaded nodes)",
+        f"  selectivity: estimated <= {_statistics_estimate(source, execution.scanned):.1%} "
+        f"(statistics), actual {table.num_rows / max(1, source.manifest.num_rows):.2%}",
+        f"  bytes: {stats.bytes_read:,} read in storage, {stats.bytes_returned:,} to the client",
     ]
-    lines.append(
-        f"  selectivity: estimated <= {_statistics_estimate(dataset, scanner.scanned):.1%} "
-        f"(statistics), actual {table.num_rows / max(1, total):.2%}"
-    )
-    lines.append(f"  bytes: {stats.bytes_read:,} read in storage, {stats.bytes_returned:,} to the client")
-    return Explanation(lines)
+    return explanation
 
 
-def explain_aggregate(dataset: Dataset, execution: AggregateExecution) -> Explanation:
-    result = execution.run()
-    stats = execution.stats
+def explain_aggregate(execution: AggregateExecution) -> Explanation:
+    source, stats, query = execution.source, execution.stats, execution.query
     plan = plan_pb2.Plan.FromString(execution.plan)
     sub_plan = plan_pb2.Plan.FromString(execution.decomposition.sub_plan.plan)
-    query = execution.query
-    kept = set(stats.where)
+    partitions = matching_partitions(source.manifest, query.filter)
     lines = [
-        f"aggregate of {dataset.name!r}: {dataset.manifest.num_rows:,} rows in "
-        f"{len(dataset.manifest.partitions)} objects",
+        f"aggregate of {source.name!r}: {source.manifest.num_rows:,} rows in {len(source.manifest.partitions)} objects",
         f"  plan (Substrait): read {list(execution.decomposition.read_schema.names)} -> "
         f"{'filter -> ' if stats.filter_in_storage and query.filter is not None else ''}"
         f"project -> aggregate by {query.keys or '()'}: "
         + ", ".join(name + (" distinct" if call.invocation == DISTINCT else "") for name, call in measures_of(plan)),
         f"  filter: {query.filter}",
-    ]
-    lines.append(
         "  sub-plan in storage, per object: partial "
         + ", ".join(name for name, _ in measures_of(sub_plan))
-        + "".join(f"; distinct values of input {i}" for i in range(len(execution.decomposition.distinct_plans)))
-    )
-    lines.append(
+        + "".join(f"; distinct values of input {i}" for i in range(len(execution.decomposition.distinct_plans))),
         "  super-plan at the client: "
         + ", ".join(
             f"{m.output} <- {'count_distinct of the union' if m.distinct_plan is not None else m.function + ' merge of ' + '/'.join(m.partials)}"
             for m in execution.decomposition.merges
-        )
-    )
-    if "storage (filter only)" in stats.where.values() or "client (cost model)" in stats.where.values():
-        lines.append(
-            "  storage could run only the filter and projection (Arrow's Substrait consumer cannot "
-            "aggregate computed decimals): the client aggregated those rows"
-        )
+        ),
+    ]
     if not stats.filter_in_storage:
         lines.append("  the filter cannot be expressed in Substrait: every object is read and filtered at the client")
-    placement = Counter(stats.where.values())
     lines.append(
-        f"  objects: {stats.objects_pruned} pruned by statistics; "
-        + ", ".join(f"{count} in {where}" for where, count in sorted(placement.items()))
-    )
-    lines.append(
-        f"  selectivity: estimated <= {_statistics_estimate(dataset, kept):.1%} (statistics); "
-        f"{stats.rows_scanned:,} rows read, {stats.partial_rows:,} partial rows returned"
-    )
-    lines.append(
-        f"  result: {result.num_rows:,} rows; {stats.bytes_returned:,} bytes to the client, "
-        f"{stats.storage_cpu_s:.3f} s storage CPU"
+        f"  objects: {len(partitions)} to aggregate, "
+        f"{len(source.manifest.partitions) - len(partitions)} pruned by statistics"
     )
     return Explanation(lines)
+
+
+def analyze_aggregate(execution: AggregateExecution) -> Explanation:
+    result = execution.run()
+    source, stats = execution.source, execution.stats
+    explanation = explain_aggregate(execution)
+    placements = set(stats.where.values())
+    if Placement.STORAGE_FILTER_ONLY in placements or Placement.CLIENT_COST_MODEL in placements:
+        explanation.lines.insert(
+            -1,
+            "  storage could run only the filter and projection (Arrow's Substrait consumer cannot "
+            "aggregate computed decimals): the client aggregated those rows",
+        )
+    placement = Counter(str(where) for where in stats.where.values())
+    explanation.lines[-1] = f"  objects: {stats.objects_pruned} pruned by statistics; " + ", ".join(
+        f"{count} in {where}" for where, count in sorted(placement.items())
+    )
+    explanation.lines += [
+        f"  selectivity: estimated <= {_statistics_estimate(source, set(stats.where)):.1%} (statistics); "
+        f"{stats.rows_scanned:,} rows read, {stats.partial_rows:,} partial rows returned",
+        f"  result: {result.num_rows:,} rows; {stats.bytes_returned:,} bytes to the client, "
+        f"{stats.storage_cpu_s:.3f} s storage CPU",
+    ]
+    return explanation

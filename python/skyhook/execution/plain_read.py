@@ -7,7 +7,6 @@ rather than a wrong answer."""
 
 from __future__ import annotations
 
-import functools
 import warnings
 from typing import TYPE_CHECKING
 
@@ -15,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from skyhook.catalog.object_format import stored_schema
 from skyhook.errors import (
     ClassCallsNotPermittedError,
     CorruptObjectError,
@@ -24,11 +24,10 @@ from skyhook.errors import (
     StorageError,
     first_line,
 )
-from skyhook.ingest.writer import encode_partition
 
 if TYPE_CHECKING:
     from skyhook.catalog.manifest import Partition
-    from skyhook.dataset import Dataset
+    from skyhook.execution.dataset_objects import DatasetObjects
 
 _FILE_FORMATS = {
     "parquet": pads.ParquetFileFormat(
@@ -41,25 +40,25 @@ _ARROW_ERRORS = (pa.ArrowException, OSError)
 
 
 def read_partition(
-    dataset: Dataset, partition: Partition, columns=None, filter: pc.Expression | None = None
+    source: DatasetObjects, partition: Partition, columns=None, filter: pc.Expression | None = None
 ) -> tuple[int, int, pa.Table]:
     """(object bytes moved, rows in the object, the filtered and projected table)."""
     name = partition.object_name
     try:
-        data = dataset.store.backend.read_object(name)
+        data = source.backend.read_object(name)
     except SkyhookError:
         raise
     except OSError as error:
         raise StorageError(f"reading object {name} failed: {error}") from None
-    format = dataset.manifest.format
+    format = source.manifest.format
     try:
         fragment = _FILE_FORMATS[format].make_fragment(pa.BufferReader(data))
         rows = fragment.count_rows()
-        _check_schema(fragment.physical_schema, _stored_schema(dataset.schema, format), name)
+        _check_schema(fragment.physical_schema, stored_schema(source.schema, format), name)
         return (
             data.size,
             rows,
-            fragment.to_table(schema=dataset.schema, columns=columns, filter=filter, use_threads=False),
+            fragment.to_table(schema=source.schema, columns=columns, filter=filter, use_threads=False),
         )
     except SkyhookError:
         raise
@@ -67,7 +66,7 @@ def read_partition(
         if isinstance(error, MemoryError) or (columns is None and filter is None):
             raise _read_error(name, format, error) from None
         try:  # the data itself, or the expressions?
-            fragment.to_table(schema=dataset.schema, use_threads=False)
+            fragment.to_table(schema=source.schema, use_threads=False)
         except _ARROW_ERRORS as data_error:
             raise _read_error(name, format, data_error) from None
         raise InvalidRequestError(
@@ -79,14 +78,6 @@ def warn_class_calls_refused(refusal: ClassCallsNotPermittedError) -> None:
     """Storage-side methods are refused but plain reads may be allowed: the query
     goes on at the client, with the same results and the whole objects moved."""
     warnings.warn(f"{refusal}; reading whole objects at the client instead", RuntimeWarning, stacklevel=3)
-
-
-@functools.lru_cache(maxsize=64)
-def _stored_schema(schema: pa.Schema, format: str) -> pa.Schema:
-    """The schema the objects of a dataset of this schema have: Parquet cannot hold
-    every Arrow type (time32[s] is read back as time32[ms], date64 as date32)."""
-    empty = encode_partition(schema.empty_table(), format, row_group_size=1, compression="none")
-    return _FILE_FORMATS[format].make_fragment(pa.BufferReader(empty)).physical_schema
 
 
 def _check_schema(physical: pa.Schema, expected: pa.Schema, name: str) -> None:

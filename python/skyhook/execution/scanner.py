@@ -1,262 +1,89 @@
-"""Scans: prune partitions by statistics, push filter and projection into
-storage, stream the results back. Shaped like ``pyarrow.dataset.Scanner``."""
+"""The user's scan handle: a real ``pyarrow.dataset.Scanner`` over the Arrow
+dataset of the stored objects, so anything that takes a pyarrow Scanner takes
+it (``pads.write_dataset``, ``scan_batches``, Acero). Its own ``to_table``,
+``to_batches``, ``to_reader``, ``count_rows``, ``head`` and ``take`` run the
+scan execution directly, which also computes projections in storage; its
+``stats`` are the metrics of everything run through it."""
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from skyhook.catalog.pruning import matching_partitions
-from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, InvalidRequestError, first_line
-from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD, predicted_reply_ratio
-from skyhook.execution.parallel import ordered_map
-from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
-from skyhook.plan.expressions import Columns, output_expressions, projected_schema, to_substrait
-from skyhook.rpc.reply import Executed
-from skyhook.rpc.requests import ScanRequest
-from skyhook.rpc.result_options import PushbackLimits, ResultOptions
+from skyhook._arrow_dataset import ObjectScanOptions, adopt_scanner
+from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
+from skyhook.plan.expressions import Columns
 
 if TYPE_CHECKING:
-    from skyhook.catalog.manifest import Partition
-    from skyhook.dataset import Dataset
+    from skyhook.execution.dataset_objects import DatasetObjects
 
-DEFAULT_MAX_RESULT_BYTES = 1 << 30
-_client_pool = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="skyhook-read")
-
-
-@dataclass
-class ScanStatistics:
-    objects_scanned: int = 0
-    objects_pruned: int = 0
-    rows_scanned: int = 0  # rows storage read (client-side path: rows decoded)
-    rows_returned: int = 0
-    bytes_read: int = 0  # bytes read inside storage
-    bytes_returned: int = 0  # bytes that crossed from storage to the client
-    storage_cpu_s: float = 0.0
-    wall_s: float = 0.0
-    objects_pushed_back: int = 0  # declined by a loaded node and done here
-    objects_read_plain: int = 0  # whole objects read and filtered here (cost model or pushdown=False)
-    continuations: int = 0  # extra calls for objects a node limit (time, reply size) split
-    pushdown: bool | str = "auto"  # requested: True, False, or "auto" (the cost model decides)
-    cost_model: str = ""  # what the cost model decided and why
-    filter_in_storage: bool = True  # False: the filter was not expressible in Substrait
-    projection_in_storage: bool = True  # (and was completed by the client)
-    class_calls_refused: bool = False  # the user may not call the object class: plain reads
-
-    def as_dict(self) -> dict[str, int | float | bool]:
-        return asdict(self)
+#: Keywords of pyarrow's Scanner.from_dataset that the C++ scanner takes as they are.
+ARROW_SCAN_OPTIONS = ("batch_readahead", "fragment_readahead", "cache_metadata", "memory_pool")
 
 
-class Scanner:
+class Scanner(pads.Scanner):
     def __init__(
         self,
-        dataset: Dataset,
+        arrow_dataset: pads.Dataset,
+        source: DatasetObjects,
         columns: Columns = None,
         filter: pc.Expression | None = None,
         *,
         batch_size: int | None = None,
         use_threads: bool = True,
-        pushdown: bool | str = "auto",
-        pushdown_threshold: float = DEFAULT_PUSHDOWN_THRESHOLD,
-        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
-        max_in_flight: int | None = None,
-        max_slice_cpu_ns: int | None = None,
+        **options: Any,
     ) -> None:
-        schema = dataset.schema
-        self.dataset = dataset
-        self.dataset_schema = schema
-        self.projected_schema = projected_schema(schema, columns, filter)
-        self.columns = columns
-        self.filter = filter
-        self.batch_size = batch_size
-        self.use_threads = use_threads
-        if pushdown not in (True, False, "auto"):
-            raise InvalidRequestError(f"pushdown must be True, False or 'auto', not {pushdown!r}")
-        self.pushdown = pushdown
-        self.pushdown_threshold = pushdown_threshold
-        self.max_result_bytes = max_result_bytes
-        self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
-        self._filter_substrait = None if filter is None else to_substrait([filter], ["filter"], schema, is_filter=True)
-        self._client_filter = filter is not None and self._filter_substrait is None
-        # A filter the client completes may read any column: then storage returns all.
-        self._projection_substrait = None
-        if columns is not None and not self._client_filter:
-            self._projection_substrait = to_substrait(*output_expressions(columns), schema)
-        self._client_projection = columns is not None and self._projection_substrait is None
-        #: Partitions the last run could not rule out by statistics.
-        self.scanned: set[int] = set()
-        self.stats = ScanStatistics(
-            pushdown=pushdown,
-            filter_in_storage=not self._client_filter,
-            projection_in_storage=not self._client_projection,
+        arrow_options = {key: options.pop(key) for key in ARROW_SCAN_OPTIONS if key in options}
+        options.pop("fragment_scan_options", None)  # a skyhook scan passes its own
+        self.execution = ScanExecution(
+            source, columns, filter, batch_size=batch_size, use_threads=use_threads, **options
         )
+        if batch_size is not None:
+            arrow_options["batch_size"] = batch_size
+        native = pads.Scanner.from_dataset(
+            arrow_dataset,
+            columns=columns,
+            filter=filter,
+            use_threads=use_threads,
+            fragment_scan_options=ObjectScanOptions(self.execution),
+            **arrow_options,
+        )
+        adopt_scanner(self, native)
 
     def __repr__(self) -> str:
-        return f"<skyhook.Scanner of {self.dataset.name!r} filter={self.filter} columns={self.columns}>"
+        execution = self.execution
+        return f"<skyhook.Scanner of {execution.source.name!r} filter={execution.filter} columns={execution.columns}>"
+
+    @property
+    def stats(self) -> ScanStatistics:
+        return self.execution.stats
+
+    @property
+    def filter(self) -> pc.Expression | None:
+        return self.execution.filter
+
+    @property
+    def columns(self) -> Columns:
+        return self.execution.columns
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        started = time.perf_counter()
-        try:
-            partitions = matching_partitions(self.dataset.manifest, self.filter)
-            self.scanned = {partition.number for partition in partitions}
-            self.stats.objects_pruned += len(self.dataset.manifest.partitions) - len(partitions)
-            if self.pushdown == "auto":
-                tables = self._cost_based(partitions)
-            else:
-                tables = self._pushdown(partitions) if self.pushdown else self._read_whole(partitions)
-            for table in tables:
-                self.stats.objects_scanned += 1
-                if table.schema != self.projected_schema:  # e.g. nullability of computed columns
-                    table = self._conform(table)
-                self.stats.rows_returned += table.num_rows
-                yield from table.to_batches(max_chunksize=self.batch_size)
-        finally:
-            self.stats.wall_s += time.perf_counter() - started
-
-    def _conform(self, table: pa.Table) -> pa.Table:
-        try:
-            return table.cast(self.projected_schema)
-        except (pa.ArrowException, ValueError) as error:  # storage replied with other columns
-            raise CorruptReplyError(
-                f"a result of scanning {self.dataset.name!r} does not have the requested columns: {first_line(error)}"
-            ) from None
+        return self.execution.to_batches()
 
     def to_reader(self) -> pa.RecordBatchReader:
-        return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
+        return self.execution.to_reader()
 
     def to_table(self) -> pa.Table:
-        return pa.Table.from_batches(list(self.to_batches()), self.projected_schema)
+        return self.execution.to_table()
 
     def count_rows(self) -> int:
-        if self.filter is None:
-            return self.dataset.manifest.num_rows
-        counter = Scanner(
-            self.dataset,
-            [],
-            self.filter,
-            use_threads=self.use_threads,
-            pushdown=self.pushdown,
-            pushdown_threshold=self.pushdown_threshold,
-            max_result_bytes=self.max_result_bytes,
-            **self.pushback_limits,
-        )
-        rows = sum(batch.num_rows for batch in counter.to_batches())
-        self.stats = counter.stats
-        return rows
+        return self.execution.count_rows()
 
     def head(self, num_rows: int) -> pa.Table:
-        batches, remaining = [], num_rows
-        stream = self.to_batches()
-        try:
-            for batch in stream:
-                if remaining <= 0:
-                    break
-                batches.append(batch.slice(0, remaining))
-                remaining -= batches[-1].num_rows
-        finally:
-            stream.close()
-        return pa.Table.from_batches(batches, self.projected_schema)
+        return self.execution.head(num_rows)
 
     def take(self, indices: pa.Array | list[int]) -> pa.Table:
-        return self.to_table().take(indices)
-
-    def _request(self) -> ScanRequest:
-        return ScanRequest(
-            filter=self._filter_substrait,
-            projection=self._projection_substrait,
-            result=ResultOptions(
-                compression=self.dataset.store.backend.reply_compression,
-                batch_size=self.batch_size,
-                max_result_bytes=self.max_result_bytes,
-            ),
-            pushback=PushbackLimits(**self.pushback_limits),
-        )
-
-    def _pushdown(self, partitions: list[Partition]) -> Iterator[pa.Table]:
-        replies = self.dataset.store.backend.call_each(
-            "scan",
-            [p.object_name for p in partitions],
-            self._request(),
-            f"scanning {self.dataset.name!r}",
-            parallel=self.use_threads,
-        )
-        answered = 0
-        try:
-            for partition, reply in zip(partitions, replies):
-                answered += 1
-                if reply.executed is Executed.NONE:  # pushed back by a loaded node: do it here
-                    self.stats.objects_pushed_back += 1
-                    size, rows, table = self._read_and_filter(partition)
-                    self._count_plain_read(size, rows)
-                    yield table
-                    continue
-                self.stats.rows_scanned += reply.statistics["rows_scanned"]
-                self.stats.continuations += reply.statistics.get("calls", 1) - 1
-                self.stats.bytes_read += reply.statistics["bytes_read"]
-                self.stats.bytes_returned += reply.statistics["bytes_returned"]  # as sent, all calls
-                self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
-                table = reply.reader().read_all()
-                if self._client_filter or self._client_projection:  # what storage could not do
-                    table = pads.dataset(table).to_table(
-                        columns=self.columns, filter=self.filter if self._client_filter else None
-                    )
-                yield table
-        except ClassCallsNotPermittedError as refusal:
-            warn_class_calls_refused(refusal)
-            self.stats.class_calls_refused = True
-            yield from self._read_whole(partitions[answered:])
-
-    def _cost_based(self, partitions: list[Partition]) -> Iterator[pa.Table]:
-        if not partitions:
-            return
-        predicted = predicted_reply_ratio(self.dataset.manifest, self.filter, partitions, self.columns)
-        if predicted is not None:
-            pushdown = self._decide("statistics: every row passes", predicted, len(partitions))
-            yield from self._pushdown(partitions) if pushdown else self._read_whole(partitions)
-            return
-        sample, rest = partitions[0], partitions[1:]
-        returned_before = self.stats.bytes_returned
-        pushed_back_before = self.stats.objects_pushed_back
-        yield from self._pushdown([sample])
-        if self.stats.objects_pushed_back > pushed_back_before:
-            self.stats.cost_model = "sample pushed back by a loaded node: no estimate, pushdown"
-            yield from self._pushdown(rest)
-            return
-        ratio = (self.stats.bytes_returned - returned_before) / max(1, sample.size_bytes)
-        pushdown = self._decide(f"sampled object {sample.number}", ratio, len(rest))
-        yield from self._pushdown(rest) if pushdown else self._read_whole(rest)
-
-    def _decide(self, basis: str, ratio: float, objects: int) -> bool:
-        """Pushdown when the reply is expected to be small next to its object."""
-        pushdown = ratio <= self.pushdown_threshold
-        self.stats.cost_model = (
-            f"{basis}: reply/object bytes {ratio:.3f} {'<=' if pushdown else '>'} "
-            f"{self.pushdown_threshold}: {'pushdown' if pushdown else 'plain reads'} "
-            f"for {objects} objects"
-        )
-        return pushdown
-
-    def _read_whole(self, partitions: list[Partition]) -> Iterator[pa.Table]:
-        """The baseline a pushdown must beat: move whole objects to the client and
-        let pyarrow filter them here, decoding only the columns it needs."""
-        window = 2 * (os.cpu_count() or 1) if self.use_threads else 1
-        for size, rows, table in ordered_map(_client_pool, self._read_and_filter, partitions, window):
-            self._count_plain_read(size, rows)
-            yield table
-
-    def _read_and_filter(self, partition: Partition) -> tuple[int, int, pa.Table]:
-        return read_partition(self.dataset, partition, self.columns, self.filter)
-
-    def _count_plain_read(self, size: int, rows: int) -> None:
-        self.stats.objects_read_plain += 1
-        self.stats.bytes_read += size
-        self.stats.bytes_returned += size
-        self.stats.rows_scanned += rows
+        return self.execution.take(indices)

@@ -1,0 +1,2 @@
+"""Ingest: user data written as a dataset (sources, partitioning, encoding,
+statistics, publishing)."""

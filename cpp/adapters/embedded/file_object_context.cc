@@ -1,0 +1,223 @@
+#include "file_object_context.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <utility>
+#include <vector>
+
+namespace skyhook {
+namespace {
+
+arrow::Status Failed(const char* what, const std::string& path) {
+  return arrow::Status::IOError("cannot ", what, " ", path, ": ", std::strerror(errno));
+}
+
+// A file's "user." attribute `key`, or nullopt when it is not set.
+arrow::Result<std::optional<std::string>> ReadXattr(const std::string& path,
+                                                    const std::string& key) {
+  std::vector<char> value(256);
+  while (true) {
+    ssize_t n = getxattr(path.c_str(), key.c_str(), value.data(), value.size());
+    if (n >= 0) return std::string(value.data(), static_cast<size_t>(n));
+    if (errno == ENODATA) return std::nullopt;
+    if (errno != ERANGE) return Failed(("read attribute " + key + " of").c_str(), path);
+    value.resize(value.size() * 4);
+  }
+}
+
+// A new file beside `target`, named as the store names its temporary files
+// (".<name>.<8 random characters>"), renamed over `target` by Commit and
+// removed if it never is.
+class TemporaryFile {
+ public:
+  static arrow::Result<std::unique_ptr<TemporaryFile>> Create(const std::string& target) {
+    static constexpr char kCharacters[] = "abcdefghijklmnopqrstuvwxyz0123456789_";
+    std::random_device random;
+    std::uniform_int_distribution<size_t> pick(0, sizeof(kCharacters) - 2);
+    const std::filesystem::path path(target);
+    while (true) {
+      std::string name = "." + path.filename().string() + ".";
+      for (int i = 0; i < 8; ++i) name += kCharacters[pick(random)];
+      auto temporary = (path.parent_path() / name).string();
+      int fd = open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd >= 0) return std::unique_ptr<TemporaryFile>(new TemporaryFile(fd, temporary, target));
+      if (errno != EEXIST) return Failed("create a file beside", target);
+    }
+  }
+
+  ~TemporaryFile() {
+    if (fd_ >= 0) close(fd_);
+    if (!committed_) unlink(path_.c_str());
+  }
+
+  arrow::Status Write(const uint8_t* data, uint64_t size) {
+    while (size > 0) {
+      ssize_t n = write(fd_, data, size);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return Failed("write", path_);
+      data += n;
+      size -= static_cast<uint64_t>(n);
+    }
+    return arrow::Status::OK();
+  }
+
+  arrow::Status Resize(uint64_t size) {
+    if (ftruncate(fd_, static_cast<off_t>(size)) != 0) return Failed("resize", path_);
+    return arrow::Status::OK();
+  }
+
+  // The target's "user." attributes, which belong to the object, not its bytes.
+  arrow::Status CopyXattrs() {
+    ssize_t length = listxattr(target_.c_str(), nullptr, 0);
+    if (length < 0) return errno == ENOENT ? arrow::Status::OK() : Failed("list", target_);
+    std::vector<char> names(static_cast<size_t>(length));
+    length = listxattr(target_.c_str(), names.data(), names.size());
+    if (length < 0) return Failed("list", target_);
+    for (const char* name = names.data(); name < names.data() + length;
+         name += std::strlen(name) + 1) {
+      if (std::strncmp(name, "user.", 5) != 0) continue;
+      ARROW_ASSIGN_OR_RAISE(auto value, ReadXattr(target_, name));
+      if (value && fsetxattr(fd_, name, value->data(), value->size(), 0) != 0) {
+        return Failed("set an attribute of", path_);
+      }
+    }
+    return arrow::Status::OK();
+  }
+
+  // Synced, renamed over the target, the directory synced: the store's atomic write.
+  arrow::Status Commit() {
+    if (fsync(fd_) != 0) return Failed("sync", path_);
+    if (close(std::exchange(fd_, -1)) != 0) return Failed("close", path_);
+    if (rename(path_.c_str(), target_.c_str()) != 0) return Failed("rename", path_);
+    committed_ = true;
+    auto directory = std::filesystem::path(target_).parent_path().string();
+    int fd = open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return Failed("open", directory);
+    int synced = fsync(fd);
+    close(fd);
+    return synced == 0 ? arrow::Status::OK() : Failed("sync", directory);
+  }
+
+ private:
+  TemporaryFile(int fd, std::string path, std::string target)
+      : fd_(fd), path_(std::move(path)), target_(std::move(target)) {}
+
+  int fd_;
+  std::string path_;
+  std::string target_;
+  bool committed_ = false;
+};
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::io::MemoryMappedFile>> FileObjectContext::Mapped() {
+  if (!file_) {
+    ARROW_ASSIGN_OR_RAISE(file_,
+                          arrow::io::MemoryMappedFile::Open(path_, arrow::io::FileMode::READ));
+  }
+  return file_;
+}
+
+arrow::Result<uint64_t> FileObjectContext::Size() {
+  ARROW_ASSIGN_OR_RAISE(auto file, Mapped());
+  ARROW_ASSIGN_OR_RAISE(int64_t size, file->GetSize());
+  return static_cast<uint64_t>(size);
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> FileObjectContext::Read(uint64_t offset,
+                                                                      uint64_t length) {
+  ARROW_ASSIGN_OR_RAISE(auto file, Mapped());
+  return file->ReadAt(static_cast<int64_t>(offset), static_cast<int64_t>(length));
+}
+
+arrow::Result<std::optional<std::string>> FileObjectContext::GetXattr(const std::string& name) {
+  return ReadXattr(path_, "user." + name);
+}
+
+arrow::Result<uint64_t> FileObjectContext::SizeOrZero() const {
+  struct stat status{};
+  if (stat(path_.c_str(), &status) == 0) return static_cast<uint64_t>(status.st_size);
+  if (errno == ENOENT) return 0;
+  return Failed("stat", path_);
+}
+
+// The object's bytes are replaced, never changed in place: readers map the
+// file (in this and the store's other processes), and a mapped file that
+// shrinks under a reader faults it (SIGBUS). The new bytes go to a file beside
+// it that gets the object's attributes and is renamed over it, as the store
+// writes objects; readers that mapped the old file keep reading it whole.
+arrow::Status FileObjectContext::Replace(uint64_t keep, const arrow::Buffer& tail, uint64_t size) {
+  ARROW_ASSIGN_OR_RAISE(auto temporary, TemporaryFile::Create(path_));
+  if (keep > 0) {
+    ARROW_ASSIGN_OR_RAISE(auto kept, Read(0, keep));
+    ARROW_RETURN_NOT_OK(temporary->Write(kept->data(), static_cast<uint64_t>(kept->size())));
+  }
+  ARROW_RETURN_NOT_OK(temporary->Write(tail.data(), static_cast<uint64_t>(tail.size())));
+  ARROW_RETURN_NOT_OK(temporary->Resize(size));
+  ARROW_RETURN_NOT_OK(temporary->CopyXattrs());
+  ARROW_RETURN_NOT_OK(temporary->Commit());
+  file_.reset();  // the next read maps the new file
+  return arrow::Status::OK();
+}
+
+arrow::Status FileObjectContext::WriteFull(const arrow::Buffer& data) {
+  return Replace(0, data, static_cast<uint64_t>(data.size()));
+}
+
+arrow::Status FileObjectContext::Append(const arrow::Buffer& data) {
+  ARROW_ASSIGN_OR_RAISE(uint64_t size, SizeOrZero());
+  return Replace(size, data, size + static_cast<uint64_t>(data.size()));
+}
+
+arrow::Status FileObjectContext::Truncate(uint64_t size) {
+  ARROW_ASSIGN_OR_RAISE(uint64_t current, SizeOrZero());
+  return Replace(std::min(size, current), arrow::Buffer(nullptr, 0), size);
+}
+
+arrow::Status FileObjectContext::SetXattr(const std::string& name, const std::string& value) {
+  const std::string key = "user." + name;
+  auto set = [&] { return setxattr(path_.c_str(), key.c_str(), value.data(), value.size(), 0); };
+  if (set() != 0) {
+    // Setting an attribute creates the object, as it does in Ceph.
+    if (errno != ENOENT) return Failed(("set attribute " + name + " of").c_str(), path_);
+    ARROW_RETURN_NOT_OK(Replace(0, arrow::Buffer(nullptr, 0), 0));
+    if (set() != 0) return Failed(("set attribute " + name + " of").c_str(), path_);
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Result<OmapDatabase*> FileObjectContext::Omap() {
+  if (!omap_) {
+    ARROW_ASSIGN_OR_RAISE(omap_, OmapDatabase::Open(omap_database_));
+  }
+  return omap_.get();
+}
+
+std::string FileObjectContext::Name() const {
+  return std::filesystem::path(path_).filename().string();
+}
+
+arrow::Result<std::optional<std::string>> FileObjectContext::GetOmap(const std::string& key) {
+  ARROW_ASSIGN_OR_RAISE(auto omap, Omap());
+  return omap->Get(Name(), key);
+}
+
+arrow::Status FileObjectContext::SetOmap(const std::string& key, const std::string& value) {
+  ARROW_ASSIGN_OR_RAISE(auto omap, Omap());
+  return omap->Set(Name(), key, value);
+}
+
+arrow::Status FileObjectContext::RemoveOmap(const std::string& key) {
+  ARROW_ASSIGN_OR_RAISE(auto omap, Omap());
+  return omap->Remove(Name(), key);
+}
+
+}  // namespace skyhook

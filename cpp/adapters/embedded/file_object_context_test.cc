@@ -1,0 +1,141 @@
+#include "file_object_context.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace skyhook {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A store's objects directory and omap database in a directory of their own.
+class FileObjectContextTest : public testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "skyhook-unit-XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    root_ = pattern;
+    fs::create_directory(root_ / "objects");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  FileObjectContext Object(const std::string& name) {
+    return FileObjectContext((root_ / "objects" / name).string(), (root_ / "omap.sqlite").string());
+  }
+
+  static std::string Contents(ObjectContext& object) {
+    uint64_t size = object.Size().ValueOrDie();
+    return object.Read(0, size).ValueOrDie()->ToString();
+  }
+
+  std::vector<std::string> Files() const {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(root_ / "objects")) {
+      names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  fs::path root_;
+};
+
+TEST_F(FileObjectContextTest, WriteFullCreatesAndReplacesTheBytes) {
+  auto object = Object("a");
+  EXPECT_FALSE(object.Size().ok());
+  ASSERT_TRUE(object.WriteFull(arrow::Buffer("first version")).ok());
+  EXPECT_EQ(Contents(object), "first version");
+  ASSERT_TRUE(object.WriteFull(arrow::Buffer("second")).ok());
+  EXPECT_EQ(Contents(object), "second");
+  auto again = Object("a");
+  EXPECT_EQ(Contents(again), "second");
+  EXPECT_EQ(Files(), std::vector<std::string>{"a"});  // no temporary file is left
+}
+
+TEST_F(FileObjectContextTest, AppendAndTruncate) {
+  auto object = Object("a");
+  ASSERT_TRUE(object.Append(arrow::Buffer("abc")).ok());  // creates the object
+  ASSERT_TRUE(object.Append(arrow::Buffer("def")).ok());
+  EXPECT_EQ(Contents(object), "abcdef");
+  ASSERT_TRUE(object.Truncate(2).ok());
+  EXPECT_EQ(Contents(object), "ab");
+  ASSERT_TRUE(object.Truncate(4).ok());
+  EXPECT_EQ(Contents(object), std::string("ab\0\0", 4));
+  ASSERT_TRUE(object.Truncate(0).ok());
+  EXPECT_EQ(object.Size().ValueOrDie(), 0u);
+}
+
+TEST_F(FileObjectContextTest, ReadersKeepTheBytesTheyMapped) {
+  auto writer = Object("a");
+  ASSERT_TRUE(writer.WriteFull(arrow::Buffer("bytes a reader maps")).ok());
+  auto reader = Object("a");
+  auto mapped = reader.Read(0, 19).ValueOrDie();
+  ASSERT_TRUE(writer.Truncate(0).ok());
+  EXPECT_EQ(mapped->ToString(), "bytes a reader maps");
+}
+
+TEST_F(FileObjectContextTest, XattrsBelongToTheObjectAndSurviveWrites) {
+  auto object = Object("a");
+  ASSERT_TRUE(object.SetXattr("format", "parquet").ok());  // creates an empty object
+  EXPECT_EQ(object.Size().ValueOrDie(), 0u);
+  ASSERT_TRUE(object.WriteFull(arrow::Buffer("data")).ok());
+  ASSERT_TRUE(object.Append(arrow::Buffer("more")).ok());
+  ASSERT_TRUE(object.SetXattr("binary", std::string("\0\xff", 2)).ok());
+  auto again = Object("a");
+  EXPECT_EQ(again.GetXattr("format").ValueOrDie(), "parquet");
+  EXPECT_EQ(again.GetXattr("binary").ValueOrDie(), std::string("\0\xff", 2));
+  EXPECT_EQ(again.GetXattr("absent").ValueOrDie(), std::nullopt);
+  ASSERT_TRUE(object.SetXattr("format", std::string(1000, 'x')).ok());
+  EXPECT_EQ(again.GetXattr("format").ValueOrDie(), std::string(1000, 'x'));
+}
+
+TEST_F(FileObjectContextTest, OmapSetGetRemove) {
+  auto object = Object("a");
+  EXPECT_EQ(object.GetOmap("key").ValueOrDie(), std::nullopt);
+  ASSERT_TRUE(object.SetOmap("key", "value").ok());
+  ASSERT_TRUE(object.SetOmap(std::string("k\0y", 3), std::string("v\0\xff", 3)).ok());
+  ASSERT_TRUE(object.SetOmap("empty", "").ok());
+  ASSERT_TRUE(object.SetOmap("key", "replaced").ok());
+  auto again = Object("a");
+  EXPECT_EQ(again.GetOmap("key").ValueOrDie(), "replaced");
+  EXPECT_EQ(again.GetOmap(std::string("k\0y", 3)).ValueOrDie(), std::string("v\0\xff", 3));
+  EXPECT_EQ(again.GetOmap("empty").ValueOrDie(), "");
+  ASSERT_TRUE(again.RemoveOmap("key").ok());
+  ASSERT_TRUE(again.RemoveOmap("never set").ok());
+  EXPECT_EQ(object.GetOmap("key").ValueOrDie(), std::nullopt);
+}
+
+TEST_F(FileObjectContextTest, OmapIsPerObjectAndOutsideTheObjectsDirectory) {
+  auto a = Object("a");
+  auto b = Object("b");
+  ASSERT_TRUE(a.SetOmap("key", "of a").ok());
+  ASSERT_TRUE(b.SetOmap("key", "of b").ok());
+  EXPECT_EQ(a.GetOmap("key").ValueOrDie(), "of a");
+  EXPECT_EQ(b.GetOmap("key").ValueOrDie(), "of b");
+  EXPECT_TRUE(Files().empty());  // the omap made no object
+  EXPECT_TRUE(fs::exists(root_ / "omap.sqlite"));
+}
+
+TEST_F(FileObjectContextTest, ReadingNeverOpensTheOmapDatabase) {
+  auto object = Object("a");
+  ASSERT_TRUE(object.WriteFull(arrow::Buffer("data")).ok());
+  ASSERT_TRUE(object.SetXattr("format", "arrow").ok());
+  EXPECT_EQ(Contents(object), "data");
+  EXPECT_FALSE(fs::exists(root_ / "omap.sqlite"));
+}
+
+TEST_F(FileObjectContextTest, AnUnusableOmapDatabaseIsAnError) {
+  FileObjectContext object((root_ / "objects" / "a").string(),
+                           (root_ / "missing" / "omap").string());
+  auto value = object.GetOmap("key");
+  ASSERT_FALSE(value.ok());
+  EXPECT_TRUE(value.status().IsIOError());
+  EXPECT_FALSE(object.SetOmap("key", "value").ok());
+}
+
+}  // namespace
+}  // namespace skyhook

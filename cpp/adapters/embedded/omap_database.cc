@@ -1,0 +1,88 @@
+#include "omap_database.h"
+
+#include <sqlite3.h>
+
+namespace skyhook {
+namespace {
+
+// Keys and values are bytes: BLOBs, bound without copies for the statement's life.
+constexpr const char* kSchema =
+    "CREATE TABLE IF NOT EXISTS omap (object BLOB NOT NULL, key BLOB NOT NULL, "
+    "value BLOB NOT NULL, PRIMARY KEY (object, key)) WITHOUT ROWID";
+// Another process holding the database's lock makes a statement wait this long.
+constexpr int kBusyTimeoutMs = 10000;
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const char* sql) { sqlite3_prepare_v2(db, sql, -1, &statement_, nullptr); }
+  ~Statement() { sqlite3_finalize(statement_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  bool prepared() const { return statement_ != nullptr; }
+  void Bind(int index, const std::string& bytes) {
+    sqlite3_bind_blob64(statement_, index, bytes.data(), bytes.size(), SQLITE_STATIC);
+  }
+  int Step() { return sqlite3_step(statement_); }
+  std::string Column(int index) {
+    const void* data = sqlite3_column_blob(statement_, index);
+    return std::string(static_cast<const char*>(data), sqlite3_column_bytes(statement_, index));
+  }
+
+ private:
+  sqlite3_stmt* statement_ = nullptr;
+};
+
+}  // namespace
+
+arrow::Result<std::unique_ptr<OmapDatabase>> OmapDatabase::Open(const std::string& path) {
+  sqlite3* db = nullptr;
+  int code = sqlite3_open_v2(
+      path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  std::unique_ptr<OmapDatabase> database(new OmapDatabase(db, path));
+  if (code != SQLITE_OK) return database->Failed("open");
+  sqlite3_busy_timeout(db, kBusyTimeoutMs);
+  if (sqlite3_exec(db, kSchema, nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return database->Failed("create the omap table of");
+  }
+  return database;
+}
+
+OmapDatabase::~OmapDatabase() { sqlite3_close(db_); }
+
+arrow::Status OmapDatabase::Failed(const char* what) const {
+  return arrow::Status::IOError("cannot ", what, " the omap database ", path_, ": ",
+                                db_ ? sqlite3_errmsg(db_) : "out of memory");
+}
+
+arrow::Result<std::optional<std::string>> OmapDatabase::Get(const std::string& object,
+                                                            const std::string& key) {
+  Statement select(db_, "SELECT value FROM omap WHERE object = ?1 AND key = ?2");
+  if (!select.prepared()) return Failed("read");
+  select.Bind(1, object);
+  select.Bind(2, key);
+  int code = select.Step();
+  if (code == SQLITE_DONE) return std::nullopt;
+  if (code != SQLITE_ROW) return Failed("read");
+  return select.Column(0);
+}
+
+arrow::Status OmapDatabase::Set(const std::string& object, const std::string& key,
+                                const std::string& value) {
+  Statement insert(db_, "INSERT OR REPLACE INTO omap (object, key, value) VALUES (?1, ?2, ?3)");
+  if (!insert.prepared()) return Failed("write");
+  insert.Bind(1, object);
+  insert.Bind(2, key);
+  insert.Bind(3, value);
+  return insert.Step() == SQLITE_DONE ? arrow::Status::OK() : Failed("write");
+}
+
+arrow::Status OmapDatabase::Remove(const std::string& object, const std::string& key) {
+  Statement remove(db_, "DELETE FROM omap WHERE object = ?1 AND key = ?2");
+  if (!remove.prepared()) return Failed("write");
+  remove.Bind(1, object);
+  remove.Bind(2, key);
+  return remove.Step() == SQLITE_DONE ? arrow::Status::OK() : Failed("write");
+}
+
+}  // namespace skyhook

@@ -1,0 +1,80 @@
+#include "client/arrow_dataset/object_fragment.h"
+
+#include <set>
+
+#include <arrow/dataset/scanner.h>
+#include <arrow/io/interfaces.h>
+#include <arrow/util/async_generator.h>
+#include <arrow/util/thread_pool.h>
+
+namespace skyhook::client {
+
+using arrow::dataset::RecordBatchGenerator;
+using arrow::dataset::ScanOptions;
+
+ObjectFragment::ObjectFragment(int64_t object_index, int64_t num_rows,
+                               arrow::compute::Expression guarantee,
+                               std::shared_ptr<arrow::Schema> schema,
+                               std::shared_ptr<ObjectScanHandler> handler)
+    : Fragment(std::move(guarantee), std::move(schema)),
+      object_index_(object_index),
+      num_rows_(num_rows),
+      handler_(std::move(handler)) {}
+
+std::string ObjectFragment::ToString() const {
+  return "skyhook object " + std::to_string(object_index_);
+}
+
+arrow::Result<std::shared_ptr<arrow::Schema>> ObjectFragment::ReadPhysicalSchemaImpl() {
+  return given_physical_schema_;
+}
+
+arrow::Result<ObjectScan> ObjectFragment::MakeScan(const ScanOptions& options) const {
+  ObjectScan scan{
+      object_index_, options.filter, {}, options.batch_size, options.fragment_scan_options};
+  // Top-level columns only: storage selects whole columns; Arrow picks nested
+  // fields out of them afterwards.
+  std::set<int> seen;
+  for (const arrow::FieldRef& ref : options.MaterializedFields()) {
+    ARROW_ASSIGN_OR_RAISE(arrow::FieldPath path, ref.FindOne(*options.dataset_schema));
+    int index = path.indices().front();
+    if (seen.insert(index).second) {
+      scan.columns.push_back(options.dataset_schema->field(index)->name());
+    }
+  }
+  // What the statistics guarantee need not be checked again in storage.
+  auto simplified = arrow::compute::SimplifyWithGuarantee(scan.filter, partition_expression_);
+  if (simplified.ok()) scan.filter = *std::move(simplified);
+  return scan;
+}
+
+arrow::Result<RecordBatchGenerator> ObjectFragment::ScanBatchesAsync(
+    const std::shared_ptr<ScanOptions>& options) {
+  ARROW_ASSIGN_OR_RAISE(ObjectScan scan, MakeScan(*options));
+  // The handler blocks on storage: it runs on the I/O pool, and the batches
+  // continue on the CPU pool like those of Arrow's own formats.
+  auto* io_executor = arrow::io::default_io_context().executor();
+  auto reply = arrow::DeferNotOk(io_executor->Submit(
+      [handler = handler_, scan = std::move(scan)]() -> arrow::Result<arrow::RecordBatchVector> {
+        ARROW_ASSIGN_OR_RAISE(auto reader, handler->Scan(scan));
+        return reader->ToRecordBatches();
+      }));
+  auto batches = reply.Then([](const arrow::RecordBatchVector& batches) -> RecordBatchGenerator {
+    return arrow::MakeVectorGenerator(batches);
+  });
+  return arrow::MakeTransferredGenerator(arrow::MakeFromFuture(std::move(batches)),
+                                         arrow::internal::GetCpuThreadPool());
+}
+
+arrow::Future<std::optional<int64_t>> ObjectFragment::CountRows(
+    arrow::compute::Expression predicate, const std::shared_ptr<ScanOptions>& options) {
+  auto simplified =
+      arrow::compute::SimplifyWithGuarantee(std::move(predicate), partition_expression_);
+  if (simplified.ok() && simplified->IsSatisfiable() &&
+      *simplified == arrow::compute::literal(true)) {
+    return std::optional<int64_t>(num_rows_);
+  }
+  return std::optional<int64_t>();
+}
+
+}  // namespace skyhook::client

@@ -1,0 +1,230 @@
+#include "skyhook/storage/methods/execute_plan.h"
+
+#include <optional>
+#include <vector>
+
+#include <arrow/acero/exec_plan.h>
+#include <arrow/acero/options.h>
+#include <arrow/engine/substrait/serde.h>
+#include <arrow/util/byte_size.h>
+#include <arrow/util/future.h>
+
+#include "skyhook/protocol/plan_request.h"
+#include "skyhook/storage/object/object_columns.h"
+#include "skyhook/storage/object/object_reader.h"
+#include "skyhook/storage/runtime/call_resources.h"
+#include "skyhook/storage/runtime/cpu_timer.h"
+#include "skyhook/storage/runtime/execution.h"
+#include "skyhook/storage/runtime/pushback.h"
+#include "skyhook/storage/runtime/result_writer.h"
+#include "skyhook/substrait/request_check.h"
+
+namespace skyhook {
+namespace {
+
+using arrow::acero::Declaration;
+using SourceBatch = std::optional<arrow::compute::ExecBatch>;
+
+// Column errors raised by ObjectSource keep their codes; the rest is the plan's fault.
+arrow::Status AsPlanError(const arrow::Status& status) {
+  if (CodeOf(status) != ErrorCode::kInternal) return status;
+  return Error(ErrorCode::kInvalidRequest, "cannot use the Substrait plan: ", status.message());
+}
+
+// Acero pulls a source ahead of the work it does on it, so the plan runs in
+// chunks of slices: between chunks the node's time, the push-back budget and
+// the reply size are checked with the chunk's work done. A chunk's output is
+// the plan's over its slices (partial aggregates merge like another object's).
+constexpr int64_t kChunkBytes = int64_t{32} << 20;  // decoded input per chunk
+constexpr int64_t kChunkSlices = 8;
+
+class PlanExecution {
+ public:
+  static constexpr bool kPushesBackOverLimits = true;  // the client can run the sub-plan
+
+  PlanExecution(PlanRequest request, CallResources* resources)
+      : request_(std::move(request)),
+        resources_(resources),
+        options_(resources->Bounded(request_.result)),
+        budget_(request_.pushback, resources->limits()) {}
+
+  arrow::Status Run(ObjectContext* object, const InFlightCall& call, Reply* reply) {
+    ARROW_RETURN_NOT_OK(DeclineIfBusy(call, request_.pushback, resources_->limits()));
+    ARROW_ASSIGN_OR_RAISE(reader_, ObjectReader::Open(object, resources_->pool()));
+    ARROW_ASSIGN_OR_RAISE(auto checked,
+                          substrait_check::CheckPlan(std::string_view(*request_.plan)));
+    ARROW_ASSIGN_OR_RAISE(auto runnable, RunnablePlan(checked, reply));
+    std::unique_ptr<ResultWriter> writer;
+    int64_t position = options_.start_row;  // the first row of the object not yet consumed
+    while (true) {
+      ARROW_ASSIGN_OR_RAISE(auto chunk, RunChunk(*runnable));
+      if (!writer) {
+        ARROW_ASSIGN_OR_RAISE(writer, ResultWriter::Open(chunk.schema, options_,
+                                                         resources_->limits().max_reply_bytes));
+      }
+      // A chunk of no rows past the object's start only holds an aggregate's
+      // empty row (count 0, null sums), which would join the partials.
+      if (chunk_rows_ == 0 && position > 0) break;
+      ARROW_ASSIGN_OR_RAISE(bool fits, writer->Fits(chunk.bytes));
+      if (!fits) {
+        if (position == options_.start_row) {
+          return Error(ErrorCode::kLimitExceeded, "the plan's result is larger than the node's ",
+                       resources_->limits().max_reply_bytes, "-byte reply limit");
+        }
+        reply->resume_row = position;  // the chunk runs again in the next call
+        break;
+      }
+      for (const auto& batch : chunk.batches) ARROW_RETURN_NOT_OK(writer->Write(*batch));
+      position += chunk_rows_;
+      rows_scanned_ += chunk_rows_;
+      if (exhausted_) break;
+      if (resources_->OutOfTime()) {
+        reply->resume_row = position;
+        break;
+      }
+    }
+    rows_returned_ = writer->rows_written();
+    ARROW_ASSIGN_OR_RAISE(reply->body, writer->Finish());
+    return arrow::Status::OK();
+  }
+
+  void AddStatistics(Reply* reply, const CpuTimer& timer) const {
+    reply->statistics = {{"rows_scanned", rows_scanned_},
+                         {"rows_returned", rows_returned_},
+                         {"bytes_read", reader_ ? reader_->bytes_read() : 0},
+                         {"bytes_returned", reply->body ? reply->body->size() : 0},
+                         {"slices", budget_.slices()},
+                         {"storage_cpu_ns", timer.ElapsedNanos()}};
+  }
+
+ private:
+  struct Chunk {
+    std::shared_ptr<arrow::Schema> schema;
+    std::vector<std::shared_ptr<arrow::RecordBatch>> batches;
+    int64_t bytes = 0;
+  };
+
+  // The plan to run: the whole plan, or only its filter and projection when
+  // Arrow's consumer cannot convert the aggregate safely (the client then
+  // aggregates the rows; the reply says so).
+  arrow::Result<std::shared_ptr<arrow::Buffer>> RunnablePlan(
+      const substrait_check::CheckedPlan& checked, Reply* reply) {
+    if (!checked.has_aggregate) return request_.plan;
+    auto input = std::make_shared<arrow::Buffer>(checked.input_plan);
+    ARROW_ASSIGN_OR_RAISE(auto converted, Convert(*input));
+    if (substrait_check::CheckTypedColumns(*converted.root.output_schema).ok()) {
+      return request_.plan;
+    }
+    reply->executed = Executed::kFilterOnly;
+    return std::shared_ptr<arrow::Buffer>(std::move(input));
+  }
+
+  arrow::Result<arrow::engine::PlanInfo> Convert(const arrow::Buffer& plan) {
+    arrow::engine::ConversionOptions conversion;
+    conversion.named_table_provider = [this](const std::vector<std::string>&,
+                                             const arrow::Schema& schema) {
+      return ObjectSource(schema);
+    };
+    auto converted = arrow::engine::DeserializePlan(plan, nullptr, nullptr, conversion);
+    if (!converted.ok()) return AsPlanError(converted.status());
+    return std::move(*converted);
+  }
+
+  // One run of the plan over the next slices, up to a chunk's worth.
+  arrow::Result<Chunk> RunChunk(const arrow::Buffer& plan) {
+    chunk_rows_ = 0;
+    chunk_slices_ = 0;
+    chunk_bytes_ = 0;
+    ARROW_ASSIGN_OR_RAISE(auto converted, Convert(plan));
+    arrow::acero::QueryOptions query;
+    query.use_threads = false;
+    query.memory_pool = resources_->pool();
+    ARROW_ASSIGN_OR_RAISE(auto results,
+                          arrow::acero::DeclarationToReader(converted.root.declaration, query));
+    Chunk chunk;
+    chunk.schema = results->schema();
+    if (chunk.schema == nullptr) {  // Acero's answer to a plan that does not type-check
+      return Error(ErrorCode::kInvalidRequest, "the plan does not type-check against the object");
+    }
+    if (!converted.names.empty()) {
+      ARROW_ASSIGN_OR_RAISE(chunk.schema, chunk.schema->WithNames(converted.names));
+    }
+    while (true) {
+      auto next = results->Next();
+      if (!next.ok()) return pushed_back_ ? pushed_back_status_ : next.status();
+      if (*next == nullptr) break;
+      ARROW_ASSIGN_OR_RAISE(auto renamed, (*next)->ReplaceSchema(chunk.schema));
+      ARROW_ASSIGN_OR_RAISE(int64_t bytes, arrow::util::ReferencedBufferSize(*renamed));
+      chunk.bytes += bytes;
+      chunk.batches.push_back(std::move(renamed));
+    }
+    return chunk;
+  }
+
+  // The plan's read relation: the object's columns named in the base schema,
+  // decoded slice by slice on this thread by one reader that every chunk
+  // continues, with the push-back budget and the chunk's end checked between slices.
+  arrow::Result<Declaration> ObjectSource(const arrow::Schema& schema) {
+    if (!batches_) {
+      std::vector<int> fields;
+      for (const auto& field : schema.fields()) {
+        ARROW_ASSIGN_OR_RAISE(int index, FindObjectField(*reader_->schema(), *field));
+        fields.push_back(index);
+      }
+      ARROW_ASSIGN_OR_RAISE(batches_,
+                            reader_->ReadFields(fields, options_.batch_size, options_.start_row));
+    }
+    auto generator = [this]() -> arrow::Future<SourceBatch> {
+      if (chunk_rows_ > 0) {
+        auto within_budget = budget_.AfterSlice();
+        if (!within_budget.ok()) {
+          pushed_back_ = true;
+          pushed_back_status_ = within_budget;
+          return arrow::Future<SourceBatch>::MakeFinished(within_budget);
+        }
+        if (chunk_bytes_ >= kChunkBytes || chunk_slices_ >= kChunkSlices ||
+            resources_->OutOfTime()) {
+          return arrow::Future<SourceBatch>::MakeFinished(SourceBatch{});  // the chunk ends
+        }
+      }
+      auto batch = batches_->Next();
+      if (!batch.ok()) return arrow::Future<SourceBatch>::MakeFinished(batch.status());
+      if (*batch == nullptr) {
+        exhausted_ = true;
+        return arrow::Future<SourceBatch>::MakeFinished(SourceBatch{});
+      }
+      chunk_rows_ += (*batch)->num_rows();
+      ++chunk_slices_;
+      auto bytes = arrow::util::ReferencedBufferSize(**batch);
+      chunk_bytes_ += bytes.ok() ? *bytes : kChunkBytes;
+      return arrow::Future<SourceBatch>::MakeFinished(
+          SourceBatch(arrow::compute::ExecBatch(**batch)));
+    };
+    arrow::acero::SourceNodeOptions options(batches_->schema(), std::move(generator),
+                                            arrow::Ordering::Implicit());
+    return Declaration("source", std::move(options));
+  }
+
+  PlanRequest request_;
+  CallResources* resources_;
+  ResultOptions options_;
+  SliceBudget budget_;
+  std::unique_ptr<ObjectReader> reader_;
+  std::shared_ptr<arrow::RecordBatchReader> batches_;
+  int64_t chunk_rows_ = 0;
+  int64_t chunk_slices_ = 0;
+  int64_t chunk_bytes_ = 0;
+  bool exhausted_ = false;
+  bool pushed_back_ = false;
+  arrow::Status pushed_back_status_;
+  int64_t rows_scanned_ = 0;
+  int64_t rows_returned_ = 0;
+};
+
+}  // namespace
+
+Reply ExecutePlan(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& request) {
+  return RunExecution<PlanRequest, PlanExecution>(object, request);
+}
+
+}  // namespace skyhook

@@ -1,0 +1,69 @@
+#include "skyhook/storage/methods/method.h"
+
+#include <exception>
+#include <mutex>
+
+#include <arrow/compute/initialize.h>
+
+#include "skyhook/protocol/error.h"
+
+namespace skyhook {
+namespace {
+
+arrow::Status InitializeOnce() {
+  static std::once_flag once;
+  static arrow::Status status;
+  std::call_once(once, [] { status = arrow::compute::Initialize(); });
+  return status;
+}
+
+// A reply that could not be encoded at all: fall back to an empty-bodied one.
+std::shared_ptr<arrow::Buffer> EncodeOrFallback(const Reply& reply) {
+  auto encoded = EncodeReply(reply);
+  if (encoded.ok()) return *encoded;
+  auto fallback = EncodeReply(Reply::FromStatus(encoded.status()));
+  return fallback.ok() ? *fallback : std::make_shared<arrow::Buffer>(nullptr, 0);
+}
+
+template <typename Call>
+std::shared_ptr<arrow::Buffer> Guarded(Call call) {
+  try {
+    auto initialized = InitializeOnce();
+    if (!initialized.ok()) return EncodeOrFallback(Reply::FromStatus(initialized));
+    return EncodeOrFallback(call());
+  } catch (const std::exception& e) {
+    return EncodeOrFallback(
+        Reply::FromStatus(arrow::Status::UnknownError("storage method raised: ", e.what())));
+  } catch (...) {
+    return EncodeOrFallback(
+        Reply::FromStatus(arrow::Status::UnknownError("storage method raised")));
+  }
+}
+
+}  // namespace
+
+const MethodInfo* FindMethod(std::string_view name) {
+  for (const auto& info : kMethods) {
+    if (info.name == name) return &info;
+  }
+  return nullptr;
+}
+
+std::shared_ptr<arrow::Buffer> RunMethod(const MethodInfo& method, MutableObjectContext* object,
+                                         const std::shared_ptr<arrow::Buffer>& request) {
+  return Guarded(
+      [&] { return std::visit([&](auto run) { return run(object, request); }, method.method); });
+}
+
+std::shared_ptr<arrow::Buffer> RunMethod(const MethodInfo& method, ObjectContext* object,
+                                         const std::shared_ptr<arrow::Buffer>& request) {
+  return Guarded([&] {
+    if (method.writes()) {
+      return Reply::FromStatus(Error(ErrorCode::kInternal, "method ", method.name,
+                                     " writes, and this object cannot be written"));
+    }
+    return std::get<ReadMethod>(method.method)(object, request);
+  });
+}
+
+}  // namespace skyhook

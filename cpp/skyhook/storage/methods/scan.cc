@@ -1,0 +1,182 @@
+#include "skyhook/storage/methods/scan.h"
+
+#include <set>
+#include <vector>
+
+#include <arrow/array/util.h>
+#include <arrow/compute/api_vector.h>
+#include <arrow/compute/expression.h>
+#include <arrow/scalar.h>
+
+#include "skyhook/protocol/scan_request.h"
+#include "skyhook/storage/object/object_columns.h"
+#include "skyhook/storage/object/object_reader.h"
+#include "skyhook/storage/runtime/call_resources.h"
+#include "skyhook/storage/runtime/cpu_timer.h"
+#include "skyhook/storage/runtime/execution.h"
+#include "skyhook/storage/runtime/pushback.h"
+#include "skyhook/storage/runtime/result_writer.h"
+
+namespace skyhook {
+namespace {
+
+using arrow::engine::BoundExpressions;
+
+// The object's fields an expression set reads. Each must exist in the object
+// with the type the client bound the expression to.
+arrow::Status AddReferencedFields(const BoundExpressions& bound, const arrow::Schema& object_schema,
+                                  std::set<int>* indices) {
+  for (const auto& named : bound.named_expressions) {
+    for (const auto& ref : arrow::compute::FieldsInExpression(named.expression)) {
+      ARROW_ASSIGN_OR_RAISE(auto path, ref.FindOne(*bound.schema));
+      ARROW_ASSIGN_OR_RAISE(int index,
+                            FindObjectField(object_schema, *bound.schema->field(path[0])));
+      indices->insert(index);
+    }
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Result<std::shared_ptr<arrow::Array>> Evaluate(
+    const arrow::compute::Expression& expression, const arrow::Schema& bound_schema,
+    const std::shared_ptr<arrow::RecordBatch>& batch, arrow::compute::ExecContext* context) {
+  ARROW_ASSIGN_OR_RAISE(auto datum, arrow::compute::ExecuteScalarExpression(
+                                        expression, bound_schema, batch, context));
+  if (datum.is_array()) return datum.make_array();
+  return arrow::MakeArrayFromScalar(*datum.scalar(), batch->num_rows(), context->memory_pool());
+}
+
+// Evaluation errors (overflow, division by zero, bad casts) come from the
+// client's expressions, so they are the client's to fix.
+template <typename T>
+arrow::Result<T> AsInvalidRequest(const char* what, arrow::Result<T> result) {
+  if (result.ok() || CodeOf(result.status()) != ErrorCode::kInternal) return result;
+  return Error(ErrorCode::kInvalidRequest, "evaluating the ", what,
+               " failed: ", result.status().message());
+}
+
+class ScanExecution {
+ public:
+  static constexpr bool kPushesBackOverLimits = true;  // the client can read the object
+
+  ScanExecution(ScanRequest request, CallResources* resources)
+      : request_(std::move(request)),
+        resources_(resources),
+        options_(resources->Bounded(request_.result)) {}
+
+  arrow::Status Run(ObjectContext* object, const InFlightCall& call, Reply* reply) {
+    ARROW_RETURN_NOT_OK(DeclineIfBusy(call, request_.pushback, resources_->limits()));
+    ARROW_ASSIGN_OR_RAISE(auto reader, ObjectReader::Open(object, resources_->pool()));
+    auto object_schema = reader->schema();
+    std::set<int> needed;
+    if (request_.filter) {
+      ARROW_RETURN_NOT_OK(AddReferencedFields(*request_.filter, *object_schema, &needed));
+    }
+    std::shared_ptr<arrow::Schema> output_schema;
+    if (request_.projection) {
+      ARROW_RETURN_NOT_OK(AddReferencedFields(*request_.projection, *object_schema, &needed));
+      arrow::FieldVector fields;
+      for (const auto& named : request_.projection->named_expressions) {
+        fields.push_back(arrow::field(named.name, named.expression.type()->GetSharedPtr()));
+      }
+      output_schema = arrow::schema(fields);
+    } else {
+      for (int i = 0; i < object_schema->num_fields(); ++i) needed.insert(i);
+      output_schema = object_schema;
+    }
+
+    ARROW_ASSIGN_OR_RAISE(auto writer, ResultWriter::Open(output_schema, options_,
+                                                          resources_->limits().max_reply_bytes));
+    ARROW_ASSIGN_OR_RAISE(auto batches,
+                          reader->ReadFields({needed.begin(), needed.end()}, options_.batch_size,
+                                             options_.start_row));
+    SliceBudget budget(request_.pushback, resources_->limits());
+    int64_t position = options_.start_row;  // the first row of the object not yet consumed
+    while (true) {
+      // Past the node's time limit, answer with what is done; the client continues.
+      if (budget.slices() > 0 && resources_->OutOfTime()) {
+        reply->resume_row = position;
+        break;
+      }
+      ARROW_ASSIGN_OR_RAISE(auto slice, batches->Next());
+      if (slice == nullptr) break;
+      ARROW_ASSIGN_OR_RAISE(auto batch, AsInvalidRequest("filter", Filter(slice)));
+      if (batch->num_rows() > 0) {
+        ARROW_ASSIGN_OR_RAISE(batch, AsInvalidRequest("projection", Project(batch, output_schema)));
+        ARROW_ASSIGN_OR_RAISE(bool fits, writer->Fits(*batch));
+        if (!fits) {
+          if (writer->rows_written() == 0) {
+            return Error(ErrorCode::kLimitExceeded, "one slice's result is larger than the node's ",
+                         resources_->limits().max_reply_bytes, "-byte reply limit");
+          }
+          reply->resume_row = position;  // this slice goes into the next reply
+          break;
+        }
+        ARROW_RETURN_NOT_OK(writer->Write(*batch));
+      }
+      position += slice->num_rows();
+      rows_scanned_ += slice->num_rows();
+      bytes_read_ = reader->bytes_read();
+      ARROW_RETURN_NOT_OK(budget.AfterSlice());
+    }
+    rows_returned_ = writer->rows_written();
+    ARROW_ASSIGN_OR_RAISE(reply->body, writer->Finish());
+    return arrow::Status::OK();
+  }
+
+  void AddStatistics(Reply* reply, const CpuTimer& timer) const {
+    reply->statistics = {{"rows_scanned", rows_scanned_},
+                         {"rows_returned", rows_returned_},
+                         {"bytes_read", bytes_read_},
+                         {"bytes_returned", reply->body ? reply->body->size() : 0},
+                         {"storage_cpu_ns", timer.ElapsedNanos()}};
+  }
+
+ private:
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Filter(
+      const std::shared_ptr<arrow::RecordBatch>& batch) const {
+    if (!request_.filter) return batch;
+    const auto& bound = *request_.filter;
+    ARROW_ASSIGN_OR_RAISE(auto datum, arrow::compute::ExecuteScalarExpression(
+                                          bound.named_expressions[0].expression, *bound.schema,
+                                          batch, resources_->exec_context()));
+    if (datum.is_scalar()) {
+      const auto& keep = static_cast<const arrow::BooleanScalar&>(*datum.scalar());
+      return keep.is_valid && keep.value ? batch : batch->Slice(0, 0);
+    }
+    ARROW_ASSIGN_OR_RAISE(
+        auto filtered,
+        arrow::compute::Filter(batch, datum, arrow::compute::FilterOptions::Defaults(),
+                               resources_->exec_context()));
+    return filtered.record_batch();
+  }
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Project(
+      const std::shared_ptr<arrow::RecordBatch>& batch,
+      const std::shared_ptr<arrow::Schema>& output_schema) const {
+    if (!request_.projection) return batch;
+    const auto& bound = *request_.projection;
+    arrow::ArrayVector columns;
+    for (const auto& named : bound.named_expressions) {
+      ARROW_ASSIGN_OR_RAISE(auto column, Evaluate(named.expression, *bound.schema, batch,
+                                                  resources_->exec_context()));
+      columns.push_back(std::move(column));
+    }
+    return arrow::RecordBatch::Make(output_schema, batch->num_rows(), std::move(columns));
+  }
+
+  ScanRequest request_;
+  CallResources* resources_;
+  ResultOptions options_;
+  int64_t rows_scanned_ = 0;
+  int64_t rows_returned_ = 0;
+  int64_t bytes_read_ = 0;
+};
+
+}  // namespace
+
+Reply Scan(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& request) {
+  return RunExecution<ScanRequest, ScanExecution>(object, request);
+}
+
+}  // namespace skyhook

@@ -1,0 +1,39 @@
+// Write access to the one object a method runs on, for methods registered as
+// writing (method.h); every other method only ever sees its ObjectContext
+// side. Like Ceph's object-class calls it reaches no other object: the bytes,
+// the extended attributes, and the object's map of keys to values (omap).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <arrow/buffer.h>
+#include <arrow/result.h>
+#include <arrow/status.h>
+
+#include "skyhook/storage/object/object_context.h"
+
+namespace skyhook {
+
+class MutableObjectContext : public ObjectContext {
+ public:
+  /// Replace the object's bytes with `data`, creating the object if needed.
+  /// Attributes and omap are kept.
+  virtual arrow::Status WriteFull(const arrow::Buffer& data) = 0;
+  /// Add `data` at the end of the object, creating it if needed.
+  virtual arrow::Status Append(const arrow::Buffer& data) = 0;
+  /// Cut the object to `size` bytes, or extend it with zeros.
+  virtual arrow::Status Truncate(uint64_t size) = 0;
+
+  /// Set an extended attribute (the one GetXattr reads).
+  virtual arrow::Status SetXattr(const std::string& name, const std::string& value) = 0;
+
+  /// The omap's value of `key`, or nullopt when it has none.
+  virtual arrow::Result<std::optional<std::string>> GetOmap(const std::string& key) = 0;
+  virtual arrow::Status SetOmap(const std::string& key, const std::string& value) = 0;
+  /// Remove `key` from the omap; removing an absent key is not an error.
+  virtual arrow::Status RemoveOmap(const std::string& key) = 0;
+};
+
+}  // namespace skyhook

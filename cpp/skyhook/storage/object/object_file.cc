@@ -1,0 +1,64 @@
+#include "skyhook/storage/object/object_file.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace skyhook {
+
+arrow::Result<std::shared_ptr<ObjectFile>> ObjectFile::Open(ObjectContext* object) {
+  ARROW_ASSIGN_OR_RAISE(uint64_t size, object->Size());
+  return std::shared_ptr<ObjectFile>(new ObjectFile(object, static_cast<int64_t>(size)));
+}
+
+arrow::Status ObjectFile::Close() {
+  closed_ = true;
+  return arrow::Status::OK();
+}
+
+bool ObjectFile::closed() const { return closed_; }
+
+arrow::Result<int64_t> ObjectFile::Tell() const { return position_; }
+
+arrow::Status ObjectFile::Seek(int64_t position) {
+  if (position < 0 || position > size_) {
+    return arrow::Status::IOError("seek to ", position, " outside object of ", size_, " bytes");
+  }
+  position_ = position;
+  return arrow::Status::OK();
+}
+
+arrow::Result<int64_t> ObjectFile::GetSize() { return size_; }
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadAt(int64_t position, int64_t nbytes) {
+  if (closed_) return arrow::Status::Invalid("object file is closed");
+  if (position < 0 || nbytes < 0) {
+    return arrow::Status::IOError("invalid read of ", nbytes, " bytes at ", position);
+  }
+  // Readers of a corrupt file may ask for ranges beyond the end: clamp, as a file would.
+  int64_t available = std::max<int64_t>(0, size_ - position);
+  int64_t length = std::min(nbytes, available);
+  if (length == 0) return std::make_shared<arrow::Buffer>(nullptr, 0);
+  ARROW_ASSIGN_OR_RAISE(auto buffer, object_->Read(position, length));
+  bytes_read_ += buffer->size();
+  return buffer;
+}
+
+arrow::Result<int64_t> ObjectFile::ReadAt(int64_t position, int64_t nbytes, void* out) {
+  ARROW_ASSIGN_OR_RAISE(auto buffer, ReadAt(position, nbytes));
+  if (buffer->size() > 0) std::memcpy(out, buffer->data(), buffer->size());
+  return buffer->size();
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectFile::Read(int64_t nbytes) {
+  ARROW_ASSIGN_OR_RAISE(auto buffer, ReadAt(position_, nbytes));
+  position_ += buffer->size();
+  return buffer;
+}
+
+arrow::Result<int64_t> ObjectFile::Read(int64_t nbytes, void* out) {
+  ARROW_ASSIGN_OR_RAISE(int64_t n, ReadAt(position_, nbytes, out));
+  position_ += n;
+  return n;
+}
+
+}  // namespace skyhook

@@ -1,0 +1,43 @@
+// A read-only arrow::io::RandomAccessFile view of one object, so that Arrow's
+// Parquet and IPC readers can read it through the ObjectContext. It counts the
+// bytes the readers actually pulled from storage.
+#pragma once
+
+#include <memory>
+
+#include <arrow/io/interfaces.h>
+
+#include "skyhook/storage/object/object_context.h"
+
+namespace skyhook {
+
+class ObjectFile : public arrow::io::RandomAccessFile {
+ public:
+  static arrow::Result<std::shared_ptr<ObjectFile>> Open(ObjectContext* object);
+
+  arrow::Status Close() override;
+  bool closed() const override;
+  arrow::Result<int64_t> Tell() const override;
+  arrow::Status Seek(int64_t position) override;
+  arrow::Result<int64_t> GetSize() override;
+  /// Reads are views of what the adapter read: Arrow's readers then slice them
+  /// instead of allocating what a (possibly corrupt) length field says.
+  bool supports_zero_copy() const override { return true; }
+  arrow::Result<int64_t> Read(int64_t nbytes, void* out) override;
+  arrow::Result<std::shared_ptr<arrow::Buffer>> Read(int64_t nbytes) override;
+  arrow::Result<int64_t> ReadAt(int64_t position, int64_t nbytes, void* out) override;
+  arrow::Result<std::shared_ptr<arrow::Buffer>> ReadAt(int64_t position, int64_t nbytes) override;
+
+  int64_t bytes_read() const { return bytes_read_; }
+
+ private:
+  ObjectFile(ObjectContext* object, int64_t size) : object_(object), size_(size) {}
+
+  ObjectContext* object_;
+  int64_t size_;
+  int64_t position_ = 0;
+  int64_t bytes_read_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace skyhook

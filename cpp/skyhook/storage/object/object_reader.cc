@@ -1,0 +1,279 @@
+#include "skyhook/storage/object/object_reader.h"
+
+#include <algorithm>
+
+#include <arrow/array.h>
+#include <arrow/ipc/reader.h>
+#include <arrow/util/iterator.h>
+#include <parquet/arrow/reader.h>
+#include <parquet/arrow/schema.h>
+
+#include "skyhook/protocol/error.h"
+#include "skyhook/storage/object/ipc_blocks.h"
+
+namespace skyhook {
+namespace {
+
+arrow::Status Corrupt(const std::string& format, const arrow::Status& cause) {
+  if (CodeOf(cause) != ErrorCode::kInternal) return cause;  // a node limit, say
+  return Error(ErrorCode::kCorruptObject, "object is not a readable ", format,
+               " partition: ", cause.message());
+}
+
+bool HoldsText(const arrow::DataType& type) {
+  if (type.id() == arrow::Type::STRING || type.id() == arrow::Type::LARGE_STRING ||
+      type.id() == arrow::Type::STRING_VIEW) {
+    return true;
+  }
+  for (const auto& child : type.fields()) {
+    if (HoldsText(*child->type())) return true;
+  }
+  return false;
+}
+
+// Parquet's decoder builds valid offsets but copies string bytes as stored:
+// text that is not UTF-8 is a corrupt object, not something compute and the
+// client should meet (IPC batches are validated whole when read).
+arrow::Status CheckText(const arrow::RecordBatch& batch) {
+  for (const auto& column : batch.columns()) {
+    if (!HoldsText(*column->type())) continue;
+    auto valid = column->ValidateFull();
+    if (!valid.ok()) return Corrupt("Parquet", valid);
+  }
+  return arrow::Status::OK();
+}
+
+void CollectLeaves(const parquet::arrow::SchemaField& field, std::vector<int>* leaves) {
+  if (field.is_leaf()) leaves->push_back(field.column_index);
+  for (const auto& child : field.children) CollectLeaves(child, leaves);
+}
+
+// Batches of one row group at a time: a slice never spans row groups, so the
+// work and memory of a slice are bounded by the row group size.
+class RowGroupReader : public arrow::RecordBatchReader {
+ public:
+  RowGroupReader(parquet::arrow::FileReader* file, std::vector<int> leaves,
+                 std::shared_ptr<arrow::Schema> schema, int64_t start_row)
+      : file_(file), leaves_(std::move(leaves)), schema_(std::move(schema)) {
+    // Whole row groups before start_row are never read; the rest of it is
+    // skipped in the first row group read.
+    auto metadata = file_->parquet_reader()->metadata();
+    while (next_row_group_ < metadata->num_row_groups() &&
+           metadata->RowGroup(next_row_group_)->num_rows() <= start_row) {
+      start_row -= metadata->RowGroup(next_row_group_++)->num_rows();
+    }
+    rows_to_skip_ = start_row;
+  }
+
+  std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
+
+  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* out) override {
+    while (true) {
+      if (current_) {
+        auto status = current_->ReadNext(out);
+        if (!status.ok()) return Corrupt("Parquet", status);
+        if (*out != nullptr) {
+          if (rows_to_skip_ >= (*out)->num_rows()) {
+            rows_to_skip_ -= (*out)->num_rows();
+            continue;
+          }
+          *out = (*out)->Slice(rows_to_skip_);
+          rows_to_skip_ = 0;
+          return CheckText(**out);
+        }
+        current_.reset();
+      }
+      if (next_row_group_ >= file_->num_row_groups()) {
+        *out = nullptr;
+        return arrow::Status::OK();
+      }
+      auto batches = file_->GetRecordBatchReader({next_row_group_++}, leaves_);
+      if (!batches.ok()) return Corrupt("Parquet", batches.status());
+      current_ = std::move(*batches);
+    }
+  }
+
+ private:
+  parquet::arrow::FileReader* file_;
+  std::vector<int> leaves_;
+  std::shared_ptr<arrow::Schema> schema_;
+  int next_row_group_ = 0;
+  int64_t rows_to_skip_ = 0;
+  std::unique_ptr<arrow::RecordBatchReader> current_;
+};
+
+class ParquetObjectReader : public ObjectReader {
+ public:
+  static arrow::Result<std::unique_ptr<ObjectReader>> Open(std::shared_ptr<ObjectFile> file,
+                                                           arrow::MemoryPool* pool) {
+    parquet::ArrowReaderProperties properties;
+    properties.set_pre_buffer(false);   // pre-buffering reads on an I/O thread
+    properties.set_use_threads(false);  // storage methods run on the caller's thread
+    parquet::ReaderProperties file_properties(pool);
+    file_properties.set_page_checksum_verification(
+        true);  // a flipped bit: an error, not a wrong answer
+    parquet::arrow::FileReaderBuilder builder;
+    auto opened = builder.Open(file, file_properties);
+    if (!opened.ok()) return Corrupt("Parquet", opened);
+    auto reader = builder.memory_pool(pool)->properties(properties)->Build();
+    if (!reader.ok()) return Corrupt("Parquet", reader.status());
+    std::shared_ptr<arrow::Schema> schema;
+    auto schema_status = (*reader)->GetSchema(&schema);
+    if (!schema_status.ok()) return Corrupt("Parquet", schema_status);
+    return std::unique_ptr<ObjectReader>(
+        new ParquetObjectReader(std::move(file), std::move(*reader), std::move(schema)));
+  }
+
+  std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
+  int64_t num_rows() const override { return reader_->parquet_reader()->metadata()->num_rows(); }
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
+      const std::vector<int>& field_indices, int64_t batch_size, int64_t start_row) override {
+    reader_->set_batch_size(batch_size);
+    std::vector<int> leaves;
+    for (int index : field_indices) {
+      CollectLeaves(reader_->manifest().schema_fields.at(index), &leaves);
+    }
+    ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
+    return std::make_shared<RowGroupReader>(reader_.get(), std::move(leaves), std::move(schema),
+                                            start_row);
+  }
+
+ private:
+  ParquetObjectReader(std::shared_ptr<ObjectFile> file,
+                      std::unique_ptr<parquet::arrow::FileReader> reader,
+                      std::shared_ptr<arrow::Schema> schema)
+      : ObjectReader(std::move(file)), reader_(std::move(reader)), schema_(std::move(schema)) {}
+
+  std::unique_ptr<parquet::arrow::FileReader> reader_;
+  std::shared_ptr<arrow::Schema> schema_;
+};
+
+// Yields the record batches of an IPC file, re-sliced to at most batch_size rows.
+class IpcBatchReader : public arrow::RecordBatchReader {
+ public:
+  IpcBatchReader(std::shared_ptr<arrow::ipc::RecordBatchFileReader> file,
+                 std::shared_ptr<arrow::Schema> schema, std::vector<int> positions,
+                 int64_t batch_size, int64_t start_row)
+      : file_(std::move(file)),
+        schema_(std::move(schema)),
+        positions_(std::move(positions)),
+        batch_size_(batch_size),
+        rows_to_skip_(start_row) {}
+
+  std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
+
+  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* out) override {
+    while (current_ == nullptr || offset_ >= current_->num_rows()) {
+      if (next_batch_ >= file_->num_record_batches()) {
+        *out = nullptr;
+        return arrow::Status::OK();
+      }
+      auto batch = file_->ReadRecordBatch(next_batch_++);
+      if (!batch.ok()) return Corrupt("Arrow IPC", batch.status());
+      auto valid = (*batch)->ValidateFull();  // corrupt offsets must not reach compute
+      if (!valid.ok()) return Corrupt("Arrow IPC", valid);
+      ARROW_ASSIGN_OR_RAISE(current_, (*batch)->SelectColumns(positions_));
+      offset_ = std::min(rows_to_skip_, current_->num_rows());
+      rows_to_skip_ -= offset_;
+    }
+    *out = current_->Slice(offset_, batch_size_);
+    offset_ += (*out)->num_rows();
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::shared_ptr<arrow::ipc::RecordBatchFileReader> file_;
+  std::shared_ptr<arrow::Schema> schema_;
+  std::vector<int> positions_;  // of the requested fields among those read
+  int64_t batch_size_;
+  int64_t rows_to_skip_;
+  int next_batch_ = 0;
+  std::shared_ptr<arrow::RecordBatch> current_;
+  int64_t offset_ = 0;
+};
+
+class IpcObjectReader : public ObjectReader {
+ public:
+  static arrow::Result<std::unique_ptr<ObjectReader>> Open(std::shared_ptr<ObjectFile> file,
+                                                           arrow::MemoryPool* pool) {
+    auto options = arrow::ipc::IpcReadOptions::Defaults();
+    options.memory_pool = pool;
+    options.use_threads = false;
+    auto reader = arrow::ipc::RecordBatchFileReader::Open(file, options);
+    if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
+    auto blocks = CheckIpcBlocks(file.get());
+    if (!blocks.ok()) return Corrupt("Arrow IPC", blocks);
+    return std::unique_ptr<ObjectReader>(new IpcObjectReader(std::move(file), *reader, options));
+  }
+
+  std::shared_ptr<arrow::Schema> schema() const override { return reader_->schema(); }
+
+  int64_t num_rows() const override {
+    auto rows = reader_->CountRows();
+    return rows.ok() ? *rows : -1;
+  }
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
+      const std::vector<int>& field_indices, int64_t batch_size, int64_t start_row) override {
+    // IPC reads included fields in file order; batches come out in the order asked for.
+    std::vector<int> in_file_order(field_indices);
+    std::sort(in_file_order.begin(), in_file_order.end());
+    in_file_order.erase(std::unique(in_file_order.begin(), in_file_order.end()),
+                        in_file_order.end());
+    std::vector<int> positions;
+    for (int index : field_indices) {
+      positions.push_back(
+          static_cast<int>(std::lower_bound(in_file_order.begin(), in_file_order.end(), index) -
+                           in_file_order.begin()));
+    }
+    auto options = options_;
+    options.included_fields = in_file_order;
+    auto reader = arrow::ipc::RecordBatchFileReader::Open(file_, options);
+    if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
+    ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
+    return std::make_shared<IpcBatchReader>(*reader, std::move(schema), std::move(positions),
+                                            batch_size, start_row);
+  }
+
+ private:
+  IpcObjectReader(std::shared_ptr<ObjectFile> file,
+                  std::shared_ptr<arrow::ipc::RecordBatchFileReader> reader,
+                  arrow::ipc::IpcReadOptions options)
+      : ObjectReader(std::move(file)), reader_(std::move(reader)), options_(std::move(options)) {}
+
+  std::shared_ptr<arrow::ipc::RecordBatchFileReader> reader_;
+  arrow::ipc::IpcReadOptions options_;
+};
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::Schema>> ObjectReader::FieldsSchema(
+    const std::vector<int>& field_indices) const {
+  arrow::FieldVector fields;
+  for (int index : field_indices) {
+    if (index < 0 || index >= schema()->num_fields()) {
+      return arrow::Status::IndexError("field ", index, " is not in the object");
+    }
+    fields.push_back(schema()->field(index));
+  }
+  return arrow::schema(std::move(fields));
+}
+
+arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(ObjectContext* object,
+                                                                arrow::MemoryPool* pool) {
+  auto file = ObjectFile::Open(object);
+  if (!file.ok()) {
+    return Error(ErrorCode::kNotFound, "object cannot be opened: ", file.status().message());
+  }
+  ARROW_ASSIGN_OR_RAISE(auto format, object->GetXattr(kFormatAttribute));
+  if (!format) {
+    return Error(ErrorCode::kCorruptObject, "object has no ", kFormatAttribute,
+                 " attribute: it was not written as a skyhook partition");
+  }
+  if (*format == "parquet") return ParquetObjectReader::Open(std::move(*file), pool);
+  if (*format == "ipc") return IpcObjectReader::Open(std::move(*file), pool);
+  return Error(ErrorCode::kCorruptObject, "object has unknown format '", *format, "'");
+}
+
+}  // namespace skyhook

@@ -1,0 +1,48 @@
+// Reads the partition stored in one object (Parquet or Arrow IPC file, named by
+// the object's skyhook.format attribute) slice by slice, decoding only the
+// columns asked for.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <arrow/memory_pool.h>
+#include <arrow/record_batch.h>
+#include <arrow/result.h>
+#include <arrow/type.h>
+
+#include "skyhook/storage/object/object_context.h"
+#include "skyhook/storage/object/object_file.h"
+
+namespace skyhook {
+
+constexpr char kFormatAttribute[] = "skyhook.format";
+
+class ObjectReader {
+ public:
+  virtual ~ObjectReader() = default;
+
+  /// Errors: kNotFound when the object is missing, kCorruptObject when it is
+  /// not a readable partition of the format it claims.
+  /// Everything the reader decodes is allocated from `pool`.
+  static arrow::Result<std::unique_ptr<ObjectReader>> Open(ObjectContext* object,
+                                                           arrow::MemoryPool* pool);
+
+  virtual std::shared_ptr<arrow::Schema> schema() const = 0;
+  virtual int64_t num_rows() const = 0;
+
+  /// Batches of at most batch_size rows (and never more than one Parquet row
+  /// group) holding the given top-level fields, from row start_row on.
+  virtual arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
+      const std::vector<int>& field_indices, int64_t batch_size, int64_t start_row = 0) = 0;
+
+  int64_t bytes_read() const { return file_->bytes_read(); }
+
+ protected:
+  explicit ObjectReader(std::shared_ptr<ObjectFile> file) : file_(std::move(file)) {}
+  arrow::Result<std::shared_ptr<arrow::Schema>> FieldsSchema(
+      const std::vector<int>& field_indices) const;
+  std::shared_ptr<ObjectFile> file_;
+};
+
+}  // namespace skyhook

@@ -1,0 +1,49 @@
+#include "skyhook/storage/runtime/capped_memory_pool.h"
+
+#include "skyhook/protocol/error.h"
+
+namespace skyhook {
+
+arrow::Status CappedMemoryPool::Reserve(int64_t size) {
+  int64_t now = allocated_.fetch_add(size) + size;
+  if (size > 0 && now > cap_) {
+    allocated_.fetch_sub(size);
+    return Error(ErrorCode::kLimitExceeded, "the call needs more than the node's limit of ",
+                 cap_ >> 20, " MiB of memory");
+  }
+  int64_t peak = peak_.load();
+  while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+  }
+  return arrow::Status::OK();
+}
+
+arrow::Status CappedMemoryPool::Allocate(int64_t size, int64_t alignment, uint8_t** out) {
+  ARROW_RETURN_NOT_OK(Reserve(size));
+  auto status = base_->Allocate(size, alignment, out);
+  if (!status.ok()) {
+    allocated_.fetch_sub(size);
+    return status;
+  }
+  total_ += size;
+  ++allocations_;
+  return status;
+}
+
+arrow::Status CappedMemoryPool::Reallocate(int64_t old_size, int64_t new_size, int64_t alignment,
+                                           uint8_t** ptr) {
+  ARROW_RETURN_NOT_OK(Reserve(new_size - old_size));
+  auto status = base_->Reallocate(old_size, new_size, alignment, ptr);
+  if (!status.ok()) {
+    allocated_.fetch_sub(new_size - old_size);
+    return status;
+  }
+  if (new_size > old_size) total_ += new_size - old_size;
+  return status;
+}
+
+void CappedMemoryPool::Free(uint8_t* buffer, int64_t size, int64_t alignment) {
+  base_->Free(buffer, size, alignment);
+  allocated_.fetch_sub(size);
+}
+
+}  // namespace skyhook

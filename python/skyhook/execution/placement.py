@@ -1,0 +1,87 @@
+"""Where each object's work runs: one policy, with typed outcomes, for scans
+and aggregates.
+
+An object's work runs in storage unless the policy sends it to the client (a
+plain read of the whole object, finished by pyarrow): always with
+``pushdown=False``; when the cost model (``cost.py``) predicts from statistics,
+or measures on a first, sampled object, that the replies would be large next
+to their objects; when a loaded node pushes the call back; when the user may
+not call the object class. The decision is made before the work is sent, so
+``explain()`` can show it without running anything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from enum import Enum
+from typing import TypeVar
+
+from skyhook.backends.parallel import ordered_map
+from skyhook.errors import InvalidRequestError
+from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+# Plain reads at the client: decoding is CPU work, so about one per core.
+_client_pool = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="skyhook-client")
+
+
+class Placement(str, Enum):
+    """Where one object's work ran."""
+
+    STORAGE = "storage"
+    STORAGE_FILTER_ONLY = "storage (filter only)"  # storage filtered; the client aggregated
+    CLIENT = "client"  # the filter cannot be expressed in Substrait
+    CLIENT_COST_MODEL = "client (cost model)"
+    PUSHED_BACK = "pushed back"  # a loaded node declined; the client did the work
+    CLIENT_NOT_PERMITTED = "client (class calls not permitted)"
+
+    __hash__ = str.__hash__  # equal to its text, also in sets and dicts
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Decision:
+    """pushdown is None while a sampled first object has yet to decide."""
+
+    pushdown: bool | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class PlacementPolicy:
+    mode: bool | str = "auto"  # True: storage; False: plain reads; "auto": the cost model
+    threshold: float = DEFAULT_PUSHDOWN_THRESHOLD  # push down while reply/object bytes <= this
+
+    def __post_init__(self) -> None:
+        if self.mode not in (True, False, "auto"):
+            raise InvalidRequestError(f"pushdown must be True, False or 'auto', not {self.mode!r}")
+
+    def decide(self, predicted_ratio: float | None, objects: int, first_object: int) -> Decision:
+        """Before any object runs: by the mode, by statistics, or by a sample."""
+        if self.mode is not True and self.mode is not False and predicted_ratio is not None:
+            return self.by_ratio("statistics: every row passes", predicted_ratio, objects)
+        if self.mode == "auto":
+            return Decision(None, f"sampled object {first_object} decides for the other {objects - 1} objects")
+        return Decision(bool(self.mode), "off: pushdown" if self.mode else "off: plain reads")
+
+    def by_ratio(self, basis: str, ratio: float, objects: int) -> Decision:
+        """Pushdown when the reply is expected to be small next to its object."""
+        pushdown = ratio <= self.threshold
+        return Decision(
+            pushdown,
+            f"{basis}: reply/object bytes {ratio:.3f} {'<=' if pushdown else '>'} {self.threshold}: "
+            f"{'pushdown' if pushdown else 'plain reads'} for {objects} objects",
+        )
+
+
+def at_client(function: Callable[[Item], Result], items: Iterable[Item], parallel: bool) -> Iterator[Result]:
+    """Work done at the client, one object per task, results in order."""
+    window = 2 * (os.cpu_count() or 1) if parallel else 1
+    return ordered_map(_client_pool, function, items, window)

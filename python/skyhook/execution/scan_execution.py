@@ -1,0 +1,269 @@
+"""Running a scan: prune objects by statistics, place each object's work (in
+storage, or a plain read finished at the client, as the cost model, a loaded
+node or the user's permissions say), stream the results back. Used by the
+user's Scanner and, one object at a time, by the Arrow dataset's fragments."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+
+from skyhook.catalog.pruning import matching_partitions
+from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, first_line
+from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD, predicted_reply_ratio
+from skyhook.execution.placement import Decision, PlacementPolicy, at_client
+from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
+from skyhook.plan.expressions import Columns, output_expressions, projected_schema, to_substrait
+from skyhook.rpc.reply import Executed
+from skyhook.rpc.requests import ScanRequest
+from skyhook.rpc.result_options import PushbackLimits, ResultOptions
+
+if TYPE_CHECKING:
+    from skyhook.catalog.manifest import Partition
+    from skyhook.execution.dataset_objects import DatasetObjects
+
+DEFAULT_MAX_RESULT_BYTES = 1 << 30
+_absorbing = threading.Lock()
+
+
+@dataclass
+class ScanStatistics:
+    objects_scanned: int = 0
+    objects_pruned: int = 0
+    rows_scanned: int = 0  # rows storage read (client-side path: rows decoded)
+    rows_returned: int = 0
+    bytes_read: int = 0  # bytes read inside storage
+    bytes_returned: int = 0  # bytes that crossed from storage to the client
+    storage_cpu_s: float = 0.0
+    wall_s: float = 0.0
+    objects_pushed_back: int = 0  # declined by a loaded node and done here
+    objects_read_plain: int = 0  # whole objects read and filtered here (cost model or pushdown=False)
+    continuations: int = 0  # extra calls for objects a node limit (time, reply size) split
+    pushdown: bool | str = "auto"  # requested: True, False, or "auto" (the cost model decides)
+    cost_model: str = ""  # what the cost model decided and why
+    filter_in_storage: bool = True  # False: the filter was not expressible in Substrait
+    projection_in_storage: bool = True  # (and was completed by the client)
+    class_calls_refused: bool = False  # the user may not call the object class: plain reads
+
+    def as_dict(self) -> dict[str, int | float | bool]:
+        return asdict(self)
+
+    def absorb(self, other: ScanStatistics) -> None:
+        """Adds the statistics of one object's execution (Arrow scans objects in parallel)."""
+        with _absorbing:
+            for item in fields(self):
+                mine, theirs = getattr(self, item.name), getattr(other, item.name)
+                if isinstance(mine, bool) and item.name != "pushdown":
+                    setattr(self, item.name, mine and theirs if item.name.endswith("_in_storage") else mine or theirs)
+                elif isinstance(mine, (int, float)) and not isinstance(mine, bool):
+                    setattr(self, item.name, mine + theirs)
+                elif item.name == "cost_model" and theirs:
+                    self.cost_model = theirs
+
+
+class ScanExecution:
+    def __init__(
+        self,
+        source: DatasetObjects,
+        columns: Columns = None,
+        filter: pc.Expression | None = None,
+        *,
+        batch_size: int | None = None,
+        use_threads: bool = True,
+        pushdown: bool | str = "auto",
+        pushdown_threshold: float = DEFAULT_PUSHDOWN_THRESHOLD,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        max_in_flight: int | None = None,
+        max_slice_cpu_ns: int | None = None,
+    ) -> None:
+        schema = source.schema
+        self.source = source
+        self.projected_schema = projected_schema(schema, columns, filter)
+        self.columns = columns
+        self.filter = filter
+        self.batch_size = batch_size
+        self.use_threads = use_threads
+        self.policy = PlacementPolicy(pushdown, pushdown_threshold)
+        self.max_result_bytes = max_result_bytes
+        self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
+        self._filter_substrait = None if filter is None else to_substrait([filter], ["filter"], schema, is_filter=True)
+        self._client_filter = filter is not None and self._filter_substrait is None
+        # A filter the client completes may read any column: then storage returns all.
+        self._projection_substrait = None
+        if columns is not None and not self._client_filter:
+            self._projection_substrait = to_substrait(*output_expressions(columns), schema)
+        self._client_projection = columns is not None and self._projection_substrait is None
+        self.options = dict(
+            use_threads=use_threads,
+            pushdown=pushdown,
+            pushdown_threshold=pushdown_threshold,
+            max_result_bytes=max_result_bytes,
+            **self.pushback_limits,
+        )
+        #: Partitions the last run could not rule out by statistics.
+        self.scanned: set[int] = set()
+        self.stats = ScanStatistics(
+            pushdown=pushdown,
+            filter_in_storage=not self._client_filter,
+            projection_in_storage=not self._client_projection,
+        )
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        partitions = matching_partitions(self.source.manifest, self.filter)
+        self.scanned = {partition.number for partition in partitions}
+        self.stats.objects_pruned += len(self.source.manifest.partitions) - len(partitions)
+        for table in self._tables(partitions):
+            yield from table.to_batches(max_chunksize=self.batch_size)
+
+    def object_table(self, partition: Partition) -> pa.Table:
+        """One object's rows, for a fragment of the Arrow dataset (which Arrow
+        has already pruned by the object's statistics)."""
+        (table,) = self._tables([partition])
+        return table
+
+    def _tables(self, partitions: list[Partition]) -> Iterator[pa.Table]:
+        started = time.perf_counter()
+        try:
+            for table in self._cost_based(partitions):
+                self.stats.objects_scanned += 1
+                if table.schema != self.projected_schema:  # e.g. nullability of computed columns
+                    table = self._conform(table)
+                self.stats.rows_returned += table.num_rows
+                yield table
+        finally:
+            self.stats.wall_s += time.perf_counter() - started
+
+    def _conform(self, table: pa.Table) -> pa.Table:
+        try:
+            return table.cast(self.projected_schema)
+        except (pa.ArrowException, ValueError) as error:  # storage replied with other columns
+            raise CorruptReplyError(
+                f"a result of scanning {self.source.name!r} does not have the requested columns: {first_line(error)}"
+            ) from None
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self.projected_schema, self.to_batches())
+
+    def to_table(self) -> pa.Table:
+        return pa.Table.from_batches(list(self.to_batches()), self.projected_schema)
+
+    def count_rows(self) -> int:
+        if self.filter is None:
+            return self.source.manifest.num_rows
+        counter = ScanExecution(self.source, [], self.filter, **self.options)
+        rows = sum(batch.num_rows for batch in counter.to_batches())
+        self.stats = counter.stats
+        return rows
+
+    def head(self, num_rows: int) -> pa.Table:
+        batches, remaining = [], num_rows
+        stream = self.to_batches()
+        try:
+            for batch in stream:
+                if remaining <= 0:
+                    break
+                batches.append(batch.slice(0, remaining))
+                remaining -= batches[-1].num_rows
+        finally:
+            stream.close()
+        return pa.Table.from_batches(batches, self.projected_schema)
+
+    def take(self, indices: pa.Array | list[int]) -> pa.Table:
+        return self.to_table().take(indices)
+
+    def _request(self) -> ScanRequest:
+        return ScanRequest(
+            filter=self._filter_substrait,
+            projection=self._projection_substrait,
+            result=ResultOptions(
+                compression=self.source.backend.reply_compression,
+                batch_size=self.batch_size,
+                max_result_bytes=self.max_result_bytes,
+            ),
+            pushback=PushbackLimits(**self.pushback_limits),
+        )
+
+    def _pushdown(self, partitions: list[Partition]) -> Iterator[pa.Table]:
+        replies = self.source.backend.call_each(
+            "scan",
+            [p.object_name for p in partitions],
+            self._request(),
+            f"scanning {self.source.name!r}",
+            parallel=self.use_threads,
+        )
+        answered = 0
+        try:
+            for partition, reply in zip(partitions, replies):
+                answered += 1
+                if reply.executed == Executed.NONE:  # pushed back by a loaded node: do it here
+                    self.stats.objects_pushed_back += 1
+                    size, rows, table = self._read_and_filter(partition)
+                    self._count_plain_read(size, rows)
+                    yield table
+                    continue
+                self.stats.rows_scanned += reply.statistics["rows_scanned"]
+                self.stats.continuations += reply.statistics.get("calls", 1) - 1
+                self.stats.bytes_read += reply.statistics["bytes_read"]
+                self.stats.bytes_returned += reply.statistics["bytes_returned"]  # as sent, all calls
+                self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
+                table = reply.reader().read_all()
+                if self._client_filter or self._client_projection:  # what storage could not do
+                    table = pads.dataset(table).to_table(
+                        columns=self.columns, filter=self.filter if self._client_filter else None
+                    )
+                yield table
+        except ClassCallsNotPermittedError as refusal:
+            warn_class_calls_refused(refusal)
+            self.stats.class_calls_refused = True
+            yield from self._read_whole(partitions[answered:])
+
+    def _cost_based(self, partitions: list[Partition]) -> Iterator[pa.Table]:
+        if not partitions:
+            return
+        decision = self.planned_decision(partitions)
+        if decision.pushdown is not None:
+            self.stats.cost_model = decision.reason if self.policy.mode == "auto" else ""
+            yield from self._pushdown(partitions) if decision.pushdown else self._read_whole(partitions)
+            return
+        sample, rest = partitions[0], partitions[1:]
+        returned_before = self.stats.bytes_returned
+        pushed_back_before = self.stats.objects_pushed_back
+        yield from self._pushdown([sample])
+        if self.stats.objects_pushed_back > pushed_back_before:
+            self.stats.cost_model = "sample pushed back by a loaded node: no estimate, pushdown"
+            yield from self._pushdown(rest)
+            return
+        ratio = (self.stats.bytes_returned - returned_before) / max(1, sample.size_bytes)
+        decision = self.policy.by_ratio(f"sampled object {sample.number}", ratio, len(rest))
+        self.stats.cost_model = decision.reason
+        yield from self._pushdown(rest) if decision.pushdown else self._read_whole(rest)
+
+    def planned_decision(self, partitions: list[Partition]) -> Decision:
+        """The placement decided before any object runs (what explain() shows)."""
+        predicted = None
+        if self.policy.mode == "auto":
+            predicted = predicted_reply_ratio(self.source.manifest, self.filter, partitions, self.columns)
+        return self.policy.decide(predicted, len(partitions), partitions[0].number if partitions else 0)
+
+    def _read_whole(self, partitions: list[Partition]) -> Iterator[pa.Table]:
+        """The baseline a pushdown must beat: move whole objects to the client and
+        let pyarrow filter them here, decoding only the columns it needs."""
+        for size, rows, table in at_client(self._read_and_filter, partitions, self.use_threads):
+            self._count_plain_read(size, rows)
+            yield table
+
+    def _read_and_filter(self, partition: Partition) -> tuple[int, int, pa.Table]:
+        return read_partition(self.source, partition, self.columns, self.filter)
+
+    def _count_plain_read(self, size: int, rows: int) -> None:
+        self.stats.objects_read_plain += 1
+        self.stats.bytes_read += size
+        self.stats.bytes_returned += size
+        self.stats.rows_scanned += rows

@@ -1,0 +1,30 @@
+"""Per-partition statistics, computed in storage by the describe method."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from skyhook.backends.base import MethodCaller
+from skyhook.catalog.manifest import statistics_type
+from skyhook.rpc.reply import decode_reply
+from skyhook.rpc.requests import DescribeRequest
+
+
+def describe_object(caller: MethodCaller, object_name: str) -> tuple[pa.StructArray, dict[str, int]]:
+    """Per-column statistics of one object ({min, max, null_count} per column,
+    a one-row struct array) and the call's statistics, computed in storage."""
+    reply = decode_reply(caller.call(object_name, DescribeRequest.METHOD, DescribeRequest().encode()))
+    reply.raise_for_status(f"describing object {object_name}")
+    return reply.reader().read_all().to_struct_array().combine_chunks(), reply.statistics
+
+
+def partition_statistics(caller: MethodCaller, object_name: str, schema: pa.Schema) -> pa.StructArray:
+    """The manifest's statistics row of one partition object of a dataset of schema."""
+    row, _ = describe_object(caller, object_name)
+    return row.cast(statistics_type(schema))
+
+
+def concat_statistics(rows: list[pa.StructArray], schema: pa.Schema) -> pa.StructArray:
+    if not rows:
+        return pa.array([], statistics_type(schema))
+    return pa.concat_arrays(rows)

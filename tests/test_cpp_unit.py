@@ -1,0 +1,46 @@
+"""The C++ unit tests (GoogleTest, each *_test.cc beside the code it tests):
+configured with SKYHOOK_BUILD_TESTS in build/unit, built (the skyhook_unit_tests
+target only: the core and the embedded object context, not the Ceph class) and
+run. Needs Debian's libgtest-dev and libsqlite3-dev (scripts/install-build-deps.sh)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "build" / "unit"
+
+
+def _run(*command: str, timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def test_cpp_unit_tests_pass():
+    # No build type: unoptimised, the quickest to compile on a small machine.
+    configured = _run(
+        "cmake",
+        "-S",
+        ".",
+        "-B",
+        str(BUILD),
+        "-DSKYHOOK_BUILD_TESTS=ON",
+        "-DSKYHOOK_BUILD_PYTHON=OFF",
+        f"-DPython_EXECUTABLE={sys.executable}",
+        timeout=300,
+    )
+    assert configured.returncode == 0, configured.stdout + configured.stderr
+    built = _run(
+        "cmake", "--build", str(BUILD), "--target", "skyhook_unit_tests", "-j", str(os.cpu_count() or 1), timeout=1800
+    )
+    assert built.returncode == 0, built.stdout[-20000:] + built.stderr[-20000:]
+
+    result = _run(str(BUILD / "skyhook_unit_tests"), "--gtest_brief=1", timeout=300)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    ran = re.search(r"^\[==========\] (\d+) tests? from \d+ test suites? ran", output, re.M)
+    passed = re.search(r"^\[  PASSED  \] (\d+) tests?", output, re.M)
+    assert ran and passed and int(passed.group(1)) == int(ran.group(1)) > 0, output

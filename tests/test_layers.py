@@ -1,0 +1,131 @@
+"""The client's import graph: no cycle, and each layer imports only the layers
+below it. Read from the source with ast, so an import under TYPE_CHECKING or
+inside a function counts as much as one at the top of a module."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+SOURCE = ROOT / "python"
+PACKAGE = "skyhook"
+
+# A module's layer is the first part of its name below the package:
+# "skyhook.ingest.write" is in ingest, "skyhook.store" in store, and the
+# package itself ("skyhook", its __init__) in the layer of that name. The C++
+# extension modules (CMakeLists.txt's nanobind modules) make the layer native.
+FOUNDATION = {"errors", "names"}  # exceptions and the names of the store's namespace
+LIBRARY: dict[str, set[str]] = {
+    "errors": set(),
+    "names": {"errors"},
+    "native": set(),
+    "rpc": {"errors"},
+    "backends": {"native", "rpc"} | FOUNDATION,
+    "catalog": {"rpc"} | FOUNDATION,
+    "plan": {"catalog"} | FOUNDATION,
+    "ingest": {"catalog", "backends", "rpc"} | FOUNDATION,
+    "execution": {"native", "plan", "catalog", "backends", "rpc"} | FOUNDATION,
+    "dataset": {"native", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
+    "store": {"dataset", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
+    "skyhook": {"store", "dataset", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
+}
+# The command line and the developer tooling (dev cluster, TPC-H, demo) may use
+# anything; the library never imports either of them.
+ALLOWED: dict[str, set[str]] = {**LIBRARY, "cli": {*LIBRARY, "dev"}, "dev": {*LIBRARY, "cli"}}
+
+
+def native_modules() -> set[str]:
+    """The extension modules the CMake files build (nanobind and Cython)."""
+    names = set()
+    for cmake in [ROOT / "CMakeLists.txt", *(ROOT / "cpp").rglob("CMakeLists.txt")]:
+        names.update(re.findall(r"(?:nanobind_add_module|Python_add_library)\((\w+)", cmake.read_text()))
+    return {f"{PACKAGE}.{name}" for name in names}
+
+
+def source_modules() -> dict[str, Path]:
+    modules = {}
+    for path in sorted((SOURCE / PACKAGE).rglob("*.py")):
+        parts = path.relative_to(SOURCE).with_suffix("").parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def imported(module: str, path: Path, known: set[str]) -> set[str]:
+    """The package's modules that module imports, wherever in it the import stands."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            # "from skyhook import _embedded" imports a module; "from skyhook.store import Store" a name.
+            found.update(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names)
+    return {name for name in found if name in known}
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = source_modules()
+    known = set(modules) | native_modules()
+    graph = {name: imported(name, path, known) - {name} for name, path in modules.items()}
+    return graph | {name: set() for name in known - set(modules)}
+
+
+def layer(module: str) -> str:
+    if module in native_modules():
+        return "native"
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_every_module_has_a_layer():
+    assert {layer(module) for module in import_graph()} <= set(ALLOWED)
+
+
+def test_no_import_cycle():
+    found = cycles(import_graph())
+    assert not found, "modules that import each other:\n" + "\n".join(", ".join(cycle) for cycle in found)
+
+
+def test_layers_import_only_what_is_below_them():
+    violations = sorted(
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        for target in targets
+        if layer(target) != layer(module) and layer(target) not in ALLOWED[layer(module)]
+    )
+    assert not violations, "imports against the layers:\n" + "\n".join(violations)
