@@ -25,6 +25,8 @@ arrow::Result<arrow::dataset::FragmentIterator> ObjectDataset::GetFragmentsImpl(
     arrow::compute::Expression predicate) {
   arrow::dataset::FragmentVector kept;
   for (const auto& fragment : fragments_) {
+    // An empty object's guarantee is false, which simplification leaves alone.
+    if (!fragment->partition_expression().IsSatisfiable()) continue;
     // A predicate the guarantee cannot simplify (mixed types, say) keeps the object.
     auto simplified =
         arrow::compute::SimplifyWithGuarantee(predicate, fragment->partition_expression());

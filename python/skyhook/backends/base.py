@@ -30,14 +30,14 @@ class MethodCaller(ABC):
         Closing the iterator early abandons calls not yet started."""
 
     def call_each(
-        self, method: str, object_names: list[str], request: DataRequest, context: str, parallel: bool = True
+        self, object_names: list[str], request: DataRequest, context: str, parallel: bool = True
     ) -> Iterator[Reply]:
-        """Decoded replies of one request sent to each object, in order (method
-        is the request's METHOD); a reply that reports an error raises it,
+        """Decoded replies of one request sent to each object, in order; a reply
+        that reports an error raises it,
         naming context and the object. An object whose call a node limit ended
         early is continued with more calls, and its replies are merged into
         one; if any of them was pushed back, the object's reply is that push-back."""
-        encoded_request = request.encode()
+        method, encoded_request = request.METHOD, request.encode()
         calls = ((name, encoded_request) for name in object_names)
         replies = self.call_many(method, calls) if parallel else (self.call(name, method, body) for name, body in calls)
         for name, encoded in zip(object_names, replies):

@@ -127,7 +127,6 @@ class AggregateExecution:
             pushback=self.pushback_limits,
         )
         replies = self.source.backend.call_each(
-            PlanRequest.METHOD,
             [p.object_name for p in partitions],
             request,
             f"aggregating {self.source.name!r}",

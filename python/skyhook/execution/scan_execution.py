@@ -24,6 +24,7 @@ from skyhook.plan.expressions import Columns, output_expressions, projected_sche
 from skyhook.rpc.reply import Executed
 from skyhook.rpc.requests import ScanRequest
 from skyhook.rpc.result_options import PushbackLimits, ResultOptions
+from skyhook.rpc.statistics import BYTES_READ, BYTES_RETURNED, CALLS, ROWS_SCANNED, STORAGE_CPU_NS
 
 if TYPE_CHECKING:
     from skyhook.catalog.manifest import Partition
@@ -192,7 +193,6 @@ class ScanExecution:
 
     def _pushdown(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         replies = self.source.backend.call_each(
-            "scan",
             [p.object_name for p in partitions],
             self._request(),
             f"scanning {self.source.name!r}",
@@ -208,11 +208,11 @@ class ScanExecution:
                     self._count_plain_read(size, rows)
                     yield table
                     continue
-                self.stats.rows_scanned += reply.statistics["rows_scanned"]
-                self.stats.continuations += reply.statistics.get("calls", 1) - 1
-                self.stats.bytes_read += reply.statistics["bytes_read"]
-                self.stats.bytes_returned += reply.statistics["bytes_returned"]  # as sent, all calls
-                self.stats.storage_cpu_s += reply.statistics["storage_cpu_ns"] / 1e9
+                self.stats.rows_scanned += reply.statistics[ROWS_SCANNED]
+                self.stats.continuations += reply.statistics.get(CALLS, 1) - 1
+                self.stats.bytes_read += reply.statistics[BYTES_READ]
+                self.stats.bytes_returned += reply.statistics[BYTES_RETURNED]  # as sent, all calls
+                self.stats.storage_cpu_s += reply.statistics[STORAGE_CPU_NS] / 1e9
                 table = reply.reader().read_all()
                 if self._client_filter or self._client_projection:  # what storage could not do
                     table = pads.dataset(table).to_table(
