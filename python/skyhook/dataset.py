@@ -165,27 +165,21 @@ class Dataset(ObjectDataset):
         *,
         keys: str | list[str] | None = None,
         aggregations: list[tuple] | None = None,
+        analyze: bool = False,
         **options: Any,
     ) -> Explanation:
         """The plan of a scan (or, with aggregations, an aggregate) and what will
-        run where, decided before anything runs: nothing is read."""
+        run where, decided before anything runs: nothing is read. With analyze,
+        runs it and adds what ran where, the actual selectivity and bytes."""
         if aggregations is not None:
-            return explain_aggregate(self.group_by(keys or []).execution(aggregations, filter, **options))
-        return explain_scan(self.scanner(columns, filter, **options).execution)
+            execution = self.group_by(keys or []).execution(aggregations, filter, **options)
+            return (analyze_aggregate if analyze else explain_aggregate)(execution)
+        scan = self.scanner(columns, filter, **options).execution
+        return (analyze_scan if analyze else explain_scan)(scan)
 
-    def analyze(
-        self,
-        columns: Columns = None,
-        filter: pc.Expression | str | None = None,
-        *,
-        keys: str | list[str] | None = None,
-        aggregations: list[tuple] | None = None,
-        **options: Any,
-    ) -> Explanation:
-        """Runs the scan (or aggregate) and says what ran where, with actual selectivity and bytes."""
-        if aggregations is not None:
-            return analyze_aggregate(self.group_by(keys or []).execution(aggregations, filter, **options))
-        return analyze_scan(self.scanner(columns, filter, **options).execution)
+    def analyze(self, *args: Any, **kwargs: Any) -> Explanation:
+        """Runs the scan (or aggregate) and says what ran where: explain(..., analyze=True)."""
+        return self.explain(*args, analyze=True, **kwargs)
 
     def _expression(self, filter: pc.Expression | str | None) -> pc.Expression | None:
         if isinstance(filter, str):
