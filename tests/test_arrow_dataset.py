@@ -15,6 +15,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 
+import skyhook
 from support.assertions import assert_same_table
 
 F = pc.field
@@ -153,10 +154,40 @@ def test_dataset_relational_methods(pair):
     assert_same_table(ds.take([0, 2999, 1500]), local.take([0, 2999, 1500]))
 
 
-def test_errors_from_storage_reach_the_caller_as_skyhook_errors(pair):
+def test_errors_reach_the_caller(pair):
     ds, _ = pair
     with pytest.raises(pa.ArrowInvalid):  # Arrow binds the filter before any fragment runs
         pads.Scanner.from_dataset(ds, filter=F("missing") > 1).to_table()
+    with pytest.raises(skyhook.TypeMismatchError, match="must evaluate to bool"):
+        ds.filter(F("id") + 1)
+    ds.store.backend.delete_object(ds.manifest.partitions[3].object_name)
+    with pytest.raises(skyhook.ObjectNotFoundError):  # raised in a fragment, on Arrow's threads
+        pads.Scanner.from_dataset(ds, filter=F("id") >= 0).to_table()
+    with pytest.raises(skyhook.ObjectNotFoundError):
+        ds.join(pads.dataset(OTHER), "id").to_table()
+
+
+def test_pyarrow_scans_follow_the_cost_model(pair):
+    ds, local = pair
+    wide = F("i32") > -2000  # i32 has nulls: statistics cannot tell, the first object is the sample
+    ours = pads.Scanner.from_dataset(ds, filter=wide, fragment_readahead=1).to_table()
+    assert_same_table(ours, local.to_table(filter=wide))
+    objects = len(ds.manifest.partitions)
+    assert ds.arrow_scans.objects_read_plain == objects - 1 and "plain reads" in ds.arrow_scans.cost_model
+    assert pads.Scanner.from_dataset(ds, filter=FILTER).count_rows() == local.count_rows(filter=FILTER)
+
+
+def test_a_widened_schema_reads_missing_columns_as_nulls(pair):
+    ds, local = pair
+    wider = ds.schema.append(pa.field("extra", pa.float64()))
+    filter = F("extra").is_null() & (F("id") < 10)
+    ours = pads.UnionDataset(ds.schema, [ds]).replace_schema(wider).to_table(columns=["id", "extra"], filter=filter)
+    theirs = (
+        pads.UnionDataset(local.schema, [local]).replace_schema(wider).to_table(columns=["id", "extra"], filter=filter)
+    )
+    assert_same_table(ours, theirs)
+    assert ours.num_rows == 10
+    assert pads.UnionDataset(ds.schema, [ds]).replace_schema(wider).count_rows(filter=F("extra") > 1) == 0
 
 
 def test_no_pyarrow_call_crashes_the_process(store):

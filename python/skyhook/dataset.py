@@ -103,7 +103,8 @@ class Dataset(ObjectDataset):
         options: pushdown (False reads whole objects and filters here), pushdown_threshold,
         max_result_bytes (per object reply), max_in_flight and max_slice_cpu_ns (push-back),
         and pyarrow's batch_readahead, fragment_readahead, cache_metadata, memory_pool."""
-        filter = self._expression(filter)
+        if isinstance(filter, str):
+            filter = parse_where(filter, self.schema)
         self.last_scan = Scanner(
             self, self.objects, columns, filter, batch_size=batch_size, use_threads=use_threads, **options
         )
@@ -138,6 +139,7 @@ class Dataset(ObjectDataset):
         if isinstance(expression, str):
             expression = parse_where(expression, self.schema)
         combined = expression if self._filter is None else self._filter & expression
+        projected_schema(self.schema, [], combined)  # a boolean over this dataset's columns
         return Dataset(self.store, self.manifest, combined)
 
     def replace_schema(self, schema: pa.Schema) -> Dataset:

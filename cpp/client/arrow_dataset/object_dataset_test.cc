@@ -109,6 +109,30 @@ TEST(ObjectFragment, AsksForMaterializedColumnsAndWhatTheGuaranteeLeaves) {
   EXPECT_EQ(fixture.handler->last.filter, Bound(cp::equal(cp::field_ref("y"), cp::literal("a"))));
 }
 
+TEST(ObjectFragment, LeavesColumnsTheObjectLacksToArrow) {
+  Fixture fixture;
+  auto wider = arrow::schema({arrow::field("x", arrow::int64()), arrow::field("y", arrow::utf8()),
+                              arrow::field("z", arrow::float64())});
+  auto options = std::make_shared<arrow::dataset::ScanOptions>();
+  options->dataset_schema = wider;
+  auto bind = [&](cp::Expression expression) { return expression.Bind(*wider).ValueOrDie(); };
+  options->filter = bind(
+      cp::and_(cp::is_null(cp::field_ref("z")), cp::greater(cp::field_ref("x"), cp::literal(5))));
+  arrow::dataset::SetProjection(
+      options.get(), arrow::dataset::ProjectionDescr::FromNames({"x", "z"}, *wider).ValueOrDie());
+  auto fragment = fixture.dataset->GetFragments().ValueOrDie().Next().ValueOrDie();
+  ASSERT_TRUE(
+      arrow::CollectAsyncGenerator(fragment->ScanBatchesAsync(options).ValueOrDie()).result().ok());
+  EXPECT_EQ(fixture.handler->last.columns, (std::vector<std::string>{"x"}));
+  EXPECT_EQ(fixture.handler->last.filter, bind(cp::greater(cp::field_ref("x"), cp::literal(5))));
+
+  // Storage never hears of the missing column: a comparison with it is null.
+  options->filter = bind(cp::greater(cp::field_ref("z"), cp::literal(1.5)));
+  ASSERT_TRUE(
+      arrow::CollectAsyncGenerator(fragment->ScanBatchesAsync(options).ValueOrDie()).result().ok());
+  EXPECT_TRUE(cp::FieldsInExpression(fixture.handler->last.filter).empty());
+}
+
 TEST(ObjectFragment, CountsRowsFromTheManifestOnlyWhenEveryRowPasses) {
   Fixture fixture;
   auto options = std::make_shared<arrow::dataset::ScanOptions>();

@@ -1,7 +1,9 @@
 #include "client/arrow_dataset/object_fragment.h"
 
 #include <set>
+#include <string>
 
+#include <arrow/compute/expression.h>
 #include <arrow/dataset/scanner.h>
 #include <arrow/io/interfaces.h>
 #include <arrow/util/async_generator.h>
@@ -32,19 +34,37 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ObjectFragment::ReadPhysicalSchema
 arrow::Result<ObjectScan> ObjectFragment::MakeScan(const ScanOptions& options) const {
   ObjectScan scan{
       object_index_, options.filter, {}, options.batch_size, options.fragment_scan_options};
+  const arrow::Schema& dataset_schema = *options.dataset_schema;
+  auto stored = [&](const arrow::FieldRef& ref) -> arrow::Result<std::string> {
+    ARROW_ASSIGN_OR_RAISE(arrow::FieldPath path, ref.FindOne(dataset_schema));
+    return dataset_schema.field(path.indices().front())->name();
+  };
   // Top-level columns only: storage selects whole columns; Arrow picks nested
-  // fields out of them afterwards.
-  std::set<int> seen;
+  // fields out of them afterwards. A column of a widened dataset schema that the
+  // object lacks is read as nulls by Arrow, so it is known to be null here.
+  std::set<std::string> seen;
+  arrow::compute::Expression guarantee = partition_expression_;
   for (const arrow::FieldRef& ref : options.MaterializedFields()) {
-    ARROW_ASSIGN_OR_RAISE(arrow::FieldPath path, ref.FindOne(*options.dataset_schema));
-    int index = path.indices().front();
-    if (seen.insert(index).second) {
-      scan.columns.push_back(options.dataset_schema->field(index)->name());
+    ARROW_ASSIGN_OR_RAISE(std::string name, stored(ref));
+    if (!seen.insert(name).second) continue;
+    if (given_physical_schema_->GetFieldIndex(name) < 0) {
+      guarantee =
+          arrow::compute::and_(guarantee, arrow::compute::is_null(arrow::compute::field_ref(name)));
+    } else {
+      scan.columns.push_back(name);
     }
   }
-  // What the statistics guarantee need not be checked again in storage.
-  auto simplified = arrow::compute::SimplifyWithGuarantee(scan.filter, partition_expression_);
+  // What the guarantee settles need not be checked again in storage.
+  auto simplified = arrow::compute::SimplifyWithGuarantee(scan.filter, guarantee);
   if (simplified.ok()) scan.filter = *std::move(simplified);
+  // A filter still naming a column the object lacks is left to Arrow's own filter.
+  for (const arrow::FieldRef& ref : arrow::compute::FieldsInExpression(scan.filter)) {
+    ARROW_ASSIGN_OR_RAISE(std::string name, stored(ref));
+    if (given_physical_schema_->GetFieldIndex(name) < 0) {
+      scan.filter = arrow::compute::literal(true);
+      break;
+    }
+  }
   return scan;
 }
 

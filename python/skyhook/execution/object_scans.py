@@ -3,11 +3,17 @@ execution and placement policy as the user's Scanner."""
 
 from __future__ import annotations
 
+import threading
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.execution.dataset_objects import DatasetObjects
+from skyhook.execution.placement import Decision
 from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
+
+# Query shapes whose sampled decisions are kept (a dataset object sees few).
+_DECISIONS_KEPT = 256
 
 
 class ObjectScans:
@@ -15,6 +21,11 @@ class ObjectScans:
         self.source = source
         #: Metrics of the scans pyarrow itself started (joins, Acero, pyarrow's Scanner).
         self.stats = ScanStatistics()
+        # Arrow scans objects independently and in parallel: the first object of a
+        # query shape to finish is its sample, and the objects after it (of this
+        # scan and of later ones; the dataset's data never changes) follow it.
+        self._decisions: dict[tuple, Decision] = {}
+        self._lock = threading.Lock()
 
     def scan_object(
         self, index: int, filter: pc.Expression, columns: list[str], batch_size: int, scan: ScanExecution | None
@@ -23,13 +34,16 @@ class ObjectScans:
         the object's rows that may pass filter, with at least columns. scan is
         the skyhook scan this belongs to, if any: its options and metrics."""
         options = scan.options if scan is not None else {}
-        execution = ScanExecution(
-            self.source,
-            columns,
-            None if filter.equals(pc.scalar(True)) else filter,
-            batch_size=batch_size,
-            **options,
-        )
-        table = execution.object_table(self.source.manifest.partitions[index])
+        filter = None if filter.equals(pc.scalar(True)) else filter
+        shape = (str(filter), tuple(columns), options.get("pushdown"), options.get("pushdown_threshold"))
+        with self._lock:
+            decided = self._decisions.get(shape)
+        execution = ScanExecution(self.source, columns, filter, batch_size=batch_size, **options)
+        table = execution.object_table(self.source.manifest.partitions[index], decided)
+        if decided is None and execution.sampled is not None:
+            with self._lock:
+                if len(self._decisions) >= _DECISIONS_KEPT:
+                    self._decisions.clear()
+                self._decisions.setdefault(shape, execution.sampled)
         (scan.stats if scan is not None else self.stats).absorb(execution.stats)
         return table.to_reader(max_chunksize=batch_size)

@@ -62,6 +62,8 @@ class PlacementPolicy:
     def __post_init__(self) -> None:
         if self.mode not in (True, False, "auto"):
             raise InvalidRequestError(f"pushdown must be True, False or 'auto', not {self.mode!r}")
+        if self.mode != "auto":  # 1, 0 and numpy booleans become bool: the executions test identity
+            object.__setattr__(self, "mode", bool(self.mode))
 
     def decide(self, predicted_ratio: float | None, objects: int, first_object: int) -> Decision:
         """Before any object runs: by the mode, by statistics, or by a sample."""
@@ -74,10 +76,11 @@ class PlacementPolicy:
     def by_ratio(self, basis: str, ratio: float, objects: int) -> Decision:
         """Pushdown when the reply is expected to be small next to its object."""
         pushdown = ratio <= self.threshold
+        which = f"{objects} objects" if objects else "the objects that follow"
         return Decision(
             pushdown,
             f"{basis}: reply/object bytes {ratio:.3f} {'<=' if pushdown else '>'} {self.threshold}: "
-            f"{'pushdown' if pushdown else 'plain reads'} for {objects} objects",
+            f"{'pushdown' if pushdown else 'plain reads'} for {which}",
         )
 
 

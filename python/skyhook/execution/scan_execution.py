@@ -108,6 +108,8 @@ class ScanExecution:
             max_result_bytes=max_result_bytes,
             **self.pushback_limits,
         )
+        #: What the sampled object decided, once one was sampled.
+        self.sampled: Decision | None = None
         #: Partitions the last run could not rule out by statistics.
         self.scanned: set[int] = set()
         self.stats = ScanStatistics(
@@ -123,16 +125,17 @@ class ScanExecution:
         for table in self._tables(partitions):
             yield from table.to_batches(max_chunksize=self.batch_size)
 
-    def object_table(self, partition: Partition) -> pa.Table:
+    def object_table(self, partition: Partition, decided: Decision | None = None) -> pa.Table:
         """One object's rows, for a fragment of the Arrow dataset (which Arrow
-        has already pruned by the object's statistics)."""
-        (table,) = self._tables([partition])
+        has already pruned by the object's statistics). decided: what a sampled
+        object of the same query decided; without it this object is the sample."""
+        (table,) = self._tables([partition], decided)
         return table
 
-    def _tables(self, partitions: list[Partition]) -> Iterator[pa.Table]:
+    def _tables(self, partitions: list[Partition], decided: Decision | None = None) -> Iterator[pa.Table]:
         started = time.perf_counter()
         try:
-            for table in self._cost_based(partitions):
+            for table in self._cost_based(partitions, decided):
                 self.stats.objects_scanned += 1
                 if table.schema != self.projected_schema:  # e.g. nullability of computed columns
                     table = self._conform(table)
@@ -160,7 +163,7 @@ class ScanExecution:
             return self.source.manifest.num_rows
         counter = ScanExecution(self.source, [], self.filter, **self.options)
         rows = sum(batch.num_rows for batch in counter.to_batches())
-        self.stats = counter.stats
+        self.stats.absorb(counter.stats)
         return rows
 
     def head(self, num_rows: int) -> pa.Table:
@@ -224,10 +227,10 @@ class ScanExecution:
             self.stats.class_calls_refused = True
             yield from self._read_whole(partitions[answered:])
 
-    def _cost_based(self, partitions: list[Partition]) -> Iterator[pa.Table]:
+    def _cost_based(self, partitions: list[Partition], decided: Decision | None = None) -> Iterator[pa.Table]:
         if not partitions:
             return
-        decision = self.planned_decision(partitions)
+        decision = decided or self.planned_decision(partitions)
         if decision.pushdown is not None:
             self.stats.cost_model = decision.reason if self.policy.mode == "auto" else ""
             yield from self._pushdown(partitions) if decision.pushdown else self._read_whole(partitions)
@@ -243,6 +246,7 @@ class ScanExecution:
         ratio = (self.stats.bytes_returned - returned_before) / max(1, sample.size_bytes)
         decision = self.policy.by_ratio(f"sampled object {sample.number}", ratio, len(rest))
         self.stats.cost_model = decision.reason
+        self.sampled = decision
         yield from self._pushdown(rest) if decision.pushdown else self._read_whole(rest)
 
     def planned_decision(self, partitions: list[Partition]) -> Decision:

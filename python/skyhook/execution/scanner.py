@@ -39,8 +39,11 @@ class Scanner(pads.Scanner):
     ) -> None:
         arrow_options = {key: options.pop(key) for key in ARROW_SCAN_OPTIONS if key in options}
         options.pop("fragment_scan_options", None)  # a skyhook scan passes its own
+        # As in pyarrow, a filtered dataset's filter applies too (pyarrow adds it to the C++ scan).
+        narrowed = arrow_dataset._scan_options.get("filter")
+        combined = filter if narrowed is None else narrowed if filter is None else narrowed & filter
         self.execution = ScanExecution(
-            source, columns, filter, batch_size=batch_size, use_threads=use_threads, **options
+            source, columns, combined, batch_size=batch_size, use_threads=use_threads, **options
         )
         if batch_size is not None:
             arrow_options["batch_size"] = batch_size

@@ -32,7 +32,10 @@ def projected_schema(schema: pa.Schema, columns: Columns, filter: pc.Expression 
         if unknown:
             raise UnknownColumnError(f"unknown column {unknown[0]!r}; the dataset has {', '.join(schema.names)}")
     try:
-        return pads.dataset(schema.empty_table()).scanner(columns=columns, filter=filter).projected_schema
+        scanner = pads.dataset(schema.empty_table()).scanner(columns=columns, filter=filter)
+        if filter is not None:
+            scanner.to_table()  # binds the filter: one that is not boolean is refused here
+        return scanner.projected_schema
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as error:
         raise _translate(error, schema) from None
 
