@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,7 @@ from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, first
 from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD, predicted_reply_ratio
 from skyhook.execution.placement import Decision, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
-from skyhook.plan.expressions import Columns, output_expressions, projected_schema, to_substrait
+from skyhook.plan.expressions import Columns, filter_columns, output_expressions, projected_schema, to_substrait
 from skyhook.rpc.reply import Executed
 from skyhook.rpc.requests import ScanRequest
 from skyhook.rpc.result_options import PushbackLimits, ResultOptions
@@ -96,10 +96,15 @@ class ScanExecution:
         self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
         self._filter_substrait = None if filter is None else to_substrait([filter], ["filter"], schema, is_filter=True)
         self._client_filter = filter is not None and self._filter_substrait is None
-        # A filter the client completes may read any column: then storage returns all.
+        # A filter the client completes: storage returns the columns it and the projection read.
         self._projection_substrait = None
         if columns is not None and not self._client_filter:
             self._projection_substrait = to_substrait(*output_expressions(columns), schema)
+        elif columns is not None and not isinstance(columns, Mapping) and filter is not None:
+            needed = filter_columns(filter, schema)
+            if needed is not None:
+                kept = [name for name in schema.names if name in needed or name in columns]
+                self._projection_substrait = to_substrait([pc.field(name) for name in kept], kept, schema)
         self._client_projection = columns is not None and self._projection_substrait is None
         self.options = dict(
             use_threads=use_threads,

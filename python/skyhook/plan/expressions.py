@@ -14,6 +14,7 @@ from substrait.gen.proto.algebra_pb2 import Expression
 from substrait.gen.proto.extended_expression_pb2 import ExtendedExpression
 
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
+from skyhook.plan.substrait import IN_LIST_CHUNK, referenced_fields, storage_form
 
 Columns = Sequence[str] | Mapping[str, pc.Expression] | None
 
@@ -50,67 +51,64 @@ def _translate(error: Exception, schema: pa.Schema) -> Exception:
     return InvalidRequestError(f"invalid expression: {message}")
 
 
-# Substrait has no is_in: pyarrow encodes it as OR-ed equalities, which give
-# null instead of false for a null input, and never match a null in the value
-# set (nor a NaN). A filter only notices the first under operators that tell
-# null from false; a projection always does.
-_NULL_SENSITIVE = (
-    "invert(",
-    "is_null(",
-    "is_valid(",
-    "if_else(",
-    "coalesce(",
-    "fill_null",
-    "case_when(",
-    "true_unless_null(",
-    "choose(",
-)
-
-
-def _changes_meaning_in_substrait(expression: pc.Expression, is_filter: bool) -> bool:
-    text = str(expression)
-    if "is_in(" not in text:
-        return False
-    # is_in also matches NaN with NaN; equality never does.
-    null_or_nan_in_value_set = re.search(r"^\s+(null|nan|-nan),?$", text, re.MULTILINE) is not None
-    return not is_filter or null_or_nan_in_value_set or any(operator in text for operator in _NULL_SENSITIVE)
-
-
 def to_substrait(
     expressions: list[pc.Expression], names: list[str], schema: pa.Schema, *, is_filter: bool = False
 ) -> bytes | None:
     """Substrait for validated expressions, or None when Substrait cannot carry
     them faithfully (an implicit safe cast, a function without a Substrait
-    mapping, is_in where nulls matter): the client then completes that part."""
-    if any(_changes_meaning_in_substrait(expression, is_filter) for expression in expressions):
-        return None
+    mapping, is_in where nulls matter): the client then completes that part.
+    IN lists become what storage runs exactly (plan/substrait.py: storage_form)."""
     try:
-        serialized = bytes(pas.serialize_expressions(expressions, names, schema))
+        message = ExtendedExpression.FromString(bytes(pas.serialize_expressions(expressions, names, schema)))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    return serialized if _within_storage_limits(serialized) else None
+    if not storage_form(message, filters=len(expressions) if is_filter else 0):
+        return None
+    return message.SerializeToString() if _within_storage_limits(message) else None
 
 
-# Storage refuses deeper expressions and longer IN lists (cpp/skyhook/substrait/checks.h):
-# Arrow recurses once per level, and an IN list becomes a chain of ORs as long as the list.
+# Storage refuses deeper expressions, longer IN lists and more nodes
+# (cpp/skyhook/substrait/checks.h): Arrow recurses once per level, and an IN
+# list becomes a chain of ORs as long as the list. Longer lists are split into
+# IN lists under a balanced OR, but Arrow's canonicalisation flattens nested
+# ORs into one chain again (10,000 values overflowed a thread's stack) and
+# each value costs an equality per row: past MAX_IN_VALUES in all, the client
+# filters (storage still projects).
 MAX_EXPRESSION_DEPTH = 256
-MAX_IN_LIST_LENGTH = 1000
+MAX_IN_LIST_LENGTH = IN_LIST_CHUNK
+MAX_IN_VALUES = 2 * IN_LIST_CHUNK
+MAX_MESSAGES = 100_000  # storage counts at most 200,000 nodes per request
 
 
-def _within_storage_limits(serialized: bytes) -> bool:
-    pending: list[tuple[Message, int]] = [(ExtendedExpression.FromString(serialized), 0)]
+def _within_storage_limits(serialized: ExtendedExpression) -> bool:
+    pending: list[tuple[Message, int]] = [(serialized, 0)]
+    in_values = messages = 0
     while pending:
         message, depth = pending.pop()
+        messages += 1
+        if messages > MAX_MESSAGES:
+            return False
         if isinstance(message, Expression):
             depth += 1
             if depth > MAX_EXPRESSION_DEPTH:
                 return False
-            if message.HasField("singular_or_list") and len(message.singular_or_list.options) > MAX_IN_LIST_LENGTH:
-                return False
+            if message.HasField("singular_or_list"):
+                in_values += len(message.singular_or_list.options)
+                if len(message.singular_or_list.options) > MAX_IN_LIST_LENGTH or in_values > MAX_IN_VALUES:
+                    return False
         for descriptor, value in message.ListFields():
             if descriptor.message_type is not None:
                 pending.extend((item, depth) for item in (value if descriptor.is_repeated else [value]))
     return True
+
+
+def filter_columns(filter: pc.Expression, schema: pa.Schema) -> set[str] | None:
+    """The names of the columns filter reads, or None when pyarrow cannot tell."""
+    try:
+        message = ExtendedExpression.FromString(bytes(pas.serialize_expressions([filter], ["filter"], schema)))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return {schema.names[index] for index in referenced_fields(message)}
 
 
 def output_expressions(columns: Columns) -> tuple[list[pc.Expression], list[str]]:

@@ -7,6 +7,7 @@ named table ``object``: the one object a storage method runs on.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
@@ -63,7 +64,7 @@ def substrait_type(type: pa.DataType) -> type_pb2.Type:
     return serialize([pc.field("x")], ["x"], pa.schema([("x", type)])).base_schema.struct.types[0]
 
 
-def declare_function(plan: plan_pb2.Plan, uri: str, name: str) -> int:
+def declare_function(plan: plan_pb2.Plan | extended_expression_pb2.ExtendedExpression, uri: str, name: str) -> int:
     """The anchor of an extension function in plan, declared if missing."""
     uris = {declared.uri: declared.extension_uri_anchor for declared in plan.extension_uris}
     if uri not in uris:
@@ -92,6 +93,7 @@ class PlanBuilder:
         used = referenced_fields(serialize(expressions, names, schema))
         self.read_schema = pa.schema([schema.field(i) for i in sorted(used)])
         bound = serialize(expressions, names, self.read_schema)
+        storage_form(bound, filters=0 if filter is None else 1)  # to_substrait has vetted the filter
         self.plan = plan_pb2.Plan()
         self.plan.extension_uris.extend(bound.extension_uris)
         self.plan.extensions.extend(bound.extensions)
@@ -135,3 +137,133 @@ def measures_of(plan: plan_pb2.Plan) -> Iterator[tuple[str, algebra_pb2.Aggregat
     }
     for measure in plan.relations[0].root.input.aggregate.measures:
         yield names[measure.measure.function_reference], measure.measure
+
+
+# IN lists. pyarrow writes is_in as a SingularOrList, which Arrow's consumer
+# runs as OR-ed equalities: null instead of false for a null value, and a null
+# or NaN in the list never matches. That is faithful in a filter under and /
+# or alone (where null and false both drop the row), for a list without null
+# or NaN. DuckDB guards its IN lists, `if_else(is_valid(x), is_in(x, L),
+# null)` (NOT IN is invert() of that): null for a null x, otherwise whether x
+# is in L, which is exactly the OR-ed equalities over L's non-null values, in
+# any context.
+BOOLEAN = "https://github.com/substrait-io/substrait/blob/main/extensions/functions_boolean.yaml"
+IN_LIST_CHUNK = 1000  # storage's longest IN list (cpp/skyhook/substrait/checks.h)
+_NULL_AS_FALSE = ("and", "or")  # a filter drops a row for null as for false under these alone
+_BOOLEAN_TYPE = type_pb2.Type(bool=type_pb2.Type.Boolean(nullability=type_pb2.Type.NULLABILITY_NULLABLE))
+
+
+def _is_nan(option: Expression) -> bool:
+    kind = option.literal.WhichOneof("literal_type")
+    return kind in ("fp32", "fp64") and math.isnan(getattr(option.literal, kind))
+
+
+def _matches_like_equality(option: Expression) -> bool:
+    """A literal that equality matches as is_in does: not null, not NaN."""
+    return option.HasField("literal") and option.literal.WhichOneof("literal_type") != "null" and not _is_nan(option)
+
+
+def _child_expressions(message: Message) -> Iterator[Expression]:
+    for descriptor, value in message.ListFields():
+        if descriptor.message_type is None:
+            continue
+        for item in value if descriptor.is_repeated else [value]:
+            if isinstance(item, Expression):
+                yield item
+            else:
+                yield from _child_expressions(item)
+
+
+class InListRewriter:
+    """Rewrites the IN lists of a serialised expression in place into what
+    storage runs exactly (see above); ``faithful`` says whether it succeeded."""
+
+    def __init__(self, message: extended_expression_pb2.ExtendedExpression) -> None:
+        self.message = message
+        self.names = {
+            declaration.extension_function.function_anchor: declaration.extension_function.name
+            for declaration in message.extensions
+        }
+
+    def faithful(self, expression: Expression, is_filter: bool) -> bool:
+        return self._visit(expression, is_filter)
+
+    def _visit(self, expression: Expression, null_as_false: bool) -> bool:
+        kind = expression.WhichOneof("rex_type")
+        if kind == "if_then" and (guarded := self._guarded_in(expression)) is not None:
+            value, options = guarded
+            if not self._visit(value, False):
+                return False
+            if options:
+                expression.CopyFrom(self._any_of(value, options))
+                return True
+            # x in (null): null or false, never true
+            expression.CopyFrom(Expression(literal=Expression.Literal(boolean=False)))
+            return null_as_false
+        if kind == "scalar_function":
+            call = expression.scalar_function
+            inner = null_as_false and self.names.get(call.function_reference) in _NULL_AS_FALSE
+            return all(self._visit(child, inner) for child in _child_expressions(call))
+        if kind == "singular_or_list":
+            in_list = expression.singular_or_list
+            if not null_as_false or not all(_matches_like_equality(o) for o in in_list.options):
+                return False
+            if not self._visit(in_list.value, False):
+                return False
+            if len(in_list.options) > IN_LIST_CHUNK:
+                expression.CopyFrom(self._any_of(in_list.value, list(in_list.options)))
+            return True
+        return all(self._visit(child, False) for child in _child_expressions(expression))
+
+    def _guarded_in(self, expression: Expression) -> tuple[Expression, list[Expression]] | None:
+        """(x, L without nulls) of `if_else(is_valid(x), is_in(x, L), null)`, when L has no NaN."""
+        if_then = expression.if_then
+        otherwise = getattr(if_then, "else")
+        if len(if_then.ifs) != 1 or otherwise.literal.WhichOneof("literal_type") != "null":
+            return None
+        condition, then = getattr(if_then.ifs[0], "if"), if_then.ifs[0].then
+        check = condition.scalar_function
+        if (
+            not condition.HasField("scalar_function")
+            or self.names.get(check.function_reference) != "is_not_null"
+            or len(check.arguments) != 1
+            or not then.HasField("singular_or_list")
+            or then.singular_or_list.value != check.arguments[0].value
+        ):
+            return None
+        options = list(then.singular_or_list.options)
+        if not all(option.HasField("literal") and not _is_nan(option) for option in options):
+            return None
+        # x is valid here, so a null in L matches nothing.
+        value = Expression()
+        value.CopyFrom(then.singular_or_list.value)
+        return value, [option for option in options if _matches_like_equality(option)]
+
+    def _any_of(self, value: Expression, options: list[Expression]) -> Expression:
+        """value = one of options: IN lists of at most IN_LIST_CHUNK values under a balanced OR."""
+        if len(options) <= IN_LIST_CHUNK:
+            return Expression(singular_or_list=Expression.SingularOrList(value=value, options=options))
+        half = (len(options) + 1) // 2
+        return self._call(BOOLEAN, "or", [self._any_of(value, options[:half]), self._any_of(value, options[half:])])
+
+    def _call(self, uri: str, name: str, arguments: list[Expression]) -> Expression:
+        anchor = declare_function(self.message, uri, name)
+        self.names[anchor] = name
+        return Expression(
+            scalar_function=Expression.ScalarFunction(
+                function_reference=anchor,
+                output_type=_BOOLEAN_TYPE,
+                arguments=[algebra_pb2.FunctionArgument(value=argument) for argument in arguments],
+            )
+        )
+
+
+def storage_form(message: extended_expression_pb2.ExtendedExpression, filters: int = 0) -> bool:
+    """Rewrites message's IN lists in place for storage (its first ``filters``
+    expressions are filters); False when some IN list cannot be carried exactly.
+    (Substrait drops is_in's options; pyarrow sets MATCH or SKIP: either way a
+    null in L matches no valid x.)"""
+    rewriter = InListRewriter(message)
+    return all(
+        rewriter.faithful(referred.expression, index < filters) for index, referred in enumerate(message.referred_expr)
+    )
