@@ -14,6 +14,7 @@ from skyhook._arrow_dataset import ObjectDataset
 from skyhook.backends.base import Backend
 from skyhook.catalog.manifest import Manifest
 from skyhook.catalog.pruning import fragment_guarantee
+from skyhook.errors import DatasetChangedError
 from skyhook.execution.aggregate_execution import AggregateExecution
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.explain import Explanation, analyze_aggregate, analyze_scan, explain_aggregate, explain_scan
@@ -29,8 +30,11 @@ class DatasetStore(Protocol):
     """What a dataset keeps of the store that opened it (skyhook.Store)."""
 
     backend: Backend
+    uri: str
 
     def dataset(self, name: str) -> Dataset: ...
+
+    def manifest(self, name: str) -> Manifest: ...
 
 
 class Dataset(ObjectDataset):
@@ -59,6 +63,15 @@ class Dataset(ObjectDataset):
         )
         if filter is not None:  # pyarrow's own scans of this dataset apply it too
             self._scan_options = {"filter": filter}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles by reference: the store (as its URI), the name, the manifest
+        generation it was opened at and its filter; nothing of the data. Unpickling
+        reopens that generation while it is still the dataset's current one; if the
+        dataset was overwritten since, it raises DatasetChangedError (and if it was
+        deleted, DatasetNotFoundError) rather than read other data. deepcopy reopens
+        it the same way."""
+        return (reopen_dataset, (self.store, self.name, self.manifest.generation, self._filter))
 
     def __repr__(self) -> str:
         return (
@@ -189,6 +202,17 @@ class Dataset(ObjectDataset):
         if self._filter is not None:
             filter = self._filter if filter is None else self._filter & filter
         return filter
+
+
+def reopen_dataset(store: DatasetStore, name: str, generation: str, filter: pc.Expression | None) -> Dataset:
+    """A pickled dataset: generation of name in store, refused once it is replaced."""
+    manifest = store.manifest(name)
+    if manifest.generation != generation:
+        raise DatasetChangedError(
+            f"dataset {name!r} in {store.uri} was overwritten since it was pickled (generation "
+            f"{generation}, now {manifest.generation}): open it again with store.dataset({name!r})"
+        )
+    return Dataset(store, manifest, filter)
 
 
 class DatasetGroupBy:

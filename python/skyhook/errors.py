@@ -49,6 +49,10 @@ class DatasetExistsError(SkyhookError):
     """A dataset of that name exists and the write did not ask to replace it."""
 
 
+class DatasetChangedError(SkyhookError):
+    """A pickled dataset was overwritten since: its generation is no longer current."""
+
+
 class LimitExceededError(SkyhookError):
     """A storage call needs more time or memory than the node allows."""
 

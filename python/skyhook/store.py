@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import threading
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 import pyarrow as pa
@@ -49,9 +52,40 @@ def connect(uri: str) -> Store:
     raise InvalidRequestError(f"unsupported store URI {uri!r}: expected file:///path or ceph://POOL?conf=...")
 
 
+# Stores opened by unpickling, one per URI in each process (a fork starts afresh):
+# a worker that unpickles a dataset per task keeps one connection, not one a task.
+_unpickled: dict[str, Store] = {}
+_unpickled_lock = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    global _unpickled_lock
+    _unpickled.clear()
+    _unpickled_lock = threading.Lock()  # another thread may have held it
+
+
+os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def reconnect(uri: str) -> Store:
+    """The store a pickled Store (or Dataset) names, shared by everything this
+    process unpickles with that URI until it is closed."""
+    with _unpickled_lock:
+        store = _unpickled.get(uri)
+        if store is None:
+            store = _unpickled[uri] = connect(uri)
+        return store
+
+
 class Store:
+    """Pickles by reference, as its URI (which carries every connection option):
+    unpickling connects to the same store, once per process and URI."""
+
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (reconnect, (self.uri,))
 
     @property
     def uri(self) -> str:
@@ -67,6 +101,9 @@ class Store:
         self.close()
 
     def close(self) -> None:
+        with _unpickled_lock:
+            if _unpickled.get(self.uri) is self:
+                del _unpickled[self.uri]
         self.backend.close()
 
     def list_datasets(self) -> list[str]:

@@ -7,7 +7,7 @@ scan execution directly, which also computes projections in storage; its
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -37,8 +37,12 @@ class Scanner(pads.Scanner):
         use_threads: bool = True,
         **options: Any,
     ) -> None:
-        arrow_options = {key: options.pop(key) for key in ARROW_SCAN_OPTIONS if key in options}
         options.pop("fragment_scan_options", None)  # a skyhook scan passes its own
+        # What pickling keeps: the dataset's own reference (holding the dataset would
+        # make a cycle through its last_scan); a memory pool belongs to this process.
+        self._reference = (arrow_dataset.__reduce__(), columns, filter, batch_size, use_threads)
+        self._options = {key: value for key, value in options.items() if key != "memory_pool"}
+        arrow_options = {key: options.pop(key) for key in ARROW_SCAN_OPTIONS if key in options}
         # As in pyarrow, a filtered dataset's filter applies too (pyarrow adds it to the C++ scan).
         narrowed = arrow_dataset._scan_options.get("filter")
         combined = filter if narrowed is None else narrowed if filter is None else narrowed & filter
@@ -56,6 +60,12 @@ class Scanner(pads.Scanner):
             **arrow_options,
         )
         adopt_scanner(self, native)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickles by reference: its dataset (see skyhook.Dataset), columns, filter,
+        batch_size, use_threads and options (but memory_pool); unpickling asks the
+        reopened dataset for the same scanner."""
+        return (reopen_scanner, (*self._reference, self._options))
 
     def __repr__(self) -> str:
         execution = self.execution
@@ -90,3 +100,16 @@ class Scanner(pads.Scanner):
 
     def take(self, indices: pa.Array | list[int]) -> pa.Table:
         return self.execution.take(indices)
+
+
+def reopen_scanner(
+    dataset: tuple[Callable[..., Any], tuple[Any, ...]],
+    columns: Columns,
+    filter: pc.Expression | None,
+    batch_size: int | None,
+    use_threads: bool,
+    options: dict[str, Any],
+) -> Scanner:
+    """A pickled scanner: the same scan of the reopened dataset."""
+    reopen, arguments = dataset
+    return reopen(*arguments).scanner(columns, filter, batch_size=batch_size, use_threads=use_threads, **options)
