@@ -22,7 +22,7 @@ from skyhook.execution.object_scans import ObjectScans
 from skyhook.execution.scan_execution import ScanStatistics
 from skyhook.execution.scanner import Scanner
 from skyhook.plan.aggregate import AggregateQuery
-from skyhook.plan.expressions import Columns, projected_schema
+from skyhook.plan.expressions import Columns, conjunction, projected_schema
 from skyhook.plan.where import parse_where
 
 
@@ -151,7 +151,7 @@ class Dataset(ObjectDataset):
     def filter(self, expression: pc.Expression | str) -> Dataset:
         if isinstance(expression, str):
             expression = parse_where(expression, self.schema)
-        combined = expression if self._filter is None else self._filter & expression
+        combined = conjunction(self._filter, expression)
         projected_schema(self.schema, [], combined)  # a boolean over this dataset's columns
         return Dataset(self.store, self.manifest, combined)
 
@@ -199,9 +199,7 @@ class Dataset(ObjectDataset):
     def _expression(self, filter: pc.Expression | str | None) -> pc.Expression | None:
         if isinstance(filter, str):
             filter = parse_where(filter, self.schema)
-        if self._filter is not None:
-            filter = self._filter if filter is None else self._filter & filter
-        return filter
+        return conjunction(self._filter, filter)
 
 
 def reopen_dataset(store: DatasetStore, name: str, generation: str, filter: pc.Expression | None) -> Dataset:

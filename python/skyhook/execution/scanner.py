@@ -16,7 +16,7 @@ import pyarrow.dataset as pads
 
 from skyhook._arrow_dataset import ObjectScanOptions, adopt_scanner
 from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
-from skyhook.plan.expressions import Columns
+from skyhook.plan.expressions import Columns, conjunction
 
 if TYPE_CHECKING:
     from skyhook.execution.dataset_objects import DatasetObjects
@@ -44,8 +44,7 @@ class Scanner(pads.Scanner):
         self._options = {key: value for key, value in options.items() if key != "memory_pool"}
         arrow_options = {key: options.pop(key) for key in ARROW_SCAN_OPTIONS if key in options}
         # As in pyarrow, a filtered dataset's filter applies too (pyarrow adds it to the C++ scan).
-        narrowed = arrow_dataset._scan_options.get("filter")
-        combined = filter if narrowed is None else narrowed if filter is None else narrowed & filter
+        combined = conjunction(arrow_dataset._scan_options.get("filter"), filter)
         self.execution = ScanExecution(
             source, columns, combined, batch_size=batch_size, use_threads=use_threads, **options
         )

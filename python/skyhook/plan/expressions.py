@@ -21,6 +21,13 @@ Columns = Sequence[str] | Mapping[str, pc.Expression] | None
 _MISSING_FIELD = re.compile(r"No match for FieldRef\.Name\((?P<name>[^)]*)\)")
 
 
+def conjunction(first: pc.Expression | None, second: pc.Expression | None) -> pc.Expression | None:
+    """Both filters (either may be absent)."""
+    if first is None or second is None:
+        return second if first is None else first
+    return first & second
+
+
 def projected_schema(schema: pa.Schema, columns: Columns, filter: pc.Expression | None) -> pa.Schema:
     """The schema a scan returns; raises a skyhook error naming what is wrong."""
     if filter is not None and not isinstance(filter, pc.Expression):
