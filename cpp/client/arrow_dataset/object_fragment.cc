@@ -90,8 +90,7 @@ arrow::Future<std::optional<int64_t>> ObjectFragment::CountRows(
     arrow::compute::Expression predicate, const std::shared_ptr<ScanOptions>& options) {
   auto simplified =
       arrow::compute::SimplifyWithGuarantee(std::move(predicate), partition_expression_);
-  if (simplified.ok() && simplified->IsSatisfiable() &&
-      *simplified == arrow::compute::literal(true)) {
+  if (simplified.ok() && *simplified == arrow::compute::literal(true)) {
     return std::optional<int64_t>(num_rows_);
   }
   return std::optional<int64_t>();
