@@ -12,6 +12,7 @@ import random
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.substrait as pas
 import pytest
 
 import skyhook
@@ -211,6 +212,23 @@ def test_osds_split_a_reply_larger_than_their_limit(ceph_cluster, ceph_store):
         # Peak memory grew by less than one call's memory limit and two replies.
         assert (peak - before[osd][1]) * 1024 < (512 + 2 * 32) << 20
     assert _all_up(ceph_cluster)
+
+
+def test_costly_expressions_get_smaller_slices(one_object, big_table, limits):
+    """Limits are checked between slices: a slice of 65,536 rows under 2,000 IN
+    values would run for seconds, so storage slices by rows x expression nodes."""
+    embedded_only(one_object)
+    limits(max_call_ms=100)
+    filter = F("v").isin([float(i) for i in range(1000)]) | F("k").isin(list(range(-1000, 0)))
+    request = ScanRequest(
+        filter=bytes(pas.serialize_expressions([filter], ["f"], big_table.schema)),
+        result=ResultOptions(batch_size=65_536),
+    )
+    name = one_object.manifest.partitions[0].object_name
+    reply = decode_reply(one_object.store.backend.call(name, "scan", request.encode()))
+    reply.raise_for_status("scan")
+    assert 0 < reply.resume_row < 65_536 and reply.statistics["rows_scanned"] == reply.resume_row
+    assert reply.reader().read_all().equals(big_table.slice(0, reply.resume_row).filter(filter))
 
 
 def test_plan_time_limit_counts_the_plans_work(one_object, big_table, limits):

@@ -22,6 +22,8 @@ struct ScanRequest {
   /// Named output expressions; nullopt returns every column of the object and
   /// an empty list returns zero-column batches (row counts only).
   std::optional<arrow::engine::BoundExpressions> projection;
+  /// Substrait nodes of the filter and projection: the work per row.
+  int64_t expression_nodes = 0;
   ResultOptions result;
   PushbackLimits pushback;
 

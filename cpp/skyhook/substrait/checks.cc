@@ -15,6 +15,19 @@ arrow::Status Budget::Visit(int depth) {
   return arrow::Status::OK();
 }
 
+arrow::Status Budget::VisitExpression(int depth) {
+  ++expression_nodes_;
+  return Visit(depth);
+}
+
+arrow::Status Budget::AddInValues(int64_t count) {
+  in_values_ += count;
+  if (in_values_ > Limits::kMaxInValues) {
+    return Reject("IN lists of more than ", Limits::kMaxInValues, " values in all");
+  }
+  return arrow::Status::OK();
+}
+
 arrow::Status NoUnknownFields(const google::protobuf::Message& message) {
   if (!message.GetReflection()->GetUnknownFields(message).empty()) {
     return Reject(message.GetDescriptor()->name(), " carries fields this storage does not know");

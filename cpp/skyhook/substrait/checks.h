@@ -28,7 +28,10 @@ struct Limits {
   static constexpr int64_t kMaxLiteralBytes = 1 << 20;
   static constexpr int kMaxListLength = 1 << 16;  // list literals
   static constexpr int kMaxInListLength = 1000;   // IN lists
-  static constexpr int kMaxFields = 4096;         // schema and output widths
+  // Every IN-list value costs an equality per row, however the lists are
+  // nested: a message's lists hold at most this many values together.
+  static constexpr int64_t kMaxInValues = 2000;
+  static constexpr int kMaxFields = 4096;  // schema and output widths
   static constexpr int kMaxNameBytes = 1024;
 };
 
@@ -42,9 +45,17 @@ arrow::Status Reject(Args&&... args) {
 class Budget {
  public:
   arrow::Status Visit(int depth);
+  /// A node Arrow evaluates for every row (an expression, an IN-list value, a measure).
+  arrow::Status VisitExpression(int depth);
+  arrow::Status AddInValues(int64_t count);
+
+  /// Expression nodes seen: the work per row of what was checked, which sizes slices.
+  int64_t expression_nodes() const { return expression_nodes_; }
 
  private:
   int64_t nodes_ = 0;
+  int64_t expression_nodes_ = 0;
+  int64_t in_values_ = 0;
 };
 
 arrow::Status NoUnknownFields(const google::protobuf::Message& message);

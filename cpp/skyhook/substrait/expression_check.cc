@@ -145,7 +145,7 @@ arrow::Result<std::string> ExpressionChecker::FunctionName(uint32_t anchor) cons
 arrow::Result<sp::Type> ExpressionChecker::Check(const sp::Expression& expression,
                                                  const std::vector<sp::Type>& input,
                                                  int depth) const {
-  ARROW_RETURN_NOT_OK(budget_->Visit(depth));
+  ARROW_RETURN_NOT_OK(budget_->VisitExpression(depth));
   ARROW_RETURN_NOT_OK(NoUnknownFields(expression));
   switch (expression.rex_type_case()) {
     case Rex::kLiteral:
@@ -175,6 +175,7 @@ arrow::Result<sp::Type> ExpressionChecker::Check(const sp::Expression& expressio
         return Reject("an IN list of ", in_list.options_size(), " values (1..",
                       Limits::kMaxInListLength, ")");
       }
+      ARROW_RETURN_NOT_OK(budget_->AddInValues(in_list.options_size()));
       ARROW_ASSIGN_OR_RAISE(auto value, Check(in_list.value(), input, depth + 1));
       auto value_class = ClassOf(value, declared_);
       for (const auto& option : in_list.options()) {
@@ -259,7 +260,7 @@ arrow::Result<sp::Type> ExpressionChecker::CheckScalarFunction(
 
 arrow::Result<sp::Type> ExpressionChecker::CheckMeasure(const sp::AggregateFunction& function,
                                                         const std::vector<sp::Type>& input) const {
-  ARROW_RETURN_NOT_OK(budget_->Visit(0));
+  ARROW_RETURN_NOT_OK(budget_->VisitExpression(0));
   ARROW_RETURN_NOT_OK(OnlyFields(function, {"function_reference", "arguments", "output_type",
                                             "phase", "invocation", "options"}));
   ARROW_ASSIGN_OR_RAISE(auto name, FunctionName(function.function_reference()));

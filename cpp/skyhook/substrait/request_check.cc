@@ -53,6 +53,8 @@ class PlanChecker {
     return Reject("expected [aggregate ->] project -> [filter ->] read");
   }
 
+  int64_t expression_nodes() const { return budget_.expression_nodes(); }
+
  private:
   arrow::Result<Columns> CheckRead(const sp::ReadRel& read) {
     // The only thing a plan reads is the object the method runs on.
@@ -115,7 +117,7 @@ class PlanChecker {
 
 }  // namespace
 
-arrow::Status CheckExtendedExpression(std::string_view serialized, ExpressionRole role) {
+arrow::Result<int64_t> CheckExtendedExpression(std::string_view serialized, ExpressionRole role) {
   sp::ExtendedExpression message;
   ARROW_RETURN_NOT_OK(
       Parse(serialized, role == ExpressionRole::kFilter ? "filter" : "projection", &message));
@@ -143,7 +145,7 @@ arrow::Status CheckExtendedExpression(std::string_view serialized, ExpressionRol
       return Error(ErrorCode::kInvalidRequest, "the filter must be exactly one boolean expression");
     }
   }
-  return arrow::Status::OK();
+  return budget.expression_nodes();
 }
 
 arrow::Result<CheckedPlan> CheckPlan(std::string_view serialized) {
@@ -167,6 +169,7 @@ arrow::Result<CheckedPlan> CheckPlan(std::string_view serialized) {
   }
   CheckedPlan checked;
   checked.has_aggregate = root.input().has_aggregate();
+  checked.expression_nodes = checker.expression_nodes();
   if (checked.has_aggregate) {
     sp::Plan input = plan;
     *input.mutable_relations(0)->mutable_rel() = root.input().aggregate().input();

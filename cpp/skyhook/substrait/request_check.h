@@ -17,10 +17,13 @@ namespace skyhook::substrait_check {
 
 enum class ExpressionRole { kFilter, kProjection };
 
-arrow::Status CheckExtendedExpression(std::string_view serialized, ExpressionRole role);
+/// Returns the message's expression nodes: what Arrow evaluates per row.
+arrow::Result<int64_t> CheckExtendedExpression(std::string_view serialized, ExpressionRole role);
 
 struct CheckedPlan {
   bool has_aggregate = false;
+  /// Expression nodes of the filter, projections and measures: the work per row.
+  int64_t expression_nodes = 0;
   /// The same plan with its aggregate removed (the project is its relation).
   std::string input_plan;
 };

@@ -168,11 +168,11 @@ TEST(CheckExtendedExpression, AcceptsAFilterAndProjections) {
 TEST(CheckExtendedExpression, RefusesFiltersThatAreNotOneBooleanExpression) {
   auto not_boolean = Expressions("referred_expr { expression { " + std::string(kColumnA) +
                                  " } output_names: \"a\" }");
-  ExpectRefused(CheckExtendedExpression(not_boolean, ExpressionRole::kFilter), "boolean");
+  ExpectRefused(CheckExtendedExpression(not_boolean, ExpressionRole::kFilter).status(), "boolean");
   auto condition = "referred_expr { expression { " + GreaterThan(kColumnA, kLiteral) +
                    " } output_names: \"f\" }";
   ExpectRefused(
-      CheckExtendedExpression(Expressions(condition + condition), ExpressionRole::kFilter),
+      CheckExtendedExpression(Expressions(condition + condition), ExpressionRole::kFilter).status(),
       "exactly one");
 }
 
@@ -180,8 +180,37 @@ TEST(CheckExtendedExpression, RefusesReferencesOutOfRange) {
   auto reference =
       "referred_expr { expression { selection { direct_reference { struct_field { "
       "field: 2 } } root_reference {} } } output_names: \"c\" }";
-  ExpectRefused(CheckExtendedExpression(Expressions(reference), ExpressionRole::kProjection),
-                "out of range");
+  ExpectRefused(
+      CheckExtendedExpression(Expressions(reference), ExpressionRole::kProjection).status(),
+      "out of range");
+}
+
+TEST(CheckExtendedExpression, CountsTheNodesEvaluatedPerRow) {
+  auto filter = Expressions("referred_expr { expression { " + GreaterThan(kColumnA, kLiteral) +
+                            " } output_names: \"f\" }");
+  auto nodes = CheckExtendedExpression(filter, ExpressionRole::kFilter);
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  EXPECT_EQ(*nodes, 3);  // the comparison, the column and the literal
+}
+
+// An IN list of `values` values over column a, as one projection.
+std::string InList(int values) {
+  std::string options;
+  for (int i = 0; i < values; ++i)
+    options += "options { literal { i64: " + std::to_string(i) + " } } ";
+  return "referred_expr { expression { singular_or_list { value { " + std::string(kColumnA) +
+         " } " + options + "} } output_names: \"in\" }";
+}
+
+TEST(CheckExtendedExpression, BoundsInListValuesAcrossLists) {
+  auto two_thousand = CheckExtendedExpression(Expressions(InList(1000) + InList(1000)),
+                                              ExpressionRole::kProjection);
+  ASSERT_TRUE(two_thousand.ok()) << two_thousand.status();
+  EXPECT_EQ(*two_thousand, 2 * (1 + 1 + 1000));
+  ExpectRefused(CheckExtendedExpression(Expressions(InList(1000) + InList(1000) + InList(1)),
+                                        ExpressionRole::kProjection)
+                    .status(),
+                "2000 values in all");
 }
 
 }  // namespace

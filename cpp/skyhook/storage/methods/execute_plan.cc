@@ -45,7 +45,6 @@ class PlanExecution {
   PlanExecution(PlanRequest request, CallResources* resources)
       : request_(std::move(request)),
         resources_(resources),
-        options_(resources->Bounded(request_.result)),
         budget_(request_.pushback, resources->limits()) {}
 
   arrow::Status Run(ObjectContext* object, const InFlightCall& call, Reply* reply) {
@@ -53,6 +52,7 @@ class PlanExecution {
     ARROW_ASSIGN_OR_RAISE(reader_, ObjectReader::Open(object, resources_->pool()));
     ARROW_ASSIGN_OR_RAISE(auto checked,
                           substrait_check::CheckPlan(std::string_view(*request_.plan)));
+    options_ = resources_->Bounded(request_.result, checked.expression_nodes);
     ARROW_ASSIGN_OR_RAISE(auto runnable, RunnablePlan(checked, reply));
     std::unique_ptr<ResultWriter> writer;
     int64_t position = options_.start_row;  // the first row of the object not yet consumed

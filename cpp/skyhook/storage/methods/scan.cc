@@ -62,7 +62,7 @@ class ScanExecution {
   ScanExecution(ScanRequest request, CallResources* resources)
       : request_(std::move(request)),
         resources_(resources),
-        options_(resources->Bounded(request_.result)) {}
+        options_(resources->Bounded(request_.result, request_.expression_nodes)) {}
 
   arrow::Status Run(ObjectContext* object, const InFlightCall& call, Reply* reply) {
     ARROW_RETURN_NOT_OK(DeclineIfBusy(call, request_.pushback, resources_->limits()));

@@ -28,8 +28,9 @@ class CallResources {
   /// True once the call has run for the node's maximum call time.
   bool OutOfTime() const;
 
-  /// The request's result options within the node's limits.
-  ResultOptions Bounded(ResultOptions requested) const;
+  /// The request's result options within the node's limits, for expressions
+  /// of `expression_nodes` nodes (filter, projections and measures together).
+  ResultOptions Bounded(ResultOptions requested, int64_t expression_nodes) const;
 
  private:
   NodeLimits limits_;
