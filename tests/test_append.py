@@ -5,6 +5,7 @@ the pyarrow tables written."""
 
 from __future__ import annotations
 
+import multiprocessing
 import pickle
 import threading
 
@@ -15,9 +16,10 @@ import pytest
 import skyhook
 from skyhook.names import object_owner
 from support.assertions import assert_same_table
-from test_concurrent_writers import CONTEXT, assert_consistent, partition_objects
+from support.consistency import assert_consistent, partition_objects
 
 ROWS = 90
+CONTEXT = multiprocessing.get_context("forkserver")
 
 
 def chunk(number: int, rows: int = ROWS) -> pa.Table:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
