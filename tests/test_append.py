@@ -14,7 +14,8 @@ import pyarrow.compute as pc
 import pytest
 
 import skyhook
-from skyhook.names import object_owner
+from skyhook.catalog.object_format import FORMAT_ATTRIBUTE
+from skyhook.names import new_generation, object_name, object_owner
 from support.assertions import assert_same_table
 from support.consistency import assert_consistent, partition_objects
 
@@ -229,3 +230,14 @@ def test_concurrent_appenders_all_land(store):
     assert_same_table(table.sort_by([("chunk", "ascending")]), expected)
     order = [chunk_number.as_py() for chunk_number in pc.unique(table.column("chunk"))]
     assert_consistent(store, "t", pa.concat_tables([chunk(n) for n in order]))
+
+
+def test_fsck_owns_every_generation_a_manifest_names(store):
+    dataset = store.write_dataset("t", chunk(0)).append(chunk(1)).append(chunk(2))
+    # What a crashed appender leaves: an object of a generation no manifest names.
+    orphan = object_name("t", new_generation(), 0)
+    data = store.backend.read_object(dataset.manifest.partitions[0].object_name)
+    store.backend.put_object(orphan, data, {FORMAT_ATTRIBUTE: "parquet"})
+    report = store.fsck(repair=True)
+    assert report.orphans == [orphan] and report.repaired
+    assert_consistent(store, "t", pa.concat_tables([chunk(0), chunk(1), chunk(2)]))

@@ -11,6 +11,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -55,6 +56,7 @@ def test_every_input_kind_reads_like_pyarrow(store):
         "batches": iter(table.to_batches(max_chunksize=11)),
         "tables": [table.slice(0, 20), table.slice(20)],
         "stream": ArrowStream(table),
+        "duckdb relation": duckdb.from_arrow(table),
     }
     for index, data in enumerate(inputs.values()):
         assert_same_table(store.write_dataset(f"t{index}", data, rows_per_object=16).to_table(), table)
