@@ -5,6 +5,7 @@ the pyarrow tables written."""
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import pickle
 import threading
@@ -14,6 +15,7 @@ import pyarrow.compute as pc
 import pytest
 
 import skyhook
+from skyhook.catalog.manifest import Manifest
 from skyhook.catalog.object_format import FORMAT_ATTRIBUTE
 from skyhook.names import new_generation, object_name, object_owner
 from support.assertions import assert_same_table
@@ -241,3 +243,17 @@ def test_fsck_owns_every_generation_a_manifest_names(store):
     report = store.fsck(repair=True)
     assert report.orphans == [orphan] and report.repaired
     assert_consistent(store, "t", pa.concat_tables([chunk(0), chunk(1), chunk(2)]))
+
+
+def test_manifests_with_a_bad_history_are_corrupt(store):
+    manifest = store.write_dataset("t", chunk(0)).append(chunk(1)).manifest
+    (earlier, count), other = manifest.history[0], new_generation()
+    bad = {
+        "an object of a generation it does not name": dataclasses.replace(manifest, history=((other, count),)),
+        "more partitions than it has": dataclasses.replace(manifest, history=((earlier, 5),)),
+        "an invalid generation": dataclasses.replace(manifest, history=(("../x", count),)),
+    }
+    for crafted in bad.values():
+        with pytest.raises(skyhook.CorruptManifestError, match="manifest of dataset 't' is corrupt"):
+            Manifest.from_bytes(crafted.to_bytes(), "t")
+    assert Manifest.from_bytes(manifest.to_bytes(), "t").version(earlier).num_rows == ROWS
