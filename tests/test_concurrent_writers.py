@@ -18,8 +18,8 @@ import pytest
 import skyhook
 from skyhook.catalog.manifest import Manifest
 from skyhook.dev.cluster import LocalCluster
-from skyhook.names import object_owner
 from support.assertions import assert_same_table
+from support.consistency import assert_consistent, partition_objects
 from support.stores import BACKENDS
 
 WRITERS = 8
@@ -34,23 +34,6 @@ CONTEXT.set_forkserver_preload(["skyhook", "pyarrow"])
 
 def writer_table(writer: int) -> pa.Table:
     return pa.table({"writer": pa.array([writer] * ROWS, pa.int32()), "row": pa.array(range(ROWS), pa.int64())})
-
-
-def partition_objects(store: skyhook.Store, dataset: str | None = None) -> list[str]:
-    """Every partition object (or temporary file of one) in storage, of one dataset if given."""
-    return sorted(
-        name
-        for name in store.backend.object_names()
-        if (owner := object_owner(store.backend.partition_name(name))) and dataset in (None, owner.dataset)
-    )
-
-
-def assert_consistent(store: skyhook.Store, dataset: str, expected: pa.Table) -> None:
-    """The dataset reads as expected, storage holds exactly its objects, fsck is clean."""
-    assert_same_table(store.dataset(dataset).to_table(), expected)
-    assert partition_objects(store, dataset) == sorted(p.object_name for p in store.manifest(dataset).partitions)
-    report = store.fsck()
-    assert report.clean and not report.in_progress, report
 
 
 def _write(uri: str, dataset: str, writer: int, mode: str, barrier, outcomes) -> None:

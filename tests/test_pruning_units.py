@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from skyhook.catalog.manifest import Manifest, Partition, object_name, statistics_type
+from skyhook.catalog.manifest import Manifest, Partition, statistics_type
 from skyhook.catalog.pruning import matching_partitions
+from skyhook.names import object_name
 from support.strategies import TABLE, filters
 
 F = pc.field

@@ -10,12 +10,14 @@ from skyhook.errors import (
     DatasetChangedError,
     DatasetExistsError,
     DatasetNotFoundError,
+    InvalidInputError,
     InvalidRequestError,
     LimitExceededError,
     ObjectNotFoundError,
     OutOfMemoryError,
     PermissionDeniedError,
     ResultTooLargeError,
+    SchemaMismatchError,
     SkyhookError,
     StorageError,
     StorageTimeoutError,
@@ -24,6 +26,7 @@ from skyhook.errors import (
     UnsupportedVersionError,
 )
 from skyhook.execution.scanner import Scanner, ScanStatistics
+from skyhook.ingest.csv_options import CsvOptions
 from skyhook.store import Store, connect
 
 __version__ = "0.1.0"
@@ -34,6 +37,7 @@ __all__ = [
     "Dataset",
     "Scanner",
     "ScanStatistics",
+    "CsvOptions",
     "SkyhookError",
     "InvalidRequestError",
     "UnsupportedVersionError",
@@ -53,4 +57,6 @@ __all__ = [
     "PermissionDeniedError",
     "ClassCallsNotPermittedError",
     "OutOfMemoryError",
+    "InvalidInputError",
+    "SchemaMismatchError",
 ]

@@ -45,8 +45,26 @@ def import_(
     target_object_size_mb: Annotated[int, typer.Option(help="Target object size (MiB of Arrow data).")] = 32,
     rows_per_object: Annotated[Optional[int], typer.Option(help="At most this many rows per object.")] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing dataset.")] = False,
+    append: Annotated[bool, typer.Option(help="Add the rows to the dataset (created if absent).")] = False,
+    delimiter: Annotated[str, typer.Option(help="CSV: the field delimiter.")] = ",",
+    null_value: Annotated[Optional[list[str]], typer.Option(help="CSV: a text meaning null (repeat).")] = None,
+    column_type: Annotated[Optional[list[str]], typer.Option(help="CSV: NAME:TYPE, e.g. id:int64 (repeat).")] = None,
+    header: Annotated[bool, typer.Option(help="CSV: the first line names the columns.")] = True,
+    column_names: Annotated[Optional[str], typer.Option(help="CSV: column names, comma-separated.")] = None,
+    skip_rows: Annotated[int, typer.Option(help="CSV: lines to skip at the start of each file.")] = 0,
 ) -> None:
-    """Import Parquet, Arrow IPC or CSV files (or directories of them) as a dataset."""
+    """Import Parquet, Arrow IPC or CSV files (or directories of them, Hive
+    partitions kept as columns) as a dataset."""
+    if overwrite and append:
+        raise InvalidRequestError("--overwrite and --append exclude each other")
+    csv_options = skyhook.CsvOptions(
+        delimiter,
+        null_value,
+        _column_types(column_type or []),
+        header,
+        column_names and column_names.split(","),
+        skip_rows,
+    )
     total = sum(path.stat().st_size for path in input_files(paths))
     with (
         _open(store) as target,
@@ -68,14 +86,26 @@ def import_(
             format=format,
             target_object_size=target_object_size_mb << 20,
             rows_per_object=rows_per_object,
-            mode="overwrite" if overwrite else "create",
+            mode="overwrite" if overwrite else "append" if append else "create",
             progress=advance,
+            csv_options=csv_options,
         )
         bar.update(task, completed=total)
     console.print(
         f"imported {rows:,} rows into {len(result.manifest.partitions)} objects "
         f"({_size(result.manifest.size_bytes)}) as [bold]{dataset}[/bold]"
     )
+
+
+def _column_types(specs: list[str]) -> dict[str, pa.DataType]:
+    types = {}
+    for spec in specs:
+        name, _, type_name = spec.rpartition(":")
+        try:
+            types[name] = pa.type_for_alias(type_name)
+        except ValueError:
+            raise InvalidRequestError(f"--column-type {spec!r}: expected NAME:TYPE with a type such as int64") from None
+    return types
 
 
 @app.command("ls")

@@ -21,6 +21,8 @@ from skyhook.execution.explain import Explanation, analyze_aggregate, analyze_sc
 from skyhook.execution.object_scans import ObjectScans
 from skyhook.execution.scan_execution import ScanStatistics
 from skyhook.execution.scanner import Scanner
+from skyhook.ingest.sources import DataSource
+from skyhook.ingest.write import write_dataset
 from skyhook.plan.aggregate import AggregateQuery
 from skyhook.plan.expressions import Columns, conjunction, projected_schema
 from skyhook.plan.where import parse_where
@@ -148,6 +150,20 @@ class Dataset(ObjectDataset):
     ) -> pa.Table:
         return self.scanner(columns, filter, **options).take(indices)
 
+    def append(self, data: DataSource, **options: Any) -> Dataset:
+        """Add data's rows to this dataset in storage and return the new version.
+        This Dataset, and every reader that opened the dataset before, keeps
+        reading exactly the rows it had (appends add objects, never change one).
+        Concurrent appends all land; appending to a dataset deleted meanwhile
+        raises DatasetNotFoundError and stores nothing. data is anything
+        Store.write_dataset takes; its columns must fit the dataset's schema
+        (skyhook.ingest.schema_match: same columns, lossless widenings, nullable
+        columns left out), else SchemaMismatchError. options: target_object_size,
+        rows_per_object, row_group_size, compression, progress, partitioning,
+        csv_options (as for Store.write_dataset)."""
+        manifest = write_dataset(self.store.backend, self.name, data, mode="append", must_exist=True, **options)
+        return Dataset(self.store, manifest)
+
     def filter(self, expression: pc.Expression | str) -> Dataset:
         if isinstance(expression, str):
             expression = parse_where(expression, self.schema)
@@ -203,12 +219,14 @@ class Dataset(ObjectDataset):
 
 
 def reopen_dataset(store: DatasetStore, name: str, generation: str, filter: pc.Expression | None) -> Dataset:
-    """A pickled dataset: generation of name in store, refused once it is replaced."""
-    manifest = store.manifest(name)
-    if manifest.generation != generation:
+    """A pickled dataset: generation of name in store, refused once it is replaced.
+    Appends since leave it readable: it reads the rows it had then, exactly."""
+    current = store.manifest(name)
+    manifest = current.version(generation)
+    if manifest is None:
         raise DatasetChangedError(
             f"dataset {name!r} in {store.uri} was overwritten since it was pickled (generation "
-            f"{generation}, now {manifest.generation}): open it again with store.dataset({name!r})"
+            f"{generation}, now {current.generation}): open it again with store.dataset({name!r})"
         )
     return Dataset(store, manifest, filter)
 

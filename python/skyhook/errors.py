@@ -11,6 +11,15 @@ class InvalidRequestError(SkyhookError, ValueError):
     """A request (filter, projection, option) that storage cannot execute."""
 
 
+class InvalidInputError(SkyhookError, ValueError):
+    """Data to write that cannot be read as a table: the message names the file,
+    line and column (or the input) at fault. Nothing was stored."""
+
+
+class SchemaMismatchError(InvalidInputError):
+    """Data whose columns or types do not fit the dataset (or the other files) it joins."""
+
+
 class UnsupportedVersionError(SkyhookError):
     """The other side speaks a newer protocol version."""
 

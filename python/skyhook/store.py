@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
@@ -17,6 +18,8 @@ from skyhook.catalog.object_format import DEFAULT_ROW_GROUP_SIZE
 from skyhook.dataset import Dataset
 from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRequestError
 from skyhook.ingest import statistics, write
+from skyhook.ingest.csv_options import CsvOptions
+from skyhook.ingest.files import Partitioning
 from skyhook.ingest.partitioning import DEFAULT_TARGET_OBJECT_SIZE
 from skyhook.ingest.publish import delete_objects
 from skyhook.ingest.sources import DataSource
@@ -127,22 +130,38 @@ class Store:
         name: str,
         data: DataSource,
         *,
-        format: str = "parquet",
+        format: str | None = None,
         target_object_size: int = DEFAULT_TARGET_OBJECT_SIZE,
         rows_per_object: int | None = None,
         row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
         compression: str = "zstd",
         mode: str = "create",
         progress: write.Progress | None = None,
+        partitioning: Partitioning = "hive",
+        csv_options: CsvOptions | Mapping[str, Any] | None = None,
     ) -> Dataset:
         """Split data into partitions, store one object per partition and publish
-        the manifest. mode is "create" (fail if the dataset exists) or "overwrite".
-        progress, if given, is called with (rows written, bytes written) per object.
+        the manifest. data: a pyarrow Table, RecordBatch, RecordBatchReader or
+        Dataset (a skyhook one is copied), a pandas DataFrame, anything with
+        ``__arrow_c_stream__`` (polars), an iterable of record batches or tables,
+        or Parquet / Arrow IPC / CSV files and directories of them. mode is
+        "create" (fail if the dataset exists), "overwrite" or "append" (add rows
+        to the dataset, or create it; see Dataset.append). format: "parquet"
+        (default) or "ipc"; an append keeps the dataset's. progress, if given, is
+        called with (rows written, bytes written) per object.
+
+        Directories keep their partitioning as columns (partitioning: "hive" for
+        key=value directories, a list of field names, a pyarrow Partitioning, or
+        None) and objects never mix partitions, so filters on those columns prune
+        objects. csv_options: a CsvOptions or a dict of its fields. Every file
+        must have the columns of the first; a file or value that cannot be read
+        raises InvalidInputError naming the file (and line and column).
 
         Concurrent writers of one dataset never lose data silently: of concurrent
         creators exactly one succeeds and the others raise DatasetExistsError; of
-        concurrent overwriters the last to publish wins. Every writer deletes the
-        objects of the generation it replaced and, if it fails, its own."""
+        concurrent overwriters the last to publish wins; concurrent appends all
+        land. Every writer deletes the objects of the manifest it replaced (an
+        append replaces none) and, if it fails, its own."""
         manifest = write.write_dataset(
             self.backend,
             name,
@@ -154,6 +173,8 @@ class Store:
             compression=compression,
             mode=mode,
             progress=progress,
+            partitioning=partitioning,
+            csv_options=csv_options,
         )
         return Dataset(self, manifest)
 
@@ -172,7 +193,7 @@ class Store:
         self, name: str | None = None, repair: bool = False, grace_seconds: float = DEFAULT_FSCK_GRACE_SECONDS
     ) -> FsckReport:
         """Find (and with repair, delete) orphan objects: partitions (and temporary
-        files of partitions) that neither a dataset's manifest nor a write in
+        files of partitions) that neither a dataset's manifest names nor a write in
         progress owns, left by crashed or killed writers. On RADOS a write whose
         writer has been silent for grace_seconds counts as abandoned; the
         embedded store knows exactly which writers are alive. Without a name,
@@ -192,15 +213,18 @@ class Store:
         pending = [record for record in self.backend.pending_writes(grace_seconds) if wanted(record.dataset)]
         live = {ObjectOwner(record.dataset, record.generation) for record in pending if not record.abandoned}
         report = FsckReport(in_progress=sorted(f"{owner.dataset}.{owner.generation}" for owner in live))
-        current: dict[str, str | None] = {}  # dataset -> generation of its manifest
+        current: dict[str, set[str]] = {}  # dataset -> the objects its manifest names
         for dataset in sorted({owner.dataset for owner, _ in owned} | set(filter(wanted, self.list_datasets()))):
             stored = self.backend.get_manifest(dataset)
             try:
-                current[dataset] = None if stored is None else Manifest.from_bytes(stored.data, dataset).generation
+                manifest = None if stored is None else Manifest.from_bytes(stored.data, dataset)
             except CorruptManifestError as error:
                 report.corrupt_manifests.append(f"{dataset}: {error}")  # its objects are left alone
+                continue
+            current[dataset] = {p.object_name for p in manifest.partitions} if manifest else set()
         for owner, listed in owned:
-            if owner.dataset in current and current[owner.dataset] != owner.generation and owner not in live:
+            named = self.backend.partition_name(listed) in current.get(owner.dataset, ())
+            if owner.dataset in current and not named and owner not in live:
                 report.orphans.append(listed)
         report.abandoned_writes = sorted(
             f"{record.dataset}.{record.generation}" for record in pending if record.abandoned

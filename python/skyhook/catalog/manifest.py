@@ -3,20 +3,27 @@
 It is stored as one Arrow IPC file (a row per partition) and replaced
 atomically, so a reader always sees a complete version of the dataset. Before
 it is trusted, every object name in it is checked (skyhook.names).
+
+Every publication has a generation of its own. A write names its objects after
+its generation; an append keeps the objects before it, so one manifest names
+objects of several generations, and its history says how many partitions each
+earlier version (since the last overwrite) had: those versions are prefixes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
 from skyhook.catalog.object_format import FORMATS
 from skyhook.errors import CorruptManifestError
-from skyhook.names import GENERATION, object_name
+from skyhook.names import GENERATION, object_owner
 
-MANIFEST_VERSION = b"1"
-#: The formats a partition object may have.
+MANIFEST_VERSION = b"2"
+#: Version 1 (before appends) had no history and objects of one generation: still readable.
+READABLE_VERSIONS = (b"1", MANIFEST_VERSION)
 
 
 def statistics_type(schema: pa.Schema) -> pa.StructType:
@@ -50,6 +57,8 @@ class Manifest:
     generation: str
     partitions: tuple[Partition, ...]
     statistics: pa.StructArray  # one row per partition, of statistics_type(schema)
+    #: (generation, number of partitions) of each earlier version this one appended to, oldest first.
+    history: tuple[tuple[str, int], ...] = ()
 
     @property
     def num_rows(self) -> int:
@@ -58,6 +67,34 @@ class Manifest:
     @property
     def size_bytes(self) -> int:
         return sum(partition.size_bytes for partition in self.partitions)
+
+    def appended(self, added: Manifest) -> Manifest:
+        """This version with the partitions of added after its own, published as added's generation."""
+        partitions = self.partitions + tuple(
+            replace(partition, number=len(self.partitions) + index) for index, partition in enumerate(added.partitions)
+        )
+        return replace(
+            added,
+            partitions=partitions,
+            statistics=pa.concat_arrays([self.statistics, added.statistics]),
+            history=(*self.history, (self.generation, len(self.partitions))),
+        )
+
+    def version(self, generation: str) -> Manifest | None:
+        """The earlier version of this dataset published as generation (a prefix of
+        this one, as appends leave it), or None if it is not in this one's history."""
+        if generation == self.generation:
+            return self
+        for index, (earlier, count) in enumerate(self.history):
+            if earlier == generation:
+                return replace(
+                    self,
+                    generation=earlier,
+                    partitions=self.partitions[:count],
+                    statistics=self.statistics.slice(0, count),
+                    history=self.history[:index],
+                )
+        return None
 
     def to_bytes(self) -> bytes:
         table = pa.table(
@@ -75,6 +112,7 @@ class Manifest:
                 b"skyhook.format": self.format.encode(),
                 b"skyhook.generation": self.generation.encode(),
                 b"skyhook.schema": self.schema.serialize().to_pybytes(),
+                b"skyhook.history": json.dumps(self.history).encode(),
             }
         )
         sink = pa.BufferOutputStream()
@@ -98,7 +136,7 @@ class Manifest:
     def _decode(cls, data: bytes) -> Manifest:
         table = pa.ipc.open_file(pa.py_buffer(data)).read_all()
         metadata = table.schema.metadata or {}
-        if metadata.get(b"skyhook.manifest_version") != MANIFEST_VERSION:
+        if metadata.get(b"skyhook.manifest_version") not in READABLE_VERSIONS:
             raise ValueError(f"unsupported manifest version {metadata.get(b'skyhook.manifest_version')!r}")
         schema = pa.ipc.read_schema(pa.py_buffer(metadata[b"skyhook.schema"]))
         partitions = tuple(
@@ -108,6 +146,7 @@ class Manifest:
         statistics = table.column("statistics").combine_chunks()
         if len(statistics) == 0:
             statistics = pa.array([], statistics_type(schema))
+        history = json.loads(metadata.get(b"skyhook.history", b"[]"))
         return cls(
             metadata[b"skyhook.dataset"].decode(),
             schema,
@@ -115,6 +154,7 @@ class Manifest:
             metadata[b"skyhook.generation"].decode(),
             partitions,
             statistics,
+            tuple((generation, count) for generation, count in history),
         )
 
     def _check(self, dataset: str) -> None:
@@ -129,12 +169,32 @@ class Manifest:
             raise corrupt(f"unknown format {self.format!r}")
         if len(self.statistics) != len(self.partitions) or self.statistics.type != statistics_type(self.schema):
             raise corrupt("its statistics do not match its partitions")
+        counts = [count for _, count in self.history]
+        if not all(isinstance(generation, str) and GENERATION.fullmatch(generation) for generation, _ in self.history):
+            raise corrupt("its history names an invalid generation")
+        if (
+            not all(isinstance(count, int) for count in counts)
+            or counts != sorted(counts)
+            or (counts and not 0 <= counts[0] <= counts[-1] <= len(self.partitions))
+        ):
+            raise corrupt("its history does not match its partitions")
+        if len({partition.object_name for partition in self.partitions}) != len(self.partitions):
+            raise corrupt("it names an object twice")
+        # The client deletes what a manifest names: only objects that this version
+        # or an earlier one it appended to wrote, each named after its writer's generation.
+        writers = {self.generation, *(generation for generation, _ in self.history)}
         for index, partition in enumerate(self.partitions):
-            expected = object_name(dataset, self.generation, index)
-            if partition.number != index or partition.object_name != expected:
+            owner = object_owner(partition.object_name) if isinstance(partition.object_name, str) else None
+            if (
+                partition.number != index
+                or owner is None
+                or owner.dataset != dataset
+                or owner.generation not in writers
+            ):
                 raise corrupt(
-                    f"row {index} names partition {partition.number!r}, object "
-                    f"{partition.object_name!r}; expected partition {index}, object {expected!r}"
+                    f"row {index} names partition {partition.number!r}, object {partition.object_name!r}; "
+                    f"expected partition {index}, an object <dataset>.<generation>.<n> that a version of "
+                    f"{dataset!r} wrote"
                 )
             if not all(isinstance(value, int) and value >= 0 for value in (partition.num_rows, partition.size_bytes)):
                 raise corrupt(f"partition {index} has invalid sizes")

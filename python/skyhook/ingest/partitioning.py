@@ -1,8 +1,9 @@
-"""Consecutive rows grouped into partitions, one object each."""
+"""Consecutive rows grouped into partitions, one object each; rows of different
+partition keys (directories of a partitioned tree) never share one."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 
 import pyarrow as pa
 
@@ -12,17 +13,25 @@ DEFAULT_TARGET_OBJECT_SIZE = 32 << 20
 
 
 def split_partitions(
-    reader: pa.RecordBatchReader, target_object_size: int, rows_per_object: int | None
+    schema: pa.Schema,
+    batches: Iterator[tuple[Hashable, pa.RecordBatch]],
+    target_object_size: int,
+    rows_per_object: int | None,
 ) -> Iterator[pa.Table]:
-    """Consecutive rows grouped into partitions of at most rows_per_object rows and
-    about target_object_size bytes of Arrow data each."""
+    """Consecutive rows of one key grouped into partitions of at most
+    rows_per_object rows and about target_object_size bytes of Arrow data each."""
     if target_object_size <= 0:
         raise InvalidRequestError("target_object_size must be positive")
     if rows_per_object is not None and rows_per_object <= 0:
         raise InvalidRequestError("rows_per_object must be positive")
     pending: list[pa.RecordBatch] = []
     pending_rows = pending_bytes = 0
-    for batch in reader:
+    pending_key: Hashable = None
+    for key, batch in batches:
+        if pending and key != pending_key:
+            yield pa.Table.from_batches(pending, schema)
+            pending, pending_rows, pending_bytes = [], 0, 0
+        pending_key = key
         while batch.num_rows:
             row_bytes = max(1, batch.nbytes // batch.num_rows)
             room_rows = max(1, (target_object_size - pending_bytes) // row_bytes)
@@ -34,7 +43,7 @@ def split_partitions(
             pending_rows += head.num_rows
             pending_bytes += head.num_rows * row_bytes
             if pending_bytes >= target_object_size or pending_rows == rows_per_object:
-                yield pa.Table.from_batches(pending, reader.schema)
+                yield pa.Table.from_batches(pending, schema)
                 pending, pending_rows, pending_bytes = [], 0, 0
     if pending:
-        yield pa.Table.from_batches(pending, reader.schema)
+        yield pa.Table.from_batches(pending, schema)
