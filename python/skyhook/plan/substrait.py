@@ -17,6 +17,8 @@ from google.protobuf.message import Message
 from substrait.gen.proto import algebra_pb2, extended_expression_pb2, plan_pb2, type_pb2
 from substrait.gen.proto.extensions import extensions_pb2
 
+from skyhook.plan.carried_types import request_schema
+
 ARITHMETIC = "https://github.com/substrait-io/substrait/blob/main/extensions/functions_arithmetic.yaml"
 GENERIC = "https://github.com/substrait-io/substrait/blob/main/extensions/functions_aggregate_generic.yaml"
 ARROW = "urn:arrow:substrait_simple_extension_function"
@@ -83,15 +85,29 @@ def declare_function(plan: plan_pb2.Plan | extended_expression_pb2.ExtendedExpre
     return anchor
 
 
+class UncarriedTypes(Exception):
+    """A plan's projections read a column Substrait names by another type
+    (plan/carried_types.py): pyarrow computes such a query at the client."""
+
+
 class PlanBuilder:
     """One plan over expressions bound to ``schema``: only the columns they
-    reference are read, so the read's base schema names what storage decodes."""
+    reference are read, so the read's base schema names what storage decodes,
+    each column by its carrier; a filter (vetted by to_substrait) may read
+    columns whose carrier is another type, the projections may not."""
 
     def __init__(self, schema: pa.Schema, filter: pc.Expression | None, projections: Sequence[pc.Expression]) -> None:
         expressions = ([filter] if filter is not None else []) + list(projections)
         names = [f"e{i}" for i in range(len(expressions))]
-        used = referenced_fields(serialize(expressions, names, schema))
-        self.read_schema = pa.schema([schema.field(i) for i in sorted(used)])
+        carried = request_schema(schema)
+        try:
+            used = referenced_fields(serialize(expressions, names, carried))
+            projected = referenced_fields(serialize(projections, names[len(names) - len(projections) :], carried))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+            raise UncarriedTypes(str(error)) from None
+        if any(carried.field(i).type != schema.field(carried.field(i).name).type for i in projected):
+            raise UncarriedTypes("a projection reads a column Substrait names by another type")
+        self.read_schema = pa.schema([carried.field(i) for i in sorted(used)])
         bound = serialize(expressions, names, self.read_schema)
         storage_form(bound, filters=0 if filter is None else 1)  # to_substrait has vetted the filter
         self.plan = plan_pb2.Plan()
