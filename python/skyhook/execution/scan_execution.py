@@ -20,7 +20,7 @@ from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, first
 from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD, predicted_reply_ratio
 from skyhook.execution.placement import Decision, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
-from skyhook.plan.carried_types import as_dataset_types
+from skyhook.plan.carried_types import as_dataset_types, is_carried
 from skyhook.plan.expressions import Columns, filter_columns, output_expressions, projected_schema, to_substrait
 from skyhook.rpc.reply import Executed
 from skyhook.rpc.requests import ScanRequest
@@ -106,6 +106,9 @@ class ScanExecution:
             kept = [name for name in schema.names if name in needed or name in columns]
             self._projection_substrait = to_substrait([pc.field(name) for name in kept], kept, schema)
         self._client_projection = columns is not None and self._projection_substrait is None
+        if self._projection_substrait is None and not all(map(is_carried, schema)):
+            # storage would return every column, but names the uncarried ones by a placeholder
+            self._filter_substrait, self._client_filter = None, filter is not None
         self.options = dict(
             use_threads=use_threads,
             pushdown=pushdown,
@@ -224,7 +227,9 @@ class ScanExecution:
                 self.stats.storage_cpu_s += reply.statistics[STORAGE_CPU_NS] / 1e9
                 table = reply.reader().read_all()
                 if self._client_filter or self._client_projection:  # what storage could not do
-                    table = as_dataset_types(table, pa.schema([self.source.schema.field(n) for n in table.column_names]))
+                    table = as_dataset_types(
+                        table, pa.schema([self.source.schema.field(n) for n in table.column_names])
+                    )
                     table = pads.dataset(table).to_table(
                         columns=self.columns, filter=self.filter if self._client_filter else None
                     )

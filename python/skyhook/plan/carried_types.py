@@ -1,7 +1,7 @@
 """The type a request names each column by: what Substrait carries of it.
 
 pyarrow's Substrait producer cannot name every Arrow type, and Arrow's consumer
-reads some back as another type: a dictionary as its values, decimal32/64 as
+reads some back as another type: decimal32/64 as
 fixed-size binary, a zoned timestamp as UTC, views as plain strings and
 binaries; duration, decimal256, large and fixed-size lists it cannot name at
 all. A request names each column by its *carrier*, storage converts the
@@ -34,7 +34,7 @@ def carrier(type: pa.DataType) -> pa.DataType | None:
         if is_kind(type):
             return opaque
     if pa.types.is_dictionary(type):
-        return type.value_type if _named_as_itself(type.value_type) else None
+        return None  # decoding one in storage crashed intermittently (IPC objects): the client reads them
     if pa.types.is_decimal32(type) or pa.types.is_decimal64(type):
         return pa.decimal128(type.precision, type.scale)
     if pa.types.is_timestamp(type) and type.tz is not None and type.tz != _UTC:
@@ -52,8 +52,14 @@ def is_faithful(type: pa.DataType) -> bool:
 
 
 def request_schema(schema: pa.Schema) -> pa.Schema:
-    """schema's columns that Substrait can carry, each as its carrier."""
-    return pa.schema([field.with_type(carrier(field.type)) for field in schema if carrier(field.type) is not None])
+    """schema with each column as its carrier, and as null where Substrait
+    cannot carry it: the positions stay (Arrow binds references by position),
+    and an expression must not read such a column (see is_carried)."""
+    return pa.schema([field.with_type(carrier(field.type) or pa.null()) for field in schema])
+
+
+def is_carried(field: pa.Field) -> bool:
+    return carrier(field.type) is not None
 
 
 def as_dataset_types(table: pa.Table, schema: pa.Schema) -> pa.Table:

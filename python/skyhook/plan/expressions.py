@@ -14,7 +14,7 @@ from substrait.gen.proto.algebra_pb2 import Expression
 from substrait.gen.proto.extended_expression_pb2 import ExtendedExpression
 
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
-from skyhook.plan.carried_types import is_faithful, request_schema
+from skyhook.plan.carried_types import carrier, is_carried, is_faithful, request_schema
 from skyhook.plan.substrait import IN_LIST_CHUNK, referenced_fields, storage_form
 
 Columns = Sequence[str] | Mapping[str, pc.Expression] | None
@@ -70,12 +70,9 @@ def to_substrait(
     become what storage runs exactly (plan/substrait.py: storage_form)."""
     try:
         message = _serialize(expressions, names, request_schema(schema))
-        read_schema = pa.schema(_read_fields(message, schema))
-        if len(read_schema):
-            message = _serialize(expressions, names, read_schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    if not _types_kept(message, read_schema, schema, is_filter):
+    if not _types_kept(message, _read_fields(message, schema), is_filter):
         return None
     if not storage_form(message, filters=len(expressions) if is_filter else 0):
         return None
@@ -87,9 +84,8 @@ def _serialize(expressions: list[pc.Expression], names: list[str], schema: pa.Sc
 
 
 def _read_fields(message: ExtendedExpression, schema: pa.Schema) -> list[pa.Field]:
-    """The carried fields message reads, in schema's order."""
-    carried = request_schema(schema)
-    return [carried.field(index) for index in sorted(referenced_fields(message))]
+    """The fields of schema that message reads."""
+    return [schema.field(index) for index in sorted(referenced_fields(message))]
 
 
 # On a column whose carrier is another type, only these keep the dataset's
@@ -97,13 +93,15 @@ def _read_fields(message: ExtendedExpression, schema: pa.Schema) -> list[pa.Fiel
 _SAME_ON_CARRIERS = {"equal", "not_equal", "lt", "lte", "gt", "gte", "is_null", "is_not_null", "and", "or", "not"}
 
 
-def _types_kept(message: ExtendedExpression, read_schema: pa.Schema, schema: pa.Schema, is_filter: bool) -> bool:
-    """Whether the expressions mean on the carriers what they mean on schema's types."""
-    carried = {field.name for field in read_schema if field.type != schema.field(field.name).type}
-    if not carried:
+def _types_kept(message: ExtendedExpression, read: list[pa.Field], is_filter: bool) -> bool:
+    """Whether the expressions mean on the carriers what they mean on the read fields' types."""
+    if not all(is_carried(field) for field in read):
+        return False
+    converted = [field for field in read if carrier(field.type) != field.type]
+    if not converted:
         return True
     bodies = [referred.expression for referred in message.referred_expr]
-    if not all(is_faithful(schema.field(name).type) for name in carried):  # opaque: projected only
+    if not all(is_faithful(field.type) for field in converted):  # opaque: projected only
         return not is_filter and all(body.WhichOneof("rex_type") == "selection" for body in bodies)
     functions = {declaration.extension_function.name.split(":")[0] for declaration in message.extensions}
     return functions <= _SAME_ON_CARRIERS and all(_only_comparisons(body) for body in bodies)
@@ -157,21 +155,13 @@ def _within_storage_limits(serialized: ExtendedExpression) -> bool:
 
 
 def filter_columns(filter: pc.Expression, schema: pa.Schema) -> set[str]:
-    """The names of the columns filter reads (a validated filter)."""
+    """The names of the columns filter reads (a validated filter); every
+    column when pyarrow cannot tell (Substrait cannot name what it reads)."""
     try:
         message = _serialize([filter], ["filter"], request_schema(schema))
-        return {field.name for field in _read_fields(message, schema)}
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass  # a column Substrait cannot carry: those whose absence the filter notices
-    return {name for name in schema.names if not _binds(filter, pa.schema([f for f in schema if f.name != name]))}
-
-
-def _binds(filter: pc.Expression, schema: pa.Schema) -> bool:
-    try:
-        pads.dataset(schema.empty_table()).to_table(filter=filter)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError):
-        return False
-    return True
+        return set(schema.names)
+    return {field.name for field in _read_fields(message, schema)}
 
 
 def output_expressions(columns: Columns) -> tuple[list[pc.Expression], list[str]]:

@@ -17,7 +17,7 @@ from google.protobuf.message import Message
 from substrait.gen.proto import algebra_pb2, extended_expression_pb2, plan_pb2, type_pb2
 from substrait.gen.proto.extensions import extensions_pb2
 
-from skyhook.plan.carried_types import request_schema
+from skyhook.plan.carried_types import is_carried, request_schema
 
 ARITHMETIC = "https://github.com/substrait-io/substrait/blob/main/extensions/functions_arithmetic.yaml"
 GENERIC = "https://github.com/substrait-io/substrait/blob/main/extensions/functions_aggregate_generic.yaml"
@@ -105,7 +105,9 @@ class PlanBuilder:
             projected = referenced_fields(serialize(projections, names[len(names) - len(projections) :], carried))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
             raise UncarriedTypes(str(error)) from None
-        if any(carried.field(i).type != schema.field(carried.field(i).name).type for i in projected):
+        if not all(is_carried(schema.field(i)) for i in used):
+            raise UncarriedTypes("the query reads a column Substrait cannot carry")
+        if any(carried.field(i).type != schema.field(i).type for i in projected):
             raise UncarriedTypes("a projection reads a column Substrait names by another type")
         self.read_schema = pa.schema([carried.field(i) for i in sorted(used)])
         bound = serialize(expressions, names, self.read_schema)
