@@ -105,7 +105,7 @@ TYPES: dict[str, tuple[pa.Array, pa.Scalar | None]] = {
 
 # What Substrait cannot carry. Storage projects the others (in a request named by
 # the type Substrait carries of it) and filters them with comparisons and null tests.
-PROJECTED_AT_CLIENT = {"large_list<int32>", "fixed_size_list<float32, 2>", "dictionary<string>"}
+PROJECTED_AT_CLIENT = {"large_list<int32>", "fixed_size_list<float32, 2>"}
 FILTERED_AT_CLIENT = PROJECTED_AT_CLIENT | {"decimal256", "duration[s]", "duration[ns]"}
 # pyarrow's producer cannot write a nanosecond timestamp literal: comparisons with one run at the client.
 LITERAL_AT_CLIENT = {"timestamp[ns]", "timestamp[ns, UTC]", "timestamp[ns, NY]"}

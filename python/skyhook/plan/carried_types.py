@@ -1,7 +1,7 @@
 """The type a request names each column by: what Substrait carries of it.
 
 pyarrow's Substrait producer cannot name every Arrow type, and Arrow's consumer
-reads some back as another type: decimal32/64 as
+reads some back as another type: a dictionary as its values, decimal32/64 as
 fixed-size binary, a zoned timestamp as UTC, views as plain strings and
 binaries; duration, decimal256, large and fixed-size lists it cannot name at
 all. A request names each column by its *carrier*, storage converts the
@@ -34,7 +34,7 @@ def carrier(type: pa.DataType) -> pa.DataType | None:
         if is_kind(type):
             return opaque
     if pa.types.is_dictionary(type):
-        return None  # decoding one in storage crashed intermittently (IPC objects): the client reads them
+        return type.value_type if _named_as_itself(type.value_type) else None
     if pa.types.is_decimal32(type) or pa.types.is_decimal64(type):
         return pa.decimal128(type.precision, type.scale)
     if pa.types.is_timestamp(type) and type.tz is not None and type.tz != _UTC:

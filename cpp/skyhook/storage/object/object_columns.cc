@@ -35,6 +35,8 @@ bool TimestampsConvert(const arrow::TimestampType& stored, const arrow::Timestam
 
 bool Casts(const arrow::DataType& stored, const arrow::DataType& requested) {
   switch (stored.id()) {
+    case Type::DICTIONARY:
+      return static_cast<const arrow::DictionaryType&>(stored).value_type()->Equals(requested);
     case Type::DECIMAL32:
     case Type::DECIMAL64:
       return requested.id() == Type::DECIMAL128 && SameDecimal(stored, requested);

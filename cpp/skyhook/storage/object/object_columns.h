@@ -16,7 +16,8 @@ namespace skyhook {
 /// `requested`. Substrait cannot name every Arrow type, and Parquet stores
 /// some types otherwise (time32[s] and timestamp[s] in milliseconds, date64
 /// as date32), so a request names the column by its dataset's type or by what
-/// Substrait carries of it; storage converts exactly: decimal32/64 widened to decimal128, a zoned timestamp as UTC,
+/// Substrait carries of it; storage converts exactly: a dictionary decoded to
+/// its values, decimal32/64 widened to decimal128, a zoned timestamp as UTC,
 /// views as their plain types, milliseconds to the seconds they were written
 /// as (a remainder is an error), date32 to date64; duration as int64 and
 /// decimal256 as fixed_size_binary[32] reinterpret the same bytes.

@@ -42,8 +42,7 @@ class ColumnStatistics {
   arrow::compute::ExecContext* context_;
   int64_t null_count_ = 0;
   int64_t bytes_ = 0;
-  // Arrow 26 crashes building a dictionary array from min_max's dictionary scalars.
-  bool orderable_ = type_->id() != arrow::Type::DICTIONARY;
+  bool orderable_ = true;
   std::vector<std::shared_ptr<arrow::Scalar>> minima_, maxima_;  // one per slice
 };
 
