@@ -62,24 +62,85 @@ def serialize(
     return extended_expression_pb2.ExtendedExpression.FromString(data)
 
 
-def substrait_type(type: pa.DataType) -> type_pb2.Type:
-    return serialize([pc.field("x")], ["x"], pa.schema([("x", type)])).base_schema.struct.types[0]
+def top_level_names(schema: type_pb2.NamedStruct) -> list[str]:
+    """The column names of a NamedStruct, whose names also name struct fields, depth first."""
+    names, position = [], 0
+    for type in schema.struct.types:
+        names.append(schema.names[position])
+        position += _names_for(type)
+    return names
 
 
-def declare_function(plan: plan_pb2.Plan | extended_expression_pb2.ExtendedExpression, uri: str, name: str) -> int:
-    """The anchor of an extension function in plan, declared if missing."""
+def _names_for(type: type_pb2.Type) -> int:
+    # Arrow names the fields of structs, but nothing inside lists and maps.
+    return 1 + sum(_names_for(child) for child in type.struct.types) if type.HasField("struct") else 1
+
+
+def substrait_type(type: pa.DataType, plan: plan_pb2.Plan) -> type_pb2.Type:
+    """type in Substrait, its user-defined types (unsigned integers, ...) declared in plan."""
+    named = serialize([pc.field("x")], ["x"], pa.schema([("x", type)]))
+    uris = {declared.extension_uri_anchor: declared.uri for declared in named.extension_uris}
+    declared_types = {
+        declaration.extension_type.type_anchor: declaration.extension_type
+        for declaration in named.extensions
+        if declaration.HasField("extension_type")
+    }
+    result = named.base_schema.struct.types[0]
+    for user_defined in _user_defined_types(result):
+        declared = declared_types[user_defined.type_reference]
+        user_defined.type_reference = declare_type(plan, uris[declared.extension_uri_reference], declared.name)
+    return result
+
+
+def _user_defined_types(message: Message) -> Iterator[type_pb2.Type.UserDefined]:
+    for descriptor, value in message.ListFields():
+        if descriptor.message_type is None:
+            continue
+        for item in value if descriptor.is_repeated else [value]:
+            if isinstance(item, type_pb2.Type.UserDefined):
+                yield item
+            else:
+                yield from _user_defined_types(item)
+
+
+def _uri_anchor(plan: plan_pb2.Plan | extended_expression_pb2.ExtendedExpression, uri: str) -> int:
+    """The anchor of an extension URI in plan, declared if missing."""
     uris = {declared.uri: declared.extension_uri_anchor for declared in plan.extension_uris}
     if uri not in uris:
         uris[uri] = 1 + max(uris.values(), default=0)
         plan.extension_uris.add(extension_uri_anchor=uris[uri], uri=uri)
-    functions = [declaration.extension_function for declaration in plan.extensions]
+    return uris[uri]
+
+
+def declare_type(plan: plan_pb2.Plan, uri: str, name: str) -> int:
+    """The anchor of an extension type in plan, declared if missing."""
+    uri_anchor = _uri_anchor(plan, uri)
+    types = [declaration.extension_type for declaration in plan.extensions if declaration.HasField("extension_type")]
+    for declared in types:
+        if (declared.extension_uri_reference, declared.name) == (uri_anchor, name):
+            return declared.type_anchor
+    anchor = 1 + max((declared.type_anchor for declared in types), default=0)
+    plan.extensions.add(
+        extension_type=extensions_pb2.SimpleExtensionDeclaration.ExtensionType(
+            extension_uri_reference=uri_anchor, type_anchor=anchor, name=name
+        )
+    )
+    return anchor
+
+
+def declare_function(plan: plan_pb2.Plan | extended_expression_pb2.ExtendedExpression, uri: str, name: str) -> int:
+    """The anchor of an extension function in plan, declared if missing."""
+    uri_anchor = _uri_anchor(plan, uri)
+    functions = [
+        declaration.extension_function for declaration in plan.extensions if declaration.HasField("extension_function")
+    ]
     for function in functions:
-        if (function.extension_uri_reference, function.name) == (uris[uri], name):
+        if (function.extension_uri_reference, function.name) == (uri_anchor, name):
             return function.function_anchor
     anchor = 1 + max((function.function_anchor for function in functions), default=0)
     plan.extensions.add(
         extension_function=extensions_pb2.SimpleExtensionDeclaration.ExtensionFunction(
-            extension_uri_reference=uris[uri], function_anchor=anchor, name=name
+            extension_uri_reference=uri_anchor, function_anchor=anchor, name=name
         )
     )
     return anchor
