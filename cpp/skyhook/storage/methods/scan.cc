@@ -83,9 +83,8 @@ class ScanExecution {
 
     ARROW_ASSIGN_OR_RAISE(auto writer, ResultWriter::Open(output_schema, options_,
                                                           resources_->limits().max_reply_bytes));
-    ARROW_ASSIGN_OR_RAISE(auto batches,
-                          reader->ReadFields(needed.indices(), options_.batch_size,
-                                             options_.start_row));
+    ARROW_ASSIGN_OR_RAISE(auto batches, reader->ReadFields(needed.indices(), options_.batch_size,
+                                                           options_.start_row));
     auto requested_schema = needed.schema();
     SliceBudget budget(request_.pushback, resources_->limits());
     int64_t position = options_.start_row;  // the first row of the object not yet consumed

@@ -26,8 +26,8 @@ bool SameDecimal(const arrow::DataType& stored, const arrow::DataType& requested
 }
 
 bool TimestampsConvert(const arrow::TimestampType& stored, const arrow::TimestampType& requested) {
-  bool unit = stored.unit() == requested.unit() ||
-              (stored.unit() == arrow::TimeUnit::MILLI && requested.unit() == arrow::TimeUnit::SECOND);
+  bool unit = stored.unit() == requested.unit() || (stored.unit() == arrow::TimeUnit::MILLI &&
+                                                    requested.unit() == arrow::TimeUnit::SECOND);
   bool zone = stored.timezone() == requested.timezone() ||
               (!stored.timezone().empty() && requested.timezone() == "UTC");
   return unit && zone;
@@ -85,9 +85,8 @@ arrow::Status RequestedColumns::Add(const arrow::Field& requested) {
   auto [known, added] = fields_.emplace(
       index, arrow::field(requested.name(), requested.type(), requested.nullable()));
   if (!added && !known->second->type()->Equals(*requested.type())) {
-    return Error(ErrorCode::kTypeMismatch, "column '", requested.name(),
-                 "' is requested as both ", known->second->type()->ToString(), " and ",
-                 requested.type()->ToString());
+    return Error(ErrorCode::kTypeMismatch, "column '", requested.name(), "' is requested as both ",
+                 known->second->type()->ToString(), " and ", requested.type()->ToString());
   }
   return arrow::Status::OK();
 }
@@ -127,7 +126,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> AsRequested(
       if (Reinterprets(*column->type(), *type)) {
         ARROW_ASSIGN_OR_RAISE(column, column->View(type));
       } else {
-        auto cast = arrow::compute::Cast(*column, type, arrow::compute::CastOptions::Safe(), context);
+        auto cast =
+            arrow::compute::Cast(*column, type, arrow::compute::CastOptions::Safe(), context);
         if (!cast.ok()) {
           return Error(ErrorCode::kTypeMismatch, "column '", requested->field(i)->name(),
                        "' does not convert exactly to ", type->ToString(), ": ",

@@ -70,8 +70,9 @@ arrow::Future<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadAsync(
 }
 
 arrow::Future<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadAsync(const arrow::io::IOContext&,
-                                                                  int64_t position, int64_t nbytes,
-                                                                  bool allow_short_read) {
+                                                                    int64_t position,
+                                                                    int64_t nbytes,
+                                                                    bool allow_short_read) {
   auto read = ReadAt(position, nbytes);
   if (read.ok() && !allow_short_read && (*read)->size() < nbytes) {
     return arrow::Future<std::shared_ptr<arrow::Buffer>>::MakeFinished(
