@@ -263,3 +263,25 @@ def test_aggregates_pyarrow_refuses_are_refused(datasets, name, format):
     for function in sorted(set(FUNCTIONS) - set(_aggregates_pyarrow_computes(name))):
         with pytest.raises(skyhook.errors.TypeMismatchError):
             datasets(name, format).group_by("g").aggregate([("x", function)])
+
+
+@pytest.mark.parametrize(
+    "name, where",
+    [
+        ("dictionary<string>", "x in ('banana', 'apple')"),
+        ("decimal32", "x > 2"),
+        ("timestamp[s, NY]", "x > '1970-01-01 01:00:00'"),
+        ("date64", "x <= '1970-01-02'"),
+    ],
+)
+def test_text_filters_on_carried_types_run_in_storage(datasets, name, where):
+    dataset = datasets(name, "parquet")
+    pushed = dataset.scanner(columns=["k"], filter=where, pushdown=True)
+    assert_same_table(pushed.to_table(), dataset.to_table(columns=["k"], filter=where, pushdown=False))
+    assert pushed.stats.filter_in_storage and pushed.stats.rows_returned > 0
+
+
+@pytest.mark.parametrize("analyze", [False, True])
+def test_explain_says_pyarrow_aggregates_uncarried_types(datasets, analyze):
+    explanation = datasets("decimal256", "ipc").explain(keys="g", aggregations=[("x", "max")], analyze=analyze)
+    assert "pyarrow aggregates every object at the client" in str(explanation)

@@ -15,7 +15,6 @@ import pyarrow.compute as pc
 import pyarrow.substrait as pas
 from google.protobuf.message import Message
 from substrait.gen.proto import algebra_pb2, extended_expression_pb2, plan_pb2, type_pb2
-from substrait.gen.proto.extensions import extensions_pb2
 
 from skyhook.plan.carried_types import is_carried, request_schema
 
@@ -103,46 +102,34 @@ def _user_defined_types(message: Message) -> Iterator[type_pb2.Type.UserDefined]
                 yield from _user_defined_types(item)
 
 
-def _uri_anchor(plan: plan_pb2.Plan | extended_expression_pb2.ExtendedExpression, uri: str) -> int:
-    """The anchor of an extension URI in plan, declared if missing."""
+Declarable = plan_pb2.Plan | extended_expression_pb2.ExtendedExpression
+_ANCHORS = {"extension_function": "function_anchor", "extension_type": "type_anchor"}
+
+
+def declare_function(plan: Declarable, uri: str, name: str) -> int:
+    """The anchor of an extension function in plan, declared if missing."""
+    return _declare(plan, "extension_function", uri, name)
+
+
+def declare_type(plan: Declarable, uri: str, name: str) -> int:
+    """The anchor of an extension type in plan, declared if missing."""
+    return _declare(plan, "extension_type", uri, name)
+
+
+def _declare(plan: Declarable, kind: str, uri: str, name: str) -> int:
     uris = {declared.uri: declared.extension_uri_anchor for declared in plan.extension_uris}
     if uri not in uris:
         uris[uri] = 1 + max(uris.values(), default=0)
         plan.extension_uris.add(extension_uri_anchor=uris[uri], uri=uri)
-    return uris[uri]
-
-
-def declare_type(plan: plan_pb2.Plan, uri: str, name: str) -> int:
-    """The anchor of an extension type in plan, declared if missing."""
-    uri_anchor = _uri_anchor(plan, uri)
-    types = [declaration.extension_type for declaration in plan.extensions if declaration.HasField("extension_type")]
-    for declared in types:
-        if (declared.extension_uri_reference, declared.name) == (uri_anchor, name):
-            return declared.type_anchor
-    anchor = 1 + max((declared.type_anchor for declared in types), default=0)
-    plan.extensions.add(
-        extension_type=extensions_pb2.SimpleExtensionDeclaration.ExtensionType(
-            extension_uri_reference=uri_anchor, type_anchor=anchor, name=name
-        )
-    )
-    return anchor
-
-
-def declare_function(plan: plan_pb2.Plan | extended_expression_pb2.ExtendedExpression, uri: str, name: str) -> int:
-    """The anchor of an extension function in plan, declared if missing."""
-    uri_anchor = _uri_anchor(plan, uri)
-    functions = [
-        declaration.extension_function for declaration in plan.extensions if declaration.HasField("extension_function")
-    ]
-    for function in functions:
-        if (function.extension_uri_reference, function.name) == (uri_anchor, name):
-            return function.function_anchor
-    anchor = 1 + max((function.function_anchor for function in functions), default=0)
-    plan.extensions.add(
-        extension_function=extensions_pb2.SimpleExtensionDeclaration.ExtensionFunction(
-            extension_uri_reference=uri_anchor, function_anchor=anchor, name=name
-        )
-    )
+    anchor_field = _ANCHORS[kind]
+    declared = [getattr(declaration, kind) for declaration in plan.extensions if declaration.HasField(kind)]
+    for item in declared:
+        if (item.extension_uri_reference, item.name) == (uris[uri], name):
+            return getattr(item, anchor_field)
+    anchor = 1 + max((getattr(item, anchor_field) for item in declared), default=0)
+    added = getattr(plan.extensions.add(), kind)
+    added.extension_uri_reference, added.name = uris[uri], name
+    setattr(added, anchor_field, anchor)
     return anchor
 
 
