@@ -273,11 +273,6 @@ def test_plain_reads_accept_what_parquet_makes_of_a_type(tmp_path):
         assert_same_table(dataset.to_table(pushdown=False), STORED_OTHERWISE)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the manifest records time32[s], the Parquet object holds time32[ms]: "
-    "storage refuses the request (write_dataset should record the stored schema)",
-)
 def test_pushdown_on_types_parquet_stores_otherwise(tmp_path):
     with skyhook.connect((tmp_path / "store").as_uri()) as store:
         dataset = store.write_dataset("t", STORED_OTHERWISE)

@@ -313,6 +313,10 @@ TypeClass ClassOf(const sp::Type& type, const Declarations& declared) {
       if (name == "fp16") return TypeClass::kFloating;
       if (name == "large_string") return TypeClass::kText;
       if (name == "large_binary") return TypeClass::kBinary;
+      if (name == "date_millis") return TypeClass::kDate;
+      if (name == "time_seconds" || name == "time_millis" || name == "time_nanos") {
+        return TypeClass::kTime;
+      }
       return TypeClass::kOther;
     }
     default:

@@ -30,6 +30,7 @@ from skyhook.execution.plain_read import read_partition, warn_class_calls_refuse
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
 from skyhook.plan.expressions import to_substrait
 from skyhook.plan.merge import ORDER, merge
+from skyhook.plan.substrait import UncarriedTypes
 from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import PlanRequest
 from skyhook.rpc.result_options import PushbackLimits, ResultOptions
@@ -78,9 +79,15 @@ class AggregateExecution:
         schema = source.schema
         self.output_schema = query.output_schema(schema)
         filter_ok = query.filter is None or to_substrait([query.filter], ["filter"], schema, is_filter=True) is not None
-        self.plan = full_plan(schema, query, self.output_schema, filter_in_storage=filter_ok)
-        self.decomposition: Decomposition = decompose(self.plan, query.keys, schema)
         self.stats = AggregateStatistics(filter_in_storage=filter_ok)
+        #: None: the keys or inputs have types Substrait cannot carry; pyarrow aggregates plain reads.
+        self.plan: bytes | None = None
+        self.decomposition: Decomposition | None = None
+        try:
+            self.plan = full_plan(schema, query, self.output_schema, filter_in_storage=filter_ok)
+            self.decomposition = decompose(self.plan, query.keys, schema)
+        except UncarriedTypes:
+            self.stats.filter_in_storage = self.stats.aggregate_in_storage = False
 
     def run(self) -> pa.Table:
         manifest = self.source.manifest
@@ -88,10 +95,20 @@ class AggregateExecution:
         self.stats.objects_pruned = len(manifest.partitions) - len(partitions)
         if not partitions:
             return self.query.run_locally(self.source.schema.empty_table())
+        if self.decomposition is None:
+            return self.query.run_locally(pa.concat_tables(self._plain_reads(partitions)))
         partials = self._everywhere(self.decomposition.sub_plan, partitions, main=True)
         distinct = [self._everywhere(sub, partitions, main=False) for sub in self.decomposition.distinct_plans]
         self.stats.aggregate_in_storage = set(self.stats.where.values()) == {Placement.STORAGE}
         return merge(self.query, self.decomposition, partials, distinct, self.output_schema)
+
+    def _plain_reads(self, partitions: list[Partition]) -> Iterator[pa.Table]:
+        read = lambda partition: read_partition(self.source, partition, filter=self.query.filter)  # noqa: E731
+        for partition, (size, rows, table) in zip(partitions, at_client(read, partitions, self.use_threads)):
+            self.stats.bytes_returned += size
+            self.stats.rows_scanned += rows
+            self._record(partition, Placement.CLIENT, main=True)
+            yield table
 
     def _everywhere(self, sub: SubPlan, partitions: list[Partition], main: bool) -> pa.Table:
         tables = []

@@ -74,6 +74,14 @@ def analyze_scan(execution: ScanExecution) -> Explanation:
 
 def explain_aggregate(execution: AggregateExecution) -> Explanation:
     source, stats, query = execution.source, execution.stats, execution.query
+    if execution.plan is None or execution.decomposition is None:
+        return Explanation(
+            [
+                f"aggregate of {source.name!r}: {source.manifest.num_rows:,} rows in {len(source.manifest.partitions)} objects",
+                "  the keys or inputs have types Substrait cannot carry: pyarrow aggregates every object at the client",
+                "  objects: every object read whole",
+            ]
+        )
     plan = plan_pb2.Plan.FromString(execution.plan)
     sub_plan = plan_pb2.Plan.FromString(execution.decomposition.sub_plan.plan)
     partitions = matching_partitions(source.manifest, query.filter)

@@ -20,6 +20,7 @@ from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, first
 from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD, predicted_reply_ratio
 from skyhook.execution.placement import Decision, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
+from skyhook.plan.carried_types import as_dataset_types, is_carried
 from skyhook.plan.expressions import Columns, filter_columns, output_expressions, projected_schema, to_substrait
 from skyhook.rpc.reply import Executed
 from skyhook.rpc.requests import ScanRequest
@@ -102,10 +103,12 @@ class ScanExecution:
             self._projection_substrait = to_substrait(*output_expressions(columns), schema)
         elif columns is not None and not isinstance(columns, Mapping) and filter is not None:
             needed = filter_columns(filter, schema)
-            if needed is not None:
-                kept = [name for name in schema.names if name in needed or name in columns]
-                self._projection_substrait = to_substrait([pc.field(name) for name in kept], kept, schema)
+            kept = [name for name in schema.names if name in needed or name in columns]
+            self._projection_substrait = to_substrait([pc.field(name) for name in kept], kept, schema)
         self._client_projection = columns is not None and self._projection_substrait is None
+        if self._projection_substrait is None and not all(map(is_carried, schema)):
+            # storage would return every column, but names the uncarried ones by a placeholder
+            self._filter_substrait, self._client_filter = None, filter is not None
         self.options = dict(
             use_threads=use_threads,
             pushdown=pushdown,
@@ -150,8 +153,9 @@ class ScanExecution:
             self.stats.wall_s += time.perf_counter() - started
 
     def _conform(self, table: pa.Table) -> pa.Table:
+        """The reply's columns (carriers, types as stored) as the scan's types."""
         try:
-            return table.cast(self.projected_schema)
+            return as_dataset_types(table, self.projected_schema)
         except (pa.ArrowException, ValueError) as error:  # storage replied with other columns
             raise CorruptReplyError(
                 f"a result of scanning {self.source.name!r} does not have the requested columns: {first_line(error)}"
@@ -223,6 +227,9 @@ class ScanExecution:
                 self.stats.storage_cpu_s += reply.statistics[STORAGE_CPU_NS] / 1e9
                 table = reply.reader().read_all()
                 if self._client_filter or self._client_projection:  # what storage could not do
+                    table = as_dataset_types(
+                        table, pa.schema([self.source.schema.field(n) for n in table.column_names])
+                    )
                     table = pads.dataset(table).to_table(
                         columns=self.columns, filter=self.filter if self._client_filter else None
                     )

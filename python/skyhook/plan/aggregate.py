@@ -27,7 +27,14 @@ from skyhook.plan.aggregate_functions import (
     State,
     function_of_measure,
 )
-from skyhook.plan.substrait import PlanBuilder, declare_function, field_reference, measures_of, substrait_type
+from skyhook.plan.substrait import (
+    PlanBuilder,
+    declare_function,
+    field_reference,
+    measures_of,
+    substrait_type,
+    top_level_names,
+)
 
 DISTINCT = algebra_pb2.AggregateFunction.AGGREGATION_INVOCATION_DISTINCT
 
@@ -116,16 +123,25 @@ class AggregateQuery:
         return columns
 
 
-def _input_expression(aggregation: Aggregation) -> pc.Expression:
+def _input_expression(aggregation: Aggregation, schema: pa.Schema) -> pc.Expression:
     if AGGREGATE_FUNCTIONS[aggregation.function].float_input:
         return aggregation.input.cast(pa.float64(), safe=False)
+    if aggregation.function in _COUNTING_BOOLEANS and _type_of(aggregation.input, schema) == pa.bool_():
+        return aggregation.input.cast(pa.uint64())  # storage sums numbers; pyarrow counts trues as uint64
     return aggregation.input
+
+
+_COUNTING_BOOLEANS = ("sum", "mean")
+
+
+def _type_of(expression: pc.Expression, schema: pa.Schema) -> pa.DataType:
+    return pads.dataset(schema.empty_table()).to_table(columns={"v": expression}).schema.field(0).type
 
 
 def full_plan(schema: pa.Schema, query: AggregateQuery, output_schema: pa.Schema, filter_in_storage: bool) -> bytes:
     """The whole query as one Substrait plan (what explain shows); output_schema
     is query.output_schema(schema)."""
-    inputs = [_input_expression(a) for a in query.aggregations]
+    inputs = [_input_expression(a, schema) for a in query.aggregations]
     builder = PlanBuilder(
         schema, query.filter if filter_in_storage else None, [pc.field(k) for k in query.keys] + inputs
     )
@@ -137,7 +153,7 @@ def full_plan(schema: pa.Schema, query: AggregateQuery, output_schema: pa.Schema
             function_reference=builder.function(function.measure.uri, function.measure.substrait_name),
             arguments=[algebra_pb2.FunctionArgument(value=field_reference(keys + i))],
             phase=algebra_pb2.AGGREGATION_PHASE_INITIAL_TO_RESULT,
-            output_type=substrait_type(output_schema.field(keys + i).type),
+            output_type=substrait_type(output_schema.field(keys + i).type, builder.plan),
         )
         if function.distinct:
             call.invocation = DISTINCT
@@ -239,7 +255,7 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
         target.names.extend(names)
         return SubPlan(rewritten.SerializeToString(), group_indices, measures, names)
 
-    read_names = _read_relation(aggregate.input).base_schema.names
+    read_names = top_level_names(_read_relation(aggregate.input).base_schema)
     read_schema = pa.schema([dataset_schema.field(name) for name in read_names])
 
     def input_type(argument: int) -> pa.DataType:
@@ -253,7 +269,7 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
             measure=algebra_pb2.AggregateFunction(
                 function_reference=declare_function(target, m.function.uri, m.function.substrait_name),
                 arguments=[algebra_pb2.FunctionArgument(value=field_reference(m.argument))],
-                output_type=substrait_type(m.function.output_type(input_type(m.argument))),
+                output_type=substrait_type(m.function.output_type(input_type(m.argument)), target),
                 # Each partial is a complete aggregate of its object; Acero also runs
                 # only this phase.
                 phase=algebra_pb2.AGGREGATION_PHASE_INITIAL_TO_RESULT,

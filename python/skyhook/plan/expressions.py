@@ -14,6 +14,7 @@ from substrait.gen.proto.algebra_pb2 import Expression
 from substrait.gen.proto.extended_expression_pb2 import ExtendedExpression
 
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
+from skyhook.plan.carried_types import carrier, is_carried, is_faithful, request_schema
 from skyhook.plan.substrait import IN_LIST_CHUNK, referenced_fields, storage_form
 
 Columns = Sequence[str] | Mapping[str, pc.Expression] | None
@@ -63,15 +64,59 @@ def to_substrait(
 ) -> bytes | None:
     """Substrait for validated expressions, or None when Substrait cannot carry
     them faithfully (an implicit safe cast, a function without a Substrait
-    mapping, is_in where nulls matter): the client then completes that part.
-    IN lists become what storage runs exactly (plan/substrait.py: storage_form)."""
+    mapping, is_in where nulls matter, a column type it cannot carry as used,
+    plan/carried_types.py): the client then completes that part. The request
+    names only the columns the expressions read, each by its carrier; IN lists
+    become what storage runs exactly (plan/substrait.py: storage_form)."""
     try:
-        message = ExtendedExpression.FromString(bytes(pas.serialize_expressions(expressions, names, schema)))
+        message = _serialize(expressions, names, request_schema(schema))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if not _types_kept(message, _read_fields(message, schema), is_filter):
         return None
     if not storage_form(message, filters=len(expressions) if is_filter else 0):
         return None
     return message.SerializeToString() if _within_storage_limits(message) else None
+
+
+def _serialize(expressions: list[pc.Expression], names: list[str], schema: pa.Schema) -> ExtendedExpression:
+    return ExtendedExpression.FromString(bytes(pas.serialize_expressions(expressions, names, schema)))
+
+
+def _read_fields(message: ExtendedExpression, schema: pa.Schema) -> list[pa.Field]:
+    """The fields of schema that message reads."""
+    return [schema.field(index) for index in sorted(referenced_fields(message))]
+
+
+# On a column whose carrier is another type, only these keep the dataset's
+# meaning (comparisons and null tests; IN lists are SingularOrList).
+_SAME_ON_CARRIERS = {"equal", "not_equal", "lt", "lte", "gt", "gte", "is_null", "is_not_null", "and", "or", "not"}
+
+
+def _types_kept(message: ExtendedExpression, read: list[pa.Field], is_filter: bool) -> bool:
+    """Whether the expressions mean on the carriers what they mean on the read fields' types."""
+    if not all(is_carried(field) for field in read):
+        return False
+    converted = [field for field in read if carrier(field.type) != field.type]
+    if not converted:
+        return True
+    bodies = [referred.expression for referred in message.referred_expr]
+    if not all(is_faithful(field.type) for field in converted):  # opaque: projected only
+        return not is_filter and all(body.WhichOneof("rex_type") == "selection" for body in bodies)
+    functions = {declaration.extension_function.name.split(":")[0] for declaration in message.extensions}
+    return functions <= _SAME_ON_CARRIERS and all(_only_comparisons(body) for body in bodies)
+
+
+def _only_comparisons(expression: Expression) -> bool:
+    kind = expression.WhichOneof("rex_type")
+    if kind in ("literal", "selection"):
+        return True
+    if kind == "scalar_function":
+        return all(_only_comparisons(argument.value) for argument in expression.scalar_function.arguments)
+    if kind == "singular_or_list":
+        in_list = expression.singular_or_list
+        return _only_comparisons(in_list.value) and all(_only_comparisons(option) for option in in_list.options)
+    return False
 
 
 # Storage refuses deeper expressions, longer IN lists and more nodes
@@ -109,13 +154,14 @@ def _within_storage_limits(serialized: ExtendedExpression) -> bool:
     return True
 
 
-def filter_columns(filter: pc.Expression, schema: pa.Schema) -> set[str] | None:
-    """The names of the columns filter reads, or None when pyarrow cannot tell."""
+def filter_columns(filter: pc.Expression, schema: pa.Schema) -> set[str]:
+    """The names of the columns filter reads (a validated filter); every
+    column when pyarrow cannot tell (Substrait cannot name what it reads)."""
     try:
-        message = ExtendedExpression.FromString(bytes(pas.serialize_expressions([filter], ["filter"], schema)))
+        message = _serialize([filter], ["filter"], request_schema(schema))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    return {schema.names[index] for index in referenced_fields(message)}
+        return set(schema.names)
+    return {field.name for field in _read_fields(message, schema)}
 
 
 def output_expressions(columns: Columns) -> tuple[list[pc.Expression], list[str]]:

@@ -15,7 +15,8 @@ import pyarrow.compute as pc
 import pyarrow.substrait as pas
 from google.protobuf.message import Message
 from substrait.gen.proto import algebra_pb2, extended_expression_pb2, plan_pb2, type_pb2
-from substrait.gen.proto.extensions import extensions_pb2
+
+from skyhook.plan.carried_types import is_carried, request_schema
 
 ARITHMETIC = "https://github.com/substrait-io/substrait/blob/main/extensions/functions_arithmetic.yaml"
 GENERIC = "https://github.com/substrait-io/substrait/blob/main/extensions/functions_aggregate_generic.yaml"
@@ -60,38 +61,103 @@ def serialize(
     return extended_expression_pb2.ExtendedExpression.FromString(data)
 
 
-def substrait_type(type: pa.DataType) -> type_pb2.Type:
-    return serialize([pc.field("x")], ["x"], pa.schema([("x", type)])).base_schema.struct.types[0]
+def top_level_names(schema: type_pb2.NamedStruct) -> list[str]:
+    """The column names of a NamedStruct, whose names also name struct fields, depth first."""
+    names, position = [], 0
+    for type in schema.struct.types:
+        names.append(schema.names[position])
+        position += _names_for(type)
+    return names
 
 
-def declare_function(plan: plan_pb2.Plan | extended_expression_pb2.ExtendedExpression, uri: str, name: str) -> int:
+def _names_for(type: type_pb2.Type) -> int:
+    # Arrow names the fields of structs, but nothing inside lists and maps.
+    return 1 + sum(_names_for(child) for child in type.struct.types) if type.HasField("struct") else 1
+
+
+def substrait_type(type: pa.DataType, plan: plan_pb2.Plan) -> type_pb2.Type:
+    """type in Substrait, its user-defined types (unsigned integers, ...) declared in plan."""
+    named = serialize([pc.field("x")], ["x"], pa.schema([("x", type)]))
+    uris = {declared.extension_uri_anchor: declared.uri for declared in named.extension_uris}
+    declared_types = {
+        declaration.extension_type.type_anchor: declaration.extension_type
+        for declaration in named.extensions
+        if declaration.HasField("extension_type")
+    }
+    result = named.base_schema.struct.types[0]
+    for user_defined in _user_defined_types(result):
+        declared = declared_types[user_defined.type_reference]
+        user_defined.type_reference = declare_type(plan, uris[declared.extension_uri_reference], declared.name)
+    return result
+
+
+def _user_defined_types(message: Message) -> Iterator[type_pb2.Type.UserDefined]:
+    for descriptor, value in message.ListFields():
+        if descriptor.message_type is None:
+            continue
+        for item in value if descriptor.is_repeated else [value]:
+            if isinstance(item, type_pb2.Type.UserDefined):
+                yield item
+            else:
+                yield from _user_defined_types(item)
+
+
+Declarable = plan_pb2.Plan | extended_expression_pb2.ExtendedExpression
+_ANCHORS = {"extension_function": "function_anchor", "extension_type": "type_anchor"}
+
+
+def declare_function(plan: Declarable, uri: str, name: str) -> int:
     """The anchor of an extension function in plan, declared if missing."""
+    return _declare(plan, "extension_function", uri, name)
+
+
+def declare_type(plan: Declarable, uri: str, name: str) -> int:
+    """The anchor of an extension type in plan, declared if missing."""
+    return _declare(plan, "extension_type", uri, name)
+
+
+def _declare(plan: Declarable, kind: str, uri: str, name: str) -> int:
     uris = {declared.uri: declared.extension_uri_anchor for declared in plan.extension_uris}
     if uri not in uris:
         uris[uri] = 1 + max(uris.values(), default=0)
         plan.extension_uris.add(extension_uri_anchor=uris[uri], uri=uri)
-    functions = [declaration.extension_function for declaration in plan.extensions]
-    for function in functions:
-        if (function.extension_uri_reference, function.name) == (uris[uri], name):
-            return function.function_anchor
-    anchor = 1 + max((function.function_anchor for function in functions), default=0)
-    plan.extensions.add(
-        extension_function=extensions_pb2.SimpleExtensionDeclaration.ExtensionFunction(
-            extension_uri_reference=uris[uri], function_anchor=anchor, name=name
-        )
-    )
+    anchor_field = _ANCHORS[kind]
+    declared = [getattr(declaration, kind) for declaration in plan.extensions if declaration.HasField(kind)]
+    for item in declared:
+        if (item.extension_uri_reference, item.name) == (uris[uri], name):
+            return getattr(item, anchor_field)
+    anchor = 1 + max((getattr(item, anchor_field) for item in declared), default=0)
+    added = getattr(plan.extensions.add(), kind)
+    added.extension_uri_reference, added.name = uris[uri], name
+    setattr(added, anchor_field, anchor)
     return anchor
+
+
+class UncarriedTypes(Exception):
+    """A plan's projections read a column Substrait names by another type
+    (plan/carried_types.py): pyarrow computes such a query at the client."""
 
 
 class PlanBuilder:
     """One plan over expressions bound to ``schema``: only the columns they
-    reference are read, so the read's base schema names what storage decodes."""
+    reference are read, so the read's base schema names what storage decodes,
+    each column by its carrier; a filter (vetted by to_substrait) may read
+    columns whose carrier is another type, the projections may not."""
 
     def __init__(self, schema: pa.Schema, filter: pc.Expression | None, projections: Sequence[pc.Expression]) -> None:
         expressions = ([filter] if filter is not None else []) + list(projections)
         names = [f"e{i}" for i in range(len(expressions))]
-        used = referenced_fields(serialize(expressions, names, schema))
-        self.read_schema = pa.schema([schema.field(i) for i in sorted(used)])
+        carried = request_schema(schema)
+        try:
+            used = referenced_fields(serialize(expressions, names, carried))
+            projected = referenced_fields(serialize(projections, names[len(names) - len(projections) :], carried))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+            raise UncarriedTypes(str(error)) from None
+        if not all(is_carried(schema.field(i)) for i in used):
+            raise UncarriedTypes("the query reads a column Substrait cannot carry")
+        if any(carried.field(i).type != schema.field(i).type for i in projected):
+            raise UncarriedTypes("a projection reads a column Substrait names by another type")
+        self.read_schema = pa.schema([carried.field(i) for i in sorted(used)])
         bound = serialize(expressions, names, self.read_schema)
         storage_form(bound, filters=0 if filter is None else 1)  # to_substrait has vetted the filter
         self.plan = plan_pb2.Plan()

@@ -167,12 +167,15 @@ class PlanExecution {
   arrow::Result<Declaration> ObjectSource(const arrow::Schema& schema) {
     if (!batches_) {
       std::vector<int> fields;
+      arrow::FieldVector requested;
       for (const auto& field : schema.fields()) {
         ARROW_ASSIGN_OR_RAISE(int index, FindObjectField(*reader_->schema(), *field));
         fields.push_back(index);
+        requested.push_back(reader_->schema()->field(index)->WithType(field->type()));
       }
       ARROW_ASSIGN_OR_RAISE(batches_,
                             reader_->ReadFields(fields, options_.batch_size, options_.start_row));
+      requested_ = arrow::schema(std::move(requested));
     }
     auto generator = [this]() -> arrow::Future<SourceBatch> {
       if (chunk_rows_ > 0) {
@@ -197,10 +200,12 @@ class PlanExecution {
       ++chunk_slices_;
       auto bytes = arrow::util::ReferencedBufferSize(**batch);
       chunk_bytes_ += bytes.ok() ? *bytes : kChunkBytes;
+      auto converted = AsRequested(*batch, requested_, resources_->exec_context());
+      if (!converted.ok()) return arrow::Future<SourceBatch>::MakeFinished(converted.status());
       return arrow::Future<SourceBatch>::MakeFinished(
-          SourceBatch(arrow::compute::ExecBatch(**batch)));
+          SourceBatch(arrow::compute::ExecBatch(**converted)));
     };
-    arrow::acero::SourceNodeOptions options(batches_->schema(), std::move(generator),
+    arrow::acero::SourceNodeOptions options(requested_, std::move(generator),
                                             arrow::Ordering::Implicit());
     return Declaration("source", std::move(options));
   }
@@ -211,6 +216,7 @@ class PlanExecution {
   SliceBudget budget_;
   std::unique_ptr<ObjectReader> reader_;
   std::shared_ptr<arrow::RecordBatchReader> batches_;
+  std::shared_ptr<arrow::Schema> requested_;  // the plan's read schema, as the object's fields
   int64_t chunk_rows_ = 0;
   int64_t chunk_slices_ = 0;
   int64_t chunk_bytes_ = 0;

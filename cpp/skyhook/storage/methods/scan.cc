@@ -1,6 +1,5 @@
 #include "skyhook/storage/methods/scan.h"
 
-#include <set>
 #include <vector>
 
 #include <arrow/array/util.h>
@@ -23,15 +22,12 @@ namespace {
 using arrow::engine::BoundExpressions;
 
 // The object's fields an expression set reads. Each must exist in the object
-// with the type the client bound the expression to.
-arrow::Status AddReferencedFields(const BoundExpressions& bound, const arrow::Schema& object_schema,
-                                  std::set<int>* indices) {
+// with the type the client bound the expression to, or one it converts to.
+arrow::Status AddReferencedFields(const BoundExpressions& bound, RequestedColumns* columns) {
   for (const auto& named : bound.named_expressions) {
     for (const auto& ref : arrow::compute::FieldsInExpression(named.expression)) {
       ARROW_ASSIGN_OR_RAISE(auto path, ref.FindOne(*bound.schema));
-      ARROW_ASSIGN_OR_RAISE(int index,
-                            FindObjectField(object_schema, *bound.schema->field(path[0])));
-      indices->insert(index);
+      ARROW_RETURN_NOT_OK(columns->Add(*bound.schema->field(path[0])));
     }
   }
   return arrow::Status::OK();
@@ -68,28 +64,28 @@ class ScanExecution {
     ARROW_RETURN_NOT_OK(DeclineIfBusy(call, request_.pushback, resources_->limits()));
     ARROW_ASSIGN_OR_RAISE(auto reader, ObjectReader::Open(object, resources_->pool()));
     auto object_schema = reader->schema();
-    std::set<int> needed;
+    RequestedColumns needed(object_schema);
     if (request_.filter) {
-      ARROW_RETURN_NOT_OK(AddReferencedFields(*request_.filter, *object_schema, &needed));
+      ARROW_RETURN_NOT_OK(AddReferencedFields(*request_.filter, &needed));
     }
     std::shared_ptr<arrow::Schema> output_schema;
     if (request_.projection) {
-      ARROW_RETURN_NOT_OK(AddReferencedFields(*request_.projection, *object_schema, &needed));
+      ARROW_RETURN_NOT_OK(AddReferencedFields(*request_.projection, &needed));
       arrow::FieldVector fields;
       for (const auto& named : request_.projection->named_expressions) {
         fields.push_back(arrow::field(named.name, named.expression.type()->GetSharedPtr()));
       }
       output_schema = arrow::schema(fields);
     } else {
-      for (int i = 0; i < object_schema->num_fields(); ++i) needed.insert(i);
-      output_schema = object_schema;
+      needed.AddAll();
+      output_schema = needed.schema();  // the columns the filter names, as it names them
     }
 
     ARROW_ASSIGN_OR_RAISE(auto writer, ResultWriter::Open(output_schema, options_,
                                                           resources_->limits().max_reply_bytes));
-    ARROW_ASSIGN_OR_RAISE(auto batches,
-                          reader->ReadFields({needed.begin(), needed.end()}, options_.batch_size,
-                                             options_.start_row));
+    ARROW_ASSIGN_OR_RAISE(auto batches, reader->ReadFields(needed.indices(), options_.batch_size,
+                                                           options_.start_row));
+    auto requested_schema = needed.schema();
     SliceBudget budget(request_.pushback, resources_->limits());
     int64_t position = options_.start_row;  // the first row of the object not yet consumed
     while (true) {
@@ -100,7 +96,9 @@ class ScanExecution {
       }
       ARROW_ASSIGN_OR_RAISE(auto slice, batches->Next());
       if (slice == nullptr) break;
-      ARROW_ASSIGN_OR_RAISE(auto batch, AsInvalidRequest("filter", Filter(slice)));
+      ARROW_ASSIGN_OR_RAISE(auto converted,
+                            AsRequested(slice, requested_schema, resources_->exec_context()));
+      ARROW_ASSIGN_OR_RAISE(auto batch, AsInvalidRequest("filter", Filter(converted)));
       if (batch->num_rows() > 0) {
         ARROW_ASSIGN_OR_RAISE(batch, AsInvalidRequest("projection", Project(batch, output_schema)));
         ARROW_ASSIGN_OR_RAISE(bool fits, writer->Fits(*batch));

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include <arrow/buffer.h>
+#include <arrow/util/future.h>
+
 namespace skyhook {
 
 arrow::Result<std::shared_ptr<ObjectFile>> ObjectFile::Open(ObjectContext* object) {
@@ -59,6 +62,23 @@ arrow::Result<int64_t> ObjectFile::Read(int64_t nbytes, void* out) {
   ARROW_ASSIGN_OR_RAISE(int64_t n, ReadAt(position_, nbytes, out));
   position_ += n;
   return n;
+}
+
+arrow::Future<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadAsync(
+    const arrow::io::IOContext& context, int64_t position, int64_t nbytes) {
+  return ReadAsync(context, position, nbytes, /*allow_short_read=*/true);
+}
+
+arrow::Future<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadAsync(const arrow::io::IOContext&,
+                                                                    int64_t position,
+                                                                    int64_t nbytes,
+                                                                    bool allow_short_read) {
+  auto read = ReadAt(position, nbytes);
+  if (read.ok() && !allow_short_read && (*read)->size() < nbytes) {
+    return arrow::Future<std::shared_ptr<arrow::Buffer>>::MakeFinished(
+        arrow::Status::IOError("read ", (*read)->size(), " of ", nbytes, " bytes at ", position));
+  }
+  return arrow::Future<std::shared_ptr<arrow::Buffer>>::MakeFinished(std::move(read));
 }
 
 }  // namespace skyhook

@@ -27,6 +27,16 @@ class ObjectFile : public arrow::io::RandomAccessFile {
   arrow::Result<std::shared_ptr<arrow::Buffer>> Read(int64_t nbytes) override;
   arrow::Result<int64_t> ReadAt(int64_t position, int64_t nbytes, void* out) override;
   arrow::Result<std::shared_ptr<arrow::Buffer>> ReadAt(int64_t position, int64_t nbytes) override;
+  /// Synchronous: Arrow would read on its I/O threads, but an object class may
+  /// read only on the caller's thread, and a reader that the I/O thread released
+  /// last freed the call's memory (an IPC file's dictionaries) after the call.
+  using arrow::io::RandomAccessFile::ReadAsync;
+  arrow::Future<std::shared_ptr<arrow::Buffer>> ReadAsync(const arrow::io::IOContext& context,
+                                                          int64_t position,
+                                                          int64_t nbytes) override;
+  arrow::Future<std::shared_ptr<arrow::Buffer>> ReadAsync(const arrow::io::IOContext& context,
+                                                          int64_t position, int64_t nbytes,
+                                                          bool allow_short_read) override;
 
   int64_t bytes_read() const { return bytes_read_; }
 

@@ -20,23 +20,28 @@ arrow::Status Corrupt(const std::string& format, const arrow::Status& cause) {
                " partition: ", cause.message());
 }
 
-bool HoldsText(const arrow::DataType& type) {
+// Values Parquet's decoder copies as stored, unchecked: text (UTF-8) and
+// decimals (their precision; a dictionary's values too).
+bool DecodedUnchecked(const arrow::DataType& type) {
   if (type.id() == arrow::Type::STRING || type.id() == arrow::Type::LARGE_STRING ||
-      type.id() == arrow::Type::STRING_VIEW) {
+      type.id() == arrow::Type::STRING_VIEW || arrow::is_decimal(type.id())) {
     return true;
   }
+  if (type.id() == arrow::Type::DICTIONARY) {
+    return DecodedUnchecked(*static_cast<const arrow::DictionaryType&>(type).value_type());
+  }
   for (const auto& child : type.fields()) {
-    if (HoldsText(*child->type())) return true;
+    if (DecodedUnchecked(*child->type())) return true;
   }
   return false;
 }
 
-// Parquet's decoder builds valid offsets but copies string bytes as stored:
-// text that is not UTF-8 is a corrupt object, not something compute and the
-// client should meet (IPC batches are validated whole when read).
-arrow::Status CheckText(const arrow::RecordBatch& batch) {
+// Text that is not UTF-8 or a decimal beyond its precision is a corrupt object,
+// not something compute and the client should meet (IPC batches are validated
+// whole when read).
+arrow::Status CheckDecoded(const arrow::RecordBatch& batch) {
   for (const auto& column : batch.columns()) {
-    if (!HoldsText(*column->type())) continue;
+    if (!DecodedUnchecked(*column->type())) continue;
     auto valid = column->ValidateFull();
     if (!valid.ok()) return Corrupt("Parquet", valid);
   }
@@ -79,7 +84,7 @@ class RowGroupReader : public arrow::RecordBatchReader {
           }
           *out = (*out)->Slice(rows_to_skip_);
           rows_to_skip_ = 0;
-          return CheckText(**out);
+          return CheckDecoded(**out);
         }
         current_.reset();
       }
