@@ -32,7 +32,7 @@ from skyhook.plan.expressions import to_substrait
 from skyhook.plan.merge import ORDER, merge
 from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import PlanRequest
-from skyhook.rpc.result_options import PushbackLimits, ResultOptions
+from skyhook.rpc.result_options import PushbackLimits, ResultOptions, checked_compression
 from skyhook.rpc.statistics import BYTES_RETURNED, ROWS_SCANNED, STORAGE_CPU_NS
 
 if TYPE_CHECKING:
@@ -69,11 +69,14 @@ class AggregateExecution:
         max_slice_cpu_ns: int | None = None,
         pushdown: bool | str = "auto",
         pushdown_threshold: float = DEFAULT_PUSHDOWN_THRESHOLD,
+        reply_compression: str | None = None,
+        reply_within_object: bool | None = None,
     ) -> None:
         self.source = source
         self.query = query
         self.use_threads = use_threads
-        self.policy = PlacementPolicy(pushdown, pushdown_threshold)
+        compression = checked_compression(reply_compression, source.backend.reply_compression)
+        self.policy = PlacementPolicy(pushdown, pushdown_threshold, compression, reply_within_object)
         self.pushback_limits = PushbackLimits(max_in_flight=max_in_flight, max_slice_cpu_ns=max_slice_cpu_ns)
         schema = source.schema
         self.output_schema = query.output_schema(schema)
@@ -123,7 +126,7 @@ class AggregateExecution:
             return
         request = PlanRequest(
             plan=sub.plan,
-            result=ResultOptions(compression=self.source.backend.reply_compression),
+            result=ResultOptions(compression=self.policy.compression, within_object=self.policy.within_object),
             pushback=self.pushback_limits,
         )
         replies = self.source.backend.call_each(
