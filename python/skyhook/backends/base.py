@@ -16,8 +16,9 @@ from skyhook.rpc.statistics import BYTES_RETURNED
 class MethodCaller(ABC):
     """Storage-side methods run on objects, one call or many."""
 
-    #: How replies travel back; compression pays off only across a network.
-    reply_compression: str = "none"
+    #: How replies travel back unless a request says otherwise: zstd shrinks a
+    #: sorted key column 24x where lz4 does 4.7x (bench/replies.py).
+    reply_compression: str = "zstd"
     #: True when storage-side methods run in the client's own process.
     runs_in_process: bool = False
 

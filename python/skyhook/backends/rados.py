@@ -56,8 +56,6 @@ MAX_OBJECT_BYTES = 64 << 20
 
 
 class RadosBackend(Backend):
-    reply_compression = "lz4"
-
     def __init__(
         self,
         pool: str,

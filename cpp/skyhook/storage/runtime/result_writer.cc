@@ -25,8 +25,8 @@ arrow::Result<std::unique_ptr<ResultWriter>> ResultWriter::Open(
   }
   ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(sink, schema, ipc_options));
   // Earlier replies of the object count towards its size (a continuation).
-  int64_t cap = options.within_object ? std::max<int64_t>(0, object_bytes - options.bytes_before)
-                                      : kNoCap;
+  int64_t cap =
+      options.within_object ? std::max<int64_t>(0, object_bytes - options.bytes_before) : kNoCap;
   return std::unique_ptr<ResultWriter>(new ResultWriter(
       std::move(sink), std::move(writer), options.max_result_bytes, node_max_bytes, cap));
 }
@@ -73,8 +73,10 @@ arrow::Status ResultWriter::CheckWithinObject(int64_t bytes) {
 
 void ResultWriter::AddStatistics(std::vector<std::pair<std::string, int64_t>>* statistics) const {
   const auto& ipc = writer_->stats();
-  statistics->emplace_back("bytes_decoded",
-                           bytes_ - ipc.total_serialized_body_size + ipc.total_raw_body_size);
+  // Uncompressed bodies are padded, so decoded is never counted below what moved.
+  statistics->emplace_back(
+      "bytes_decoded",
+      std::max(bytes_, bytes_ - ipc.total_serialized_body_size + ipc.total_raw_body_size));
   if (over_object_) {
     statistics->emplace_back("reply_over_object", 1);
     statistics->emplace_back("bytes_abandoned", bytes_);
