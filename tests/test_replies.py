@@ -145,3 +145,14 @@ def test_duckdb_count_moves_little(store, lineitem, sql):
     # The values of a sorted key, zstd-compressed: about 1 % of the Parquet objects
     # (1.02 % at SF 1, where it was 25 % uncompressed and the cost model read all objects).
     assert stats.bytes_returned < 0.015 * ds.manifest.size_bytes
+
+
+def test_statistics_decide_compressed_replies_only_when_small(store, typed_table):
+    ds = store.write_dataset("cost", typed_table, rows_per_object=500)
+    everything = ds.scanner(reply_compression="zstd")  # decoded reply about the object's size
+    assert_same_table(everything.to_table(), typed_table)
+    assert "zstd unknown: sampled object 0" in str(ds.explain(reply_compression="zstd"))
+    assert everything.stats.objects_read_plain == len(ds.manifest.partitions) - 1 + everything.stats.objects_over_object
+    tiny = ds.scanner(columns=["i8"], reply_compression="zstd", pushdown_threshold=0.5)
+    assert_same_table(tiny.to_table(), typed_table.select(["i8"]))
+    assert tiny.stats.cost_model.startswith("statistics: every row passes") and tiny.stats.objects_read_plain == 0

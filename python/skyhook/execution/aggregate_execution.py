@@ -24,7 +24,6 @@ import pyarrow.substrait as pas
 
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError
-from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD
 from skyhook.execution.placement import Placement, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
@@ -68,7 +67,7 @@ class AggregateExecution:
         max_in_flight: int | None = None,
         max_slice_cpu_ns: int | None = None,
         pushdown: bool | str = "auto",
-        pushdown_threshold: float = DEFAULT_PUSHDOWN_THRESHOLD,
+        pushdown_threshold: float | None = None,
         reply_compression: str | None = None,
         reply_within_object: bool | None = None,
     ) -> None:
@@ -126,7 +125,7 @@ class AggregateExecution:
             return
         request = PlanRequest(
             plan=sub.plan,
-            result=ResultOptions(compression=self.policy.compression, within_object=self.policy.within_object),
+            result=ResultOptions(compression=self.policy.compression, reply_within_object=self.policy.within_object),
             pushback=self.pushback_limits,
         )
         replies = self.source.backend.call_each(

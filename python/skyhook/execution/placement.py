@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from skyhook.backends.parallel import ordered_map
 from skyhook.errors import InvalidRequestError
-from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD
+from skyhook.execution.cost import PUSHDOWN_THRESHOLDS
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -57,8 +57,8 @@ class Decision:
 @dataclass(frozen=True)
 class PlacementPolicy:
     mode: bool | str = "auto"  # True: storage; False: plain reads; "auto": the cost model
-    threshold: float = DEFAULT_PUSHDOWN_THRESHOLD  # push down while reply/object bytes <= this
-    compression: str = "none"  # of the replies (compressed bytes are what the threshold compares)
+    threshold: float | None = None  # push down while reply/object bytes <= this; None: by compression
+    compression: str = "none"  # of the replies (their compressed bytes are what the threshold compares)
     #: Storage pushes back a reply that would pass its object's size; None: unless pushdown is forced.
     within_object: bool | None = None
 
@@ -67,6 +67,8 @@ class PlacementPolicy:
             raise InvalidRequestError(f"pushdown must be True, False or 'auto', not {self.mode!r}")
         if self.mode != "auto":  # 1, 0 and numpy booleans become bool: the executions test identity
             object.__setattr__(self, "mode", bool(self.mode))
+        if self.threshold is None:
+            object.__setattr__(self, "threshold", PUSHDOWN_THRESHOLDS[self.compression])
         if self.within_object is None:
             object.__setattr__(self, "within_object", self.mode is not True)
 

@@ -17,7 +17,7 @@ import pyarrow.dataset as pads
 
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, first_line
-from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD, predicted_reply_ratio
+from skyhook.execution.cost import predicted_reply_ratio
 from skyhook.execution.placement import Decision, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.plan.expressions import Columns, filter_columns, output_expressions, projected_schema, to_substrait
@@ -92,7 +92,7 @@ class ScanExecution:
         batch_size: int | None = None,
         use_threads: bool = True,
         pushdown: bool | str = "auto",
-        pushdown_threshold: float = DEFAULT_PUSHDOWN_THRESHOLD,
+        pushdown_threshold: float | None = None,
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
         max_in_flight: int | None = None,
         max_slice_cpu_ns: int | None = None,
@@ -213,7 +213,7 @@ class ScanExecution:
                 compression=self.policy.compression,
                 batch_size=self.batch_size,
                 max_result_bytes=self.max_result_bytes,
-                within_object=self.policy.within_object,
+                reply_within_object=self.policy.within_object,
             ),
             pushback=PushbackLimits(**self.pushback_limits),
         )

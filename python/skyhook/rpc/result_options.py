@@ -36,9 +36,9 @@ class ResultOptions:
     #: Where in the object to start: the resume_row of the previous call's reply (storage: 0).
     start_row: int | None = None
     #: Push back rather than reply with more bytes than the object holds (storage: False).
-    within_object: bool | None = None
+    reply_within_object: bool | None = None
     #: Bytes of the object's earlier replies, which count towards its size (storage: 0).
-    bytes_before: int | None = None
+    reply_bytes_before: int | None = None
 
     def header_fields(self) -> dict[str, HeaderValue]:
         return {
@@ -46,8 +46,8 @@ class ResultOptions:
             "batch_size": self.batch_size,
             "max_result_bytes": self.max_result_bytes,
             "start_row": self.start_row,
-            "reply_within_object": None if self.within_object is None else int(self.within_object),
-            "reply_bytes_before": self.bytes_before,
+            "reply_within_object": None if self.reply_within_object is None else int(self.reply_within_object),
+            "reply_bytes_before": self.reply_bytes_before,
         }
 
 
