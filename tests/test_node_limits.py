@@ -201,7 +201,7 @@ def test_osds_split_a_reply_larger_than_their_limit(ceph_cluster, ceph_store):
     )
     dataset = ceph_store.write_dataset("wide", table, rows_per_object=rows, target_object_size=1 << 40)
     before = _osd_status(ceph_cluster)
-    scanner = dataset.scanner(pushdown=True)
+    scanner = dataset.scanner(pushdown=True, reply_compression="none")  # zstd would fit one reply
     assert_same_table(scanner.to_table(), table)  # 144 MB of results
     replies = scanner.stats.continuations + 1
     assert replies >= 2 and scanner.stats.bytes_returned <= replies * (32 << 20)
