@@ -117,6 +117,8 @@ class Dataset(ObjectDataset):
         """filter is a pyarrow expression or text such as "price > 10 and flag == 'R'".
         options: pushdown (False reads whole objects and filters here), pushdown_threshold,
         max_result_bytes (per object reply), max_in_flight and max_slice_cpu_ns (push-back),
+        reply_compression ("none", "lz4", "zstd"; None: the backend's), reply_within_object
+        (storage pushes back a reply larger than its object; None: unless pushdown=True),
         and pyarrow's batch_readahead, fragment_readahead, cache_metadata, memory_pool."""
         if isinstance(filter, str):
             filter = parse_where(filter, self.schema)
@@ -241,7 +243,8 @@ class DatasetGroupBy:
     ) -> pa.Table:
         """aggregations: (column, function) pairs with pyarrow's function names
         (count, count_distinct, sum, min, max, mean, variance, stddev, first,
-        last). options: use_threads, max_in_flight, max_slice_cpu_ns."""
+        last). options: use_threads, max_in_flight, max_slice_cpu_ns, pushdown,
+        pushdown_threshold, reply_compression, reply_within_object (as for scanner())."""
         execution = self.execution(aggregations, filter, **options)
         return execution.run()
 

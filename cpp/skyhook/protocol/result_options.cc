@@ -43,6 +43,20 @@ arrow::Result<ResultOptions> ResultOptions::Decode(const HeaderReader& header) {
     if (*start_row < 0) return Error(ErrorCode::kInvalidRequest, "start_row must not be negative");
     options.start_row = *start_row;
   }
+  ARROW_ASSIGN_OR_RAISE(auto within_object, header.Int64("reply_within_object"));
+  if (within_object) {
+    if (*within_object != 0 && *within_object != 1) {
+      return Error(ErrorCode::kInvalidRequest, "reply_within_object must be 0 or 1");
+    }
+    options.within_object = *within_object == 1;
+  }
+  ARROW_ASSIGN_OR_RAISE(auto bytes_before, header.Int64("reply_bytes_before"));
+  if (bytes_before) {
+    if (*bytes_before < 0) {
+      return Error(ErrorCode::kInvalidRequest, "reply_bytes_before must not be negative");
+    }
+    options.bytes_before = *bytes_before;
+  }
   return options;
 }
 

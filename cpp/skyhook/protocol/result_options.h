@@ -17,6 +17,11 @@ struct ResultOptions {
   int64_t max_result_bytes = int64_t{1} << 30;
   /// Where in the object to start: the resume_row of the previous call's reply.
   int64_t start_row = 0;
+  /// Push back (executed none) rather than reply with more bytes than the object
+  /// holds: the client reads the object plainly instead, never moving more.
+  bool within_object = false;
+  /// Bytes of this object's earlier replies (continuations): they count towards it.
+  int64_t bytes_before = 0;
 
   static arrow::Result<ResultOptions> Decode(const HeaderReader& header);
 };

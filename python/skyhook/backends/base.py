@@ -10,13 +10,15 @@ from skyhook.backends.object_store import ObjectStore
 from skyhook.errors import CorruptObjectError, CorruptReplyError, TypeMismatchError, UnknownColumnError
 from skyhook.rpc.reply import Executed, Reply, decode_reply, merge_continuations
 from skyhook.rpc.requests import DataRequest
+from skyhook.rpc.statistics import BYTES_RETURNED
 
 
 class MethodCaller(ABC):
     """Storage-side methods run on objects, one call or many."""
 
-    #: How replies travel back; compression pays off only across a network.
-    reply_compression: str = "none"
+    #: How replies travel back unless a request says otherwise: zstd shrinks a
+    #: sorted key column 24x where lz4 does 4.7x (bench/replies.py).
+    reply_compression: str = "zstd"
     #: True when storage-side methods run in the client's own process.
     runs_in_process: bool = False
 
@@ -35,7 +37,8 @@ class MethodCaller(ABC):
         """Decoded replies of one request sent to each object, in order; a reply
         that reports an error raises it,
         naming context and the object. An object whose call a node limit ended
-        early is continued with more calls, and its replies are merged into
+        early is continued with more calls (each told the bytes replied before,
+        which count towards the object's size), and its replies are merged into
         one; if any of them was pushed back, the object's reply is that push-back."""
         method, encoded_request = request.METHOD, request.encode()
         calls = ((name, encoded_request) for name in object_names)
@@ -50,9 +53,10 @@ class MethodCaller(ABC):
                         f"{parts[-1].resume_row} after starting at {start}"
                     )
                 start = parts[-1].resume_row
-                continuation = request.resumed_at(start).encode()
+                replied = sum(part.statistics.get(BYTES_RETURNED, 0) for part in parts)
+                continuation = request.resumed_at(start, replied).encode()
                 parts.append(self._checked(self.call(name, method, continuation), name, context))
-            yield parts[-1] if parts[-1].executed is Executed.NONE else merge_continuations(parts)
+            yield merge_continuations(parts)
 
     @staticmethod
     def _checked(encoded: bytes, name: str, context: str) -> Reply:

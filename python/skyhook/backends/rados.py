@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import errno
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from urllib.parse import quote
@@ -56,8 +57,6 @@ MAX_OBJECT_BYTES = 64 << 20
 
 
 class RadosBackend(Backend):
-    reply_compression = "lz4"
-
     def __init__(
         self,
         pool: str,
@@ -85,6 +84,11 @@ class RadosBackend(Backend):
             raise self._error(error, f"cannot open Ceph pool {pool!r} with {conf}") from None
         # librados' threads must stop before the interpreter does.
         atexit.register(self._pool.close)
+        # Operations running on the pool (plain reads a closed scan left to finish
+        # on worker threads, say): closing the pool under them would crash.
+        self._running = 0
+        self._closed = False
+        self._idle = threading.Condition()
 
     @property
     def uri(self) -> str:
@@ -202,13 +206,26 @@ class RadosBackend(Backend):
         self._do(self._pool.omap_remove, PENDING_WRITES, [f"{dataset}.{generation}"])
 
     def close(self) -> None:
+        """Closes the pool once the operations running on it have finished
+        (librados' own timeouts bound them); later ones raise StorageError."""
+        with self._idle:
+            self._closed = True
+            self._idle.wait_for(lambda: self._running == 0)
         self._pool.close()
 
     def _do(self, operation, *args):
+        with self._idle:
+            if self._closed:
+                raise StorageError(f"the Ceph store {self.uri} is closed")
+            self._running += 1
         try:
             return operation(*args)
         except OSError as error:
             raise self._error(error, "Ceph", operation.__name__) from None
+        finally:
+            with self._idle:
+                self._running -= 1
+                self._idle.notify_all()
 
     def _error(
         self, error: OSError, context: str, operation: str = ""

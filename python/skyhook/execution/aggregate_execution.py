@@ -24,7 +24,6 @@ import pyarrow.substrait as pas
 
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError
-from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD
 from skyhook.execution.placement import Placement, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
@@ -33,7 +32,7 @@ from skyhook.plan.merge import ORDER, merge
 from skyhook.plan.substrait import UncarriedTypes
 from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import PlanRequest
-from skyhook.rpc.result_options import PushbackLimits, ResultOptions
+from skyhook.rpc.result_options import PushbackLimits, ResultOptions, checked_compression
 from skyhook.rpc.statistics import BYTES_RETURNED, ROWS_SCANNED, STORAGE_CPU_NS
 
 if TYPE_CHECKING:
@@ -69,12 +68,15 @@ class AggregateExecution:
         max_in_flight: int | None = None,
         max_slice_cpu_ns: int | None = None,
         pushdown: bool | str = "auto",
-        pushdown_threshold: float = DEFAULT_PUSHDOWN_THRESHOLD,
+        pushdown_threshold: float | None = None,
+        reply_compression: str | None = None,
+        reply_within_object: bool | None = None,
     ) -> None:
         self.source = source
         self.query = query
         self.use_threads = use_threads
-        self.policy = PlacementPolicy(pushdown, pushdown_threshold)
+        compression = checked_compression(reply_compression, source.backend.reply_compression)
+        self.policy = PlacementPolicy(pushdown, pushdown_threshold, compression, reply_within_object)
         self.pushback_limits = PushbackLimits(max_in_flight=max_in_flight, max_slice_cpu_ns=max_slice_cpu_ns)
         schema = source.schema
         self.output_schema = query.output_schema(schema)
@@ -140,7 +142,7 @@ class AggregateExecution:
             return
         request = PlanRequest(
             plan=sub.plan,
-            result=ResultOptions(compression=self.source.backend.reply_compression),
+            result=ResultOptions(compression=self.policy.compression, reply_within_object=self.policy.within_object),
             pushback=self.pushback_limits,
         )
         replies = self.source.backend.call_each(

@@ -14,6 +14,8 @@ from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
 
 # Query shapes whose sampled decisions are kept (a dataset object sees few).
 _DECISIONS_KEPT = 256
+# Scan options that change what a sample decides.
+_DECIDING_OPTIONS = ("pushdown", "pushdown_threshold", "reply_compression", "reply_within_object")
 
 
 class ObjectScans:
@@ -35,7 +37,7 @@ class ObjectScans:
         the skyhook scan this belongs to, if any: its options and metrics."""
         options = scan.options if scan is not None else {}
         filter = None if filter.equals(pc.scalar(True)) else filter
-        shape = (str(filter), tuple(columns), options.get("pushdown"), options.get("pushdown_threshold"))
+        shape = (str(filter), tuple(columns), *(options.get(key) for key in _DECIDING_OPTIONS))
         with self._lock:
             decided = self._decisions.get(shape)
         execution = ScanExecution(self.source, columns, filter, batch_size=batch_size, **options)

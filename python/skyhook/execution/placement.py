@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from skyhook.backends.parallel import ordered_map
 from skyhook.errors import InvalidRequestError
-from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD
+from skyhook.execution.cost import PUSHDOWN_THRESHOLDS
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -57,18 +57,33 @@ class Decision:
 @dataclass(frozen=True)
 class PlacementPolicy:
     mode: bool | str = "auto"  # True: storage; False: plain reads; "auto": the cost model
-    threshold: float = DEFAULT_PUSHDOWN_THRESHOLD  # push down while reply/object bytes <= this
+    threshold: float | None = None  # push down while reply/object bytes <= this; None: by compression
+    compression: str = "none"  # of the replies (their compressed bytes are what the threshold compares)
+    #: Storage pushes back a reply that would pass its object's size; None: unless pushdown is forced.
+    within_object: bool | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in (True, False, "auto"):
             raise InvalidRequestError(f"pushdown must be True, False or 'auto', not {self.mode!r}")
         if self.mode != "auto":  # 1, 0 and numpy booleans become bool: the executions test identity
             object.__setattr__(self, "mode", bool(self.mode))
+        if self.threshold is None:
+            object.__setattr__(self, "threshold", PUSHDOWN_THRESHOLDS[self.compression])
+        if self.within_object is None:
+            object.__setattr__(self, "within_object", self.mode is not True)
 
     def decide(self, predicted_ratio: float | None, objects: int, first_object: int) -> Decision:
-        """Before any object runs: by the mode, by statistics, or by a sample."""
+        """Before any object runs: by the mode, by statistics, or by a sample.
+        Statistics give decoded sizes: with compressed replies they decide only
+        when even the decoded reply is small enough; otherwise a sample measures."""
         if self.mode is not True and self.mode is not False and predicted_ratio is not None:
-            return self.by_ratio("statistics: every row passes", predicted_ratio, objects)
+            if self.compression == "none" or predicted_ratio <= self.threshold:
+                return self.by_ratio("statistics: every row passes", predicted_ratio, objects)
+            return Decision(
+                None,
+                f"statistics: decoded reply/object bytes {predicted_ratio:.3f}, {self.compression} "
+                f"unknown: sampled object {first_object} decides for the other {objects - 1} objects",
+            )
         if self.mode == "auto":
             return Decision(None, f"sampled object {first_object} decides for the other {objects - 1} objects")
         return Decision(bool(self.mode), "off: pushdown" if self.mode else "off: plain reads")

@@ -17,15 +17,24 @@ import pyarrow.dataset as pads
 
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, first_line
-from skyhook.execution.cost import DEFAULT_PUSHDOWN_THRESHOLD, predicted_reply_ratio
+from skyhook.execution.cost import predicted_reply_ratio
 from skyhook.execution.placement import Decision, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.plan.carried_types import as_dataset_types, is_carried
 from skyhook.plan.expressions import Columns, filter_columns, output_expressions, projected_schema, to_substrait
-from skyhook.rpc.reply import Executed
+from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import ScanRequest
-from skyhook.rpc.result_options import PushbackLimits, ResultOptions
-from skyhook.rpc.statistics import BYTES_READ, BYTES_RETURNED, CALLS, ROWS_SCANNED, STORAGE_CPU_NS
+from skyhook.rpc.result_options import PushbackLimits, ResultOptions, checked_compression
+from skyhook.rpc.statistics import (
+    BYTES_ABANDONED,
+    BYTES_DECODED,
+    BYTES_READ,
+    BYTES_RETURNED,
+    CALLS,
+    REPLY_OVER_OBJECT,
+    ROWS_SCANNED,
+    STORAGE_CPU_NS,
+)
 
 if TYPE_CHECKING:
     from skyhook.catalog.manifest import Partition
@@ -42,12 +51,16 @@ class ScanStatistics:
     rows_scanned: int = 0  # rows storage read (client-side path: rows decoded)
     rows_returned: int = 0
     bytes_read: int = 0  # bytes read inside storage
-    bytes_returned: int = 0  # bytes that crossed from storage to the client
+    bytes_returned: int = 0  # bytes that crossed from storage to the client (compressed replies)
+    bytes_decoded: int = 0  # the same once decompressed (plain reads: the objects as moved)
     storage_cpu_s: float = 0.0
     wall_s: float = 0.0
     objects_pushed_back: int = 0  # declined by a loaded node and done here
     objects_read_plain: int = 0  # whole objects read and filtered here (cost model or pushdown=False)
     continuations: int = 0  # extra calls for objects a node limit (time, reply size) split
+    objects_over_object: int = 0  # replies that would have passed their object's size: read plainly
+    bytes_abandoned: int = 0  # reply bytes storage encoded (or earlier calls moved) for those
+    wasted_storage_cpu_s: float = 0.0  # storage CPU spent on those
     pushdown: bool | str = "auto"  # requested: True, False, or "auto" (the cost model decides)
     cost_model: str = ""  # what the cost model decided and why
     filter_in_storage: bool = True  # False: the filter was not expressible in Substrait
@@ -80,10 +93,12 @@ class ScanExecution:
         batch_size: int | None = None,
         use_threads: bool = True,
         pushdown: bool | str = "auto",
-        pushdown_threshold: float = DEFAULT_PUSHDOWN_THRESHOLD,
+        pushdown_threshold: float | None = None,
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
         max_in_flight: int | None = None,
         max_slice_cpu_ns: int | None = None,
+        reply_compression: str | None = None,
+        reply_within_object: bool | None = None,
     ) -> None:
         schema = source.schema
         self.source = source
@@ -92,7 +107,8 @@ class ScanExecution:
         self.filter = filter
         self.batch_size = batch_size
         self.use_threads = use_threads
-        self.policy = PlacementPolicy(pushdown, pushdown_threshold)
+        compression = checked_compression(reply_compression, source.backend.reply_compression)
+        self.policy = PlacementPolicy(pushdown, pushdown_threshold, compression, reply_within_object)
         self.max_result_bytes = max_result_bytes
         self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
         self._filter_substrait = None if filter is None else to_substrait([filter], ["filter"], schema, is_filter=True)
@@ -114,6 +130,8 @@ class ScanExecution:
             pushdown=pushdown,
             pushdown_threshold=pushdown_threshold,
             max_result_bytes=max_result_bytes,
+            reply_compression=reply_compression,
+            reply_within_object=reply_within_object,
             **self.pushback_limits,
         )
         #: What the sampled object decided, once one was sampled.
@@ -196,9 +214,10 @@ class ScanExecution:
             filter=self._filter_substrait,
             projection=self._projection_substrait,
             result=ResultOptions(
-                compression=self.source.backend.reply_compression,
+                compression=self.policy.compression,
                 batch_size=self.batch_size,
                 max_result_bytes=self.max_result_bytes,
+                reply_within_object=self.policy.within_object,
             ),
             pushback=PushbackLimits(**self.pushback_limits),
         )
@@ -214,8 +233,8 @@ class ScanExecution:
         try:
             for partition, reply in zip(partitions, replies):
                 answered += 1
-                if reply.executed == Executed.NONE:  # pushed back by a loaded node: do it here
-                    self.stats.objects_pushed_back += 1
+                if reply.executed == Executed.NONE:  # pushed back: do it here
+                    self._count_push_back(reply)
                     size, rows, table = self._read_and_filter(partition)
                     self._count_plain_read(size, rows)
                     yield table
@@ -224,6 +243,7 @@ class ScanExecution:
                 self.stats.continuations += reply.statistics.get(CALLS, 1) - 1
                 self.stats.bytes_read += reply.statistics[BYTES_READ]
                 self.stats.bytes_returned += reply.statistics[BYTES_RETURNED]  # as sent, all calls
+                self.stats.bytes_decoded += reply.statistics.get(BYTES_DECODED, reply.statistics[BYTES_RETURNED])
                 self.stats.storage_cpu_s += reply.statistics[STORAGE_CPU_NS] / 1e9
                 table = reply.reader().read_all()
                 if self._client_filter or self._client_projection:  # what storage could not do
@@ -239,6 +259,20 @@ class ScanExecution:
             self.stats.class_calls_refused = True
             yield from self._read_whole(partitions[answered:])
 
+    def _count_push_back(self, reply: Reply) -> None:
+        """A loaded node declined, or the reply would have passed its object's
+        size (storage's work and any bytes moved are then waste)."""
+        cpu_s = reply.statistics.get(STORAGE_CPU_NS, 0) / 1e9
+        self.stats.storage_cpu_s += cpu_s
+        self.stats.bytes_returned += reply.statistics.get(BYTES_RETURNED, 0)  # earlier calls' replies
+        self.stats.bytes_decoded += reply.statistics.get(BYTES_RETURNED, 0)
+        if reply.statistics.get(REPLY_OVER_OBJECT):
+            self.stats.objects_over_object += 1
+            self.stats.bytes_abandoned += reply.statistics.get(BYTES_ABANDONED, 0)
+            self.stats.wasted_storage_cpu_s += cpu_s
+        else:
+            self.stats.objects_pushed_back += 1
+
     def _cost_based(self, partitions: list[Partition], decided: Decision | None = None) -> Iterator[pa.Table]:
         if not partitions:
             return
@@ -248,15 +282,18 @@ class ScanExecution:
             yield from self._pushdown(partitions) if decision.pushdown else self._read_whole(partitions)
             return
         sample, rest = partitions[0], partitions[1:]
-        returned_before = self.stats.bytes_returned
-        pushed_back_before = self.stats.objects_pushed_back
+        before = (self.stats.bytes_returned, self.stats.objects_pushed_back, self.stats.objects_over_object)
         yield from self._pushdown([sample])
-        if self.stats.objects_pushed_back > pushed_back_before:
+        if self.stats.objects_pushed_back > before[1]:
             self.stats.cost_model = "sample pushed back by a loaded node: no estimate, pushdown"
             yield from self._pushdown(rest)
             return
-        ratio = (self.stats.bytes_returned - returned_before) / max(1, sample.size_bytes)
-        decision = self.policy.by_ratio(f"sampled object {sample.number}", ratio, len(rest))
+        basis = f"sampled object {sample.number}"
+        if self.stats.objects_over_object > before[2]:
+            decision = Decision(False, f"{basis}: its reply would pass its size: plain reads for {len(rest)} objects")
+        else:
+            ratio = (self.stats.bytes_returned - before[0]) / max(1, sample.size_bytes)
+            decision = self.policy.by_ratio(basis, ratio, len(rest))
         self.stats.cost_model = decision.reason
         self.sampled = decision
         yield from self._pushdown(rest) if decision.pushdown else self._read_whole(rest)
@@ -282,4 +319,5 @@ class ScanExecution:
         self.stats.objects_read_plain += 1
         self.stats.bytes_read += size
         self.stats.bytes_returned += size
+        self.stats.bytes_decoded += size
         self.stats.rows_scanned += rows

@@ -14,7 +14,7 @@ import pyarrow as pa
 from skyhook.errors import CorruptReplyError, StorageError, first_line
 from skyhook.rpc.error_codes import ERROR_BY_CODE
 from skyhook.rpc.frame import decode_reply_frame, malformed_header
-from skyhook.rpc.statistics import ADDITIVE, CALLS, Statistics
+from skyhook.rpc.statistics import ADDITIVE, BYTES_ABANDONED, BYTES_RETURNED, CALLS, Statistics
 
 
 class Executed(str, Enum):
@@ -112,18 +112,29 @@ def _header_fields(header: pa.RecordBatch) -> dict[str, Any]:
 
 def merge_continuations(parts: list[Reply]) -> Reply:
     """One reply for an object that took several calls: their rows in order
-    (one uncompressed IPC stream) and their statistics added up."""
+    (one uncompressed IPC stream) and their statistics added up. If the last
+    call was pushed back, the object's reply is that push-back, and the bytes
+    the earlier calls moved were moved for nothing."""
     if len(parts) == 1:
         return parts[0]
+    statistics = _added_up(parts)
+    if parts[-1].executed is Executed.NONE:
+        earlier = sum(part.statistics.get(BYTES_RETURNED, 0) for part in parts[:-1])
+        statistics[BYTES_ABANDONED] = statistics.get(BYTES_ABANDONED, 0) + earlier
+        return Reply(0, parts[-1].message, Executed.NONE, statistics, None, parts[-1].source)
     readers = [part.reader() for part in parts]
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, readers[0].schema) as writer:
         for reader in readers:
             for batch in reader:
                 writer.write_batch(batch)
+    return Reply(0, "", parts[0].executed, statistics, sink.getvalue(), parts[0].source)
+
+
+def _added_up(parts: list[Reply]) -> Statistics:
     statistics = Statistics(parts[-1].statistics)
     for name in ADDITIVE:
-        if name in statistics:
+        if any(name in part.statistics for part in parts):
             statistics[name] = sum(part.statistics.get(name, 0) for part in parts)
     statistics[CALLS] = len(parts)
-    return Reply(0, "", parts[0].executed, statistics, sink.getvalue(), parts[0].source)
+    return statistics

@@ -32,9 +32,9 @@ class DataRequest(ABC):
             }
         )
 
-    def resumed_at(self: _Request, row: int) -> _Request:
-        """The same request, continued from row of the object."""
-        return replace(self, result=replace(self.result, start_row=row))
+    def resumed_at(self: _Request, row: int, bytes_before: int | None = None) -> _Request:
+        """The same request, continued from row of the object after replies of bytes_before."""
+        return replace(self, result=replace(self.result, start_row=row, reply_bytes_before=bytes_before))
 
     @abstractmethod
     def _method_fields(self) -> dict[str, HeaderValue]:

@@ -5,7 +5,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from skyhook.errors import InvalidRequestError
 from skyhook.rpc.frame import HeaderValue
+
+#: Codecs of a reply's IPC body (Arrow IPC buffer compression).
+COMPRESSIONS = ("none", "lz4", "zstd")
+
+
+def checked_compression(requested: str | None, default: str) -> str:
+    """The codec a request asks for: requested, or the backend's default when None."""
+    if requested is None:
+        return default
+    if requested not in COMPRESSIONS:
+        raise InvalidRequestError(
+            f"reply_compression must be one of {', '.join(COMPRESSIONS)} or None, not {requested!r}"
+        )
+    return requested
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,6 +35,10 @@ class ResultOptions:
     max_result_bytes: int | None = None
     #: Where in the object to start: the resume_row of the previous call's reply (storage: 0).
     start_row: int | None = None
+    #: Push back rather than reply with more bytes than the object holds (storage: False).
+    reply_within_object: bool | None = None
+    #: Bytes of the object's earlier replies, which count towards its size (storage: 0).
+    reply_bytes_before: int | None = None
 
     def header_fields(self) -> dict[str, HeaderValue]:
         return {
@@ -27,6 +46,8 @@ class ResultOptions:
             "batch_size": self.batch_size,
             "max_result_bytes": self.max_result_bytes,
             "start_row": self.start_row,
+            "reply_within_object": None if self.reply_within_object is None else int(self.reply_within_object),
+            "reply_bytes_before": self.reply_bytes_before,
         }
 
 

@@ -11,6 +11,9 @@ BYTES_READ = "bytes_read"
 BYTES_RETURNED = "bytes_returned"
 STORAGE_CPU_NS = "storage_cpu_ns"
 SLICES = "slices"  # execute_plan
+BYTES_DECODED = "bytes_decoded"  # the reply with its IPC bodies uncompressed
+REPLY_OVER_OBJECT = "reply_over_object"  # 1: pushed back, the reply would pass the object's size
+BYTES_ABANDONED = "bytes_abandoned"  # reply bytes encoded (or moved, by earlier calls) for nothing
 NUM_ROWS = "num_rows"  # describe
 LIMIT_CALL_MS = "limit_call_ms"
 LIMIT_CALL_MEMORY_BYTES = "limit_call_memory_bytes"
@@ -20,7 +23,7 @@ LIMIT_MIN_BATCH_SIZE = "limit_min_batch_size"
 CALLS = "calls"
 
 #: Statistics that add up over the calls of one object; the rest (limits) do not.
-ADDITIVE = (ROWS_SCANNED, ROWS_RETURNED, BYTES_READ, BYTES_RETURNED, STORAGE_CPU_NS, SLICES)
+ADDITIVE = (ROWS_SCANNED, ROWS_RETURNED, BYTES_READ, BYTES_RETURNED, BYTES_DECODED, STORAGE_CPU_NS, SLICES)
 
 
 class Statistics(dict[str, int]):

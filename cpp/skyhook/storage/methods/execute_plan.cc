@@ -54,14 +54,16 @@ class PlanExecution {
                           substrait_check::CheckPlan(std::string_view(*request_.plan)));
     options_ = resources_->Bounded(request_.result, checked.expression_nodes);
     ARROW_ASSIGN_OR_RAISE(auto runnable, RunnablePlan(checked, reply));
-    std::unique_ptr<ResultWriter> writer;
+    ARROW_ASSIGN_OR_RAISE(uint64_t object_bytes, object->Size());
     int64_t position = options_.start_row;  // the first row of the object not yet consumed
     while (true) {
       ARROW_ASSIGN_OR_RAISE(auto chunk, RunChunk(*runnable));
-      if (!writer) {
-        ARROW_ASSIGN_OR_RAISE(writer, ResultWriter::Open(chunk.schema, options_,
-                                                         resources_->limits().max_reply_bytes));
+      if (!writer_) {
+        ARROW_ASSIGN_OR_RAISE(writer_, ResultWriter::Open(chunk.schema, options_,
+                                                          resources_->limits().max_reply_bytes,
+                                                          static_cast<int64_t>(object_bytes)));
       }
+      auto* writer = writer_.get();
       // A chunk of no rows past the object's start only holds an aggregate's
       // empty row (count 0, null sums), which would join the partials.
       if (chunk_rows_ == 0 && position > 0) break;
@@ -83,8 +85,8 @@ class PlanExecution {
         break;
       }
     }
-    rows_returned_ = writer->rows_written();
-    ARROW_ASSIGN_OR_RAISE(reply->body, writer->Finish());
+    rows_returned_ = writer_->rows_written();
+    ARROW_ASSIGN_OR_RAISE(reply->body, writer_->Finish());
     return arrow::Status::OK();
   }
 
@@ -95,6 +97,7 @@ class PlanExecution {
                          {"bytes_returned", reply->body ? reply->body->size() : 0},
                          {"slices", budget_.slices()},
                          {"storage_cpu_ns", timer.ElapsedNanos()}};
+    if (writer_) writer_->AddStatistics(&reply->statistics);
   }
 
  private:
@@ -215,6 +218,7 @@ class PlanExecution {
   ResultOptions options_;
   SliceBudget budget_;
   std::unique_ptr<ObjectReader> reader_;
+  std::unique_ptr<ResultWriter> writer_;
   std::shared_ptr<arrow::RecordBatchReader> batches_;
   std::shared_ptr<arrow::Schema> requested_;  // the plan's read schema, as the object's fields
   int64_t chunk_rows_ = 0;

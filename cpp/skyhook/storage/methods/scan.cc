@@ -81,8 +81,11 @@ class ScanExecution {
       output_schema = needed.schema();  // the columns the filter names, as it names them
     }
 
-    ARROW_ASSIGN_OR_RAISE(auto writer, ResultWriter::Open(output_schema, options_,
-                                                          resources_->limits().max_reply_bytes));
+    ARROW_ASSIGN_OR_RAISE(uint64_t object_bytes, object->Size());
+    ARROW_ASSIGN_OR_RAISE(
+        writer_, ResultWriter::Open(output_schema, options_, resources_->limits().max_reply_bytes,
+                                    static_cast<int64_t>(object_bytes)));
+    auto* writer = writer_.get();
     ARROW_ASSIGN_OR_RAISE(auto batches, reader->ReadFields(needed.indices(), options_.batch_size,
                                                            options_.start_row));
     auto requested_schema = needed.schema();
@@ -128,6 +131,7 @@ class ScanExecution {
                          {"bytes_read", bytes_read_},
                          {"bytes_returned", reply->body ? reply->body->size() : 0},
                          {"storage_cpu_ns", timer.ElapsedNanos()}};
+    if (writer_) writer_->AddStatistics(&reply->statistics);
   }
 
  private:
@@ -166,6 +170,7 @@ class ScanExecution {
   ScanRequest request_;
   CallResources* resources_;
   ResultOptions options_;
+  std::unique_ptr<ResultWriter> writer_;
   int64_t rows_scanned_ = 0;
   int64_t rows_returned_ = 0;
   int64_t bytes_read_ = 0;

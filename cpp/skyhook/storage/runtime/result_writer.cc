@@ -1,22 +1,34 @@
 #include "skyhook/storage/runtime/result_writer.h"
 
+#include <algorithm>
+
 #include <arrow/util/byte_size.h>
 
 #include "skyhook/protocol/error.h"
 
 namespace skyhook {
+namespace {
+
+// An IPC stream's end-of-stream marker: continuation token and a zero length.
+constexpr int64_t kEndOfStreamBytes = 8;
+constexpr int64_t kNoCap = std::numeric_limits<int64_t>::max();
+
+}  // namespace
 
 arrow::Result<std::unique_ptr<ResultWriter>> ResultWriter::Open(
     const std::shared_ptr<arrow::Schema>& schema, const ResultOptions& options,
-    int64_t node_max_bytes) {
+    int64_t node_max_bytes, int64_t object_bytes) {
   ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
   auto ipc_options = arrow::ipc::IpcWriteOptions::Defaults();
   if (options.compression != arrow::Compression::UNCOMPRESSED) {
     ARROW_ASSIGN_OR_RAISE(ipc_options.codec, arrow::util::Codec::Create(options.compression));
   }
   ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(sink, schema, ipc_options));
-  return std::unique_ptr<ResultWriter>(new ResultWriter(std::move(sink), std::move(writer),
-                                                        options.max_result_bytes, node_max_bytes));
+  // Earlier replies of the object count towards its size (a continuation).
+  int64_t cap =
+      options.within_object ? std::max<int64_t>(0, object_bytes - options.bytes_before) : kNoCap;
+  return std::unique_ptr<ResultWriter>(new ResultWriter(
+      std::move(sink), std::move(writer), options.max_result_bytes, node_max_bytes, cap));
 }
 
 arrow::Result<bool> ResultWriter::Fits(const arrow::RecordBatch& batch) const {
@@ -38,12 +50,37 @@ arrow::Result<bool> ResultWriter::Fits(int64_t bytes) const {
 arrow::Status ResultWriter::Write(const arrow::RecordBatch& batch) {
   ARROW_RETURN_NOT_OK(writer_->WriteRecordBatch(batch));
   rows_written_ += batch.num_rows();
-  return arrow::Status::OK();
+  ARROW_ASSIGN_OR_RAISE(bytes_, sink_->Tell());
+  // Compressed sizes are known only once written: stop as soon as the stream
+  // and its end marker would not fit.
+  return CheckWithinObject(bytes_ + kEndOfStreamBytes);
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> ResultWriter::Finish() {
   ARROW_RETURN_NOT_OK(writer_->Close());
-  return sink_->Finish();
+  ARROW_ASSIGN_OR_RAISE(auto body, sink_->Finish());
+  bytes_ = body->size();
+  ARROW_RETURN_NOT_OK(CheckWithinObject(bytes_));  // the schema alone may pass a tiny object
+  return body;
+}
+
+arrow::Status ResultWriter::CheckWithinObject(int64_t bytes) {
+  if (bytes <= object_cap_) return arrow::Status::OK();
+  over_object_ = true;
+  return Error(ErrorCode::kPushedBack, "the reply would pass the ", object_cap_,
+               " bytes of the object left for it: a plain read moves less");
+}
+
+void ResultWriter::AddStatistics(std::vector<std::pair<std::string, int64_t>>* statistics) const {
+  const auto& ipc = writer_->stats();
+  // Uncompressed bodies are padded, so decoded is never counted below what moved.
+  statistics->emplace_back(
+      "bytes_decoded",
+      std::max(bytes_, bytes_ - ipc.total_serialized_body_size + ipc.total_raw_body_size));
+  if (over_object_) {
+    statistics->emplace_back("reply_over_object", 1);
+    statistics->emplace_back("bytes_abandoned", bytes_);
+  }
 }
 
 }  // namespace skyhook

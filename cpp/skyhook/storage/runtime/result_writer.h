@@ -1,9 +1,15 @@
 // Writes a method's result as an Arrow IPC stream, compressed as asked, and
 // checks before each batch whether it still fits the reply: the client's
-// limit is a hard one, the node's ends the reply early (a continuation).
+// limit is a hard one, the node's ends the reply early (a continuation). A
+// reply asked to stay within its object's size is abandoned (pushed back) as
+// soon as its compressed bytes pass the object's: a plain read moves less.
 #pragma once
 
+#include <limits>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <arrow/buffer.h>
 #include <arrow/io/memory.h>
@@ -17,9 +23,10 @@ namespace skyhook {
 class ResultWriter {
  public:
   /// The reply's memory comes from the default pool: it outlives the call.
+  /// object_bytes: the object's size, the cap of a reply asked to stay within it.
   static arrow::Result<std::unique_ptr<ResultWriter>> Open(
       const std::shared_ptr<arrow::Schema>& schema, const ResultOptions& options,
-      int64_t node_max_bytes);
+      int64_t node_max_bytes, int64_t object_bytes = 0);
 
   /// Whether `batch` still fits the node's reply limit (if not, the call stops
   /// and the client continues in another call); kResultTooLarge if it would
@@ -27,24 +34,36 @@ class ResultWriter {
   arrow::Result<bool> Fits(const arrow::RecordBatch& batch) const;
   /// The same for `bytes` more (several batches written together).
   arrow::Result<bool> Fits(int64_t bytes) const;
+  /// kPushedBack once the reply has passed its object's size.
   arrow::Status Write(const arrow::RecordBatch& batch);
   arrow::Result<std::shared_ptr<arrow::Buffer>> Finish();
   int64_t rows_written() const { return rows_written_; }
 
+  /// bytes_decoded (the reply with its bodies uncompressed), and when the reply
+  /// was abandoned for passing its object's size, reply_over_object and the
+  /// bytes_abandoned that storage encoded for nothing.
+  void AddStatistics(std::vector<std::pair<std::string, int64_t>>* statistics) const;
+
  private:
   ResultWriter(std::shared_ptr<arrow::io::BufferOutputStream> sink,
                std::shared_ptr<arrow::ipc::RecordBatchWriter> writer, int64_t client_max_bytes,
-               int64_t node_max_bytes)
+               int64_t node_max_bytes, int64_t object_cap)
       : sink_(std::move(sink)),
         writer_(std::move(writer)),
         client_max_bytes_(client_max_bytes),
-        node_max_bytes_(node_max_bytes) {}
+        node_max_bytes_(node_max_bytes),
+        object_cap_(object_cap) {}
+
+  arrow::Status CheckWithinObject(int64_t bytes);
 
   std::shared_ptr<arrow::io::BufferOutputStream> sink_;
   std::shared_ptr<arrow::ipc::RecordBatchWriter> writer_;
   int64_t client_max_bytes_;
   int64_t node_max_bytes_;
+  int64_t object_cap_;  // the most this reply may hold; no cap: int64 max
   int64_t rows_written_ = 0;
+  int64_t bytes_ = 0;  // written so far (or in all, once finished)
+  bool over_object_ = false;
 };
 
 }  // namespace skyhook
