@@ -26,15 +26,18 @@ from skyhook.names import ObjectOwner, check_dataset_name, object_owner
 DEFAULT_FSCK_GRACE_SECONDS = 600
 
 
-def connect(uri: str) -> Store:
+def connect(uri: str, *, create: bool = True) -> Store:
     """Open a store: ``file:///abs/path`` (or a plain path) for the embedded store,
     ``ceph://POOL?conf=/path/ceph.conf[&namespace=NS][&user=NAME][&keyring=/path][&timeout=SECONDS]``
-    for RADOS (every Ceph operation fails after the timeout, 30 s by default)."""
+    for RADOS (every Ceph operation fails after the timeout, 30 s by default).
+    An embedded store that does not exist yet is created, or with create=False
+    is a StoreNotFoundError (so a mistyped path is not silently a new, empty
+    store); a Ceph pool must exist either way."""
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file"):
         from skyhook.backends.embedded import EmbeddedBackend
 
-        return Store(EmbeddedBackend(unquote(parsed.path) if parsed.scheme else uri))
+        return Store(EmbeddedBackend(unquote(parsed.path) if parsed.scheme else uri, create=create))
     if parsed.scheme == "ceph":
         from skyhook.backends.rados import RadosBackend
 
@@ -137,7 +140,7 @@ class Store:
     ) -> Dataset:
         """Split data into partitions, store one object per partition and publish
         the manifest. mode is "create" (fail if the dataset exists) or "overwrite".
-        progress, if given, is called with (rows written, bytes written) per object.
+        progress, if given, is called with the rows and Arrow bytes of input each stored object consumed.
 
         Concurrent writers of one dataset never lose data silently: of concurrent
         creators exactly one succeeds and the others raise DatasetExistsError; of

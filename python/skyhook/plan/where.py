@@ -1,4 +1,5 @@
-"""Filters written as text, e.g. ``l_extendedprice > 90000 and l_returnflag == 'R'``.
+"""Filters written as text, e.g. ``l_extendedprice > 90000 and l_returnflag == 'R'``
+or, SQL-style, ``l_extendedprice > 90000 AND l_returnflag = 'R'`` (see sql_filter.py).
 
 The text is parsed with Python's grammar (never evaluated) into a pyarrow
 expression whose literals take the type of the column they are compared with,
@@ -21,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
+from skyhook.plan.sql_filter import MATCHES, rewrite_sql
 
 _COMPARISONS: dict[type, Callable[[Any, Any], pc.Expression]] = {
     ast.Eq: operator.eq,
@@ -41,12 +43,29 @@ _PREDICATES: dict[str, Callable[..., pc.Expression]] = {
 }
 
 
+_EXAMPLE = "write e.g. \"price > 10 and flag in ('A', 'R')\" or, SQL-style, \"price > 10 AND flag = 'R'\""
+
+
 def parse_where(text: str, schema: pa.Schema) -> pc.Expression:
+    text = text.strip()
     try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as error:
-        raise InvalidRequestError(f"cannot parse filter {text!r}: {error.msg}") from None
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:  # SQL-style, or a mistake: the error points into the text as typed
+        tree = _parse_sql(text, schema)
     return _Converter(schema).boolean(tree.body)
+
+
+def _parse_sql(text: str, schema: pa.Schema) -> ast.Expression:
+    rewritten = rewrite_sql(text, set(schema.names))
+    try:
+        return ast.parse(rewritten.text, mode="eval")
+    except SyntaxError as error:
+        if not text:
+            raise InvalidRequestError(f"the filter is empty; {_EXAMPLE}") from None
+        at = rewritten.origin((error.offset or 1) - 1)
+        raise InvalidRequestError(
+            f"cannot parse filter {text!r} at column {at + 1} ({text[at : at + 20]!r}): {error.msg}; {_EXAMPLE}"
+        ) from None
 
 
 class _Converter:
@@ -69,7 +88,7 @@ class _Converter:
             return self.predicate(node)
         if isinstance(node, ast.Name):  # a boolean column
             return self.column(node)
-        raise InvalidRequestError(f"unsupported filter syntax: {ast.unparse(node)}")
+        raise InvalidRequestError(f"unsupported filter syntax: {ast.unparse(node)}; {_EXAMPLE}")
 
     def comparison(self, node: ast.Compare) -> pc.Expression:
         result = None
@@ -81,12 +100,13 @@ class _Converter:
         return result
 
     def compare(self, left: ast.expr, op: type, right: ast.expr) -> pc.Expression:
+        if op in (ast.Is, ast.IsNot):
+            if not (isinstance(right, ast.Constant) and right.value is None):
+                raise InvalidRequestError(f"'is' compares with None (SQL: IS NULL), not {ast.unparse(right)}")
+            column = self.value(left)
+            return column.is_null() if op is ast.Is else column.is_valid()
         if op in (ast.In, ast.NotIn):
-            if not isinstance(right, (ast.List, ast.Tuple, ast.Set)) or not right.elts:
-                raise InvalidRequestError(f"'in' needs a list of values: {ast.unparse(right)}")
-            # SQL semantics (a null never matches), as OR-ed equalities: unlike
-            # pyarrow's is_in, that is what Substrait carries faithfully.
-            matched = functools.reduce(operator.or_, (self.compare(left, ast.Eq, element) for element in right.elts))
+            matched = self.membership(left, right)
             return ~matched if op is ast.NotIn else matched
         if op not in _COMPARISONS:
             raise InvalidRequestError(f"unsupported comparison in filter: {ast.unparse(right)}")
@@ -96,6 +116,31 @@ class _Converter:
         if column_type is not None and self.is_literal(right):
             return self.compare_with_literal(self.value(left), column_type, op, self.literal(right))
         return _COMPARISONS[op](self.value(left), self.value(right))
+
+    def membership(self, left: ast.expr, right: ast.expr) -> pc.Expression:
+        """x in [...], and SQL's BETWEEN and LIKE as sql_filter.py writes them."""
+        if isinstance(right, ast.Call) and isinstance(right.func, ast.Name) and right.func.id in MATCHES:
+            if right.func.id == "between" and len(right.args) == 2:
+                low, high = right.args
+                return self.compare(left, ast.GtE, low) & self.compare(left, ast.LtE, high)
+            if right.func.id != "between" and len(right.args) == 1:
+                pattern = self.literal(right.args[0])
+                if not isinstance(pattern, str):
+                    raise InvalidRequestError(f"LIKE needs a quoted pattern, e.g. 'abc%', not {pattern!r}")
+                column_type = self.type_of(left)
+                if column_type is not None and not (
+                    pa.types.is_string(column_type) or pa.types.is_large_string(column_type)
+                ):
+                    raise TypeMismatchError(f"LIKE needs a string column; {ast.unparse(left)} is {column_type}")
+                return _like(self.value(left), pattern, ignore_case=right.func.id == "ilike")
+            expected = "BETWEEN low AND high" if right.func.id == "between" else f"{right.func.id.upper()} 'pattern%'"
+            raise InvalidRequestError(f"cannot parse {ast.unparse(left)} {right.func.id.upper()}: expected {expected}")
+        elements = [right] if self.is_literal(right) else getattr(right, "elts", None)
+        if not isinstance(right, (ast.List, ast.Tuple, ast.Set, ast.Constant, ast.UnaryOp)) or not elements:
+            raise InvalidRequestError(f"'in' needs a list of values, e.g. flag in ('A', 'R'): {ast.unparse(right)}")
+        # SQL semantics (a null never matches), as OR-ed equalities: unlike
+        # pyarrow's is_in, that is what Substrait carries faithfully.
+        return functools.reduce(operator.or_, (self.compare(left, ast.Eq, element) for element in elements))
 
     def compare_with_literal(self, column: pc.Expression, type: pa.DataType, op: type, value: Any) -> pc.Expression:
         try:
@@ -167,3 +212,19 @@ def _coerce(value: Any, type: pa.DataType) -> pa.Scalar | None:
     if pa.types.is_timestamp(type) and isinstance(value, str):
         return pa.scalar(datetime.datetime.fromisoformat(value), type)
     return pa.scalar(value, type)
+
+
+def _like(column: pc.Expression, pattern: str, ignore_case: bool) -> pc.Expression:
+    """SQL LIKE: % any text, _ one character. The common shapes become the
+    string matches storage runs; the rest pyarrow's match_like."""
+    body = pattern.strip("%")
+    plain = not ignore_case and not any(character in body for character in "%_\\")
+    if plain and pattern == body:
+        return column == pc.scalar(pattern)
+    if plain and pattern == body + "%":
+        return pc.starts_with(column, body)
+    if plain and pattern == "%" + body:
+        return pc.ends_with(column, body)
+    if plain and pattern == "%" + body + "%":
+        return pc.match_substring(column, body)
+    return pc.match_like(column, pattern, ignore_case=ignore_case)
