@@ -104,12 +104,16 @@ def rewrite_sql(text: str, columns: set[str]) -> Rewritten:
     return out
 
 
+def is_sql_keyword(word: str) -> bool:
+    word = word.lower()
+    return word in _KEYWORDS or word in _CONSTANTS or word in MATCHES
+
+
 def _keyword(token: _Token, columns: set[str]) -> str:
     """The SQL keyword a word token is, lowercase; "" for anything else (and for columns)."""
-    if token.kind != "word" or token.text in columns:
+    if token.kind != "word" or token.text in columns or not is_sql_keyword(token.text):
         return ""
-    word = token.text.lower()
-    return word if word in _KEYWORDS or word in _CONSTANTS or word in MATCHES else ""
+    return token.text.lower()
 
 
 def _ends_bound(token: _Token, word: str, seen_and: bool) -> bool:

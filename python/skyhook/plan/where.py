@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
-from skyhook.plan.sql_filter import MATCHES, rewrite_sql
+from skyhook.plan.sql_filter import MATCHES, is_sql_keyword, rewrite_sql
 
 _COMPARISONS: dict[type, Callable[[Any, Any], pc.Expression]] = {
     ast.Eq: operator.eq,
@@ -48,14 +48,23 @@ _EXAMPLE = "write e.g. \"price > 10 and flag in ('A', 'R')\" or, SQL-style, \"pr
 
 def parse_where(text: str, schema: pa.Schema) -> pc.Expression:
     text = text.strip()
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:  # SQL-style, or a mistake: the error points into the text as typed
-        tree = _parse_sql(text, schema)
+    tree = _parse_python(text, schema) or _parse_sql(text, schema)
     return _Converter(schema).boolean(tree.body)
 
 
+def _parse_python(text: str, schema: pa.Schema) -> ast.Expression | None:
+    """The Python form, or None if the text is not one: a syntax error, or SQL
+    that happens to parse (``NOT (x > 1)``, ``x == NULL``)."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return None
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    return None if any(is_sql_keyword(name) for name in names - set(schema.names)) else tree
+
+
 def _parse_sql(text: str, schema: pa.Schema) -> ast.Expression:
+    """SQL-style text, or a mistake: then the error points into the text as typed."""
     rewritten = rewrite_sql(text, set(schema.names))
     try:
         return ast.parse(rewritten.text, mode="eval")
@@ -88,6 +97,8 @@ class _Converter:
             return self.predicate(node)
         if isinstance(node, ast.Name):  # a boolean column
             return self.column(node)
+        if isinstance(node, ast.Constant) and isinstance(node.value, bool):  # SQL's TRUE, FALSE
+            return pc.scalar(node.value)
         raise InvalidRequestError(f"unsupported filter syntax: {ast.unparse(node)}; {_EXAMPLE}")
 
     def comparison(self, node: ast.Compare) -> pc.Expression:
