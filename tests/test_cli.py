@@ -116,6 +116,8 @@ WRONG_INPUTS = [
     (["query", "t", "--store", "{dir}/store", "--colums", "k"], "No such option: --colums", 2),
     (["query"], "Missing argument 'dataset'", 2),
     (["lss"], "No such command 'lss'", 2),
+    ([], "missing command (see root --help)", 2),
+    (["cluster"], "missing command (see root cluster --help)", 2),
     (["import", "t", "{dir}/t.parquet", "--store", "{dir}/store"], "--overwrite replaces it", 1),
     (["import", "u", "{dir}/missing.parquet", "--store", "{dir}/store"], "no such file", 1),
     (["import", "u", "{dir}/corrupt.parquet", "--store", "{dir}/store"], "corrupt.parquet", 1),
@@ -153,12 +155,13 @@ def test_wrong_input_through_the_entry_point(files):
 
 
 def test_missing_ceph_pool_is_one_line(ceph_cluster):
-    for uri in (
-        ceph_cluster.uri.replace(ceph_cluster.uri.split("?")[0], "ceph://no-such-pool"),
-        ceph_cluster.uri.split("?")[0] + "?conf=/no/such/ceph.conf",
+    pool = ceph_cluster.uri.split("?")[0]
+    for uri, expected in (
+        (ceph_cluster.uri.replace(pool, "ceph://no-such-pool"), "no-such-pool"),
+        (pool + "?conf=/no/such/ceph.conf", "/no/such/ceph.conf"),
     ):
         result = CliRunner().invoke(app, ["ls", "--store", uri])
-        assert_one_line_error(result.exit_code, result.stdout, result.stderr, "")
+        assert_one_line_error(result.exit_code, result.stdout, result.stderr, expected)
 
 
 def test_connect_create(tmp_path):

@@ -64,7 +64,8 @@ class _Commands(TyperGroup):
         except typer.TyperException as error:  # wrong usage, as click words it
             context = getattr(error, "ctx", None)
             hint = f" (see {context.command_path} --help)" if context is not None else ""
-            _fail(error.format_message() + hint, getattr(error, "exit_code", 2))
+            message = error.format_message().strip() or "missing command"  # the help was just printed
+            _fail(message + hint, getattr(error, "exit_code", 2))
         except (SkyhookError, OSError, pa.ArrowException) as error:
             _fail(first_line(error), 1)
         except Exception as error:  # a bug, not the user's mistake: say so, on one line
