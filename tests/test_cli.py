@@ -100,7 +100,7 @@ WRONG_INPUTS = [
     (["query", "t", "--store", "{dir}/store", "-w", "ts > 'not a date'"], "cannot compare a timestamp[ms", 1),
     (["query", "t", "--store", "{dir}/store", "-w", "k < 'abc'"], "cannot compare a int64 column with 'abc'", 1),
     (["query", "t", "--store", "{dir}/store", "-w", "k LIKE 'a%'"], "LIKE needs a string column", 1),
-    (["query", "t", "--store", "{dir}/store", "-w", "s LIKE 5"], "LIKE needs a quoted pattern", 1),
+    (["query", "t", "--store", "{dir}/store", "-w", "s LIKE 5"], "LIKE needs one quoted pattern", 1),
     (["query", "t", "--store", "{dir}/store", "-w", "k BETWEEN 1"], "expected BETWEEN low AND high", 1),
     (["query", "t", "--store", "{dir}/store", "-w", "k IS 5"], "IS NULL", 1),
     (["query", "t", "--store", "{dir}/store", "-w", "[ms] > 1"], "expected a literal value, got [ms]", 1),

@@ -129,29 +129,30 @@ class _Converter:
         return _COMPARISONS[op](self.value(left), self.value(right))
 
     def membership(self, left: ast.expr, right: ast.expr) -> pc.Expression:
-        """x in [...], and SQL's BETWEEN and LIKE as sql_filter.py writes them."""
+        """x in [...] (or one value: SQL's IN (5)), and SQL's BETWEEN and LIKE."""
         if isinstance(right, ast.Call) and isinstance(right.func, ast.Name) and right.func.id in MATCHES:
-            if right.func.id == "between" and len(right.args) == 2:
-                low, high = right.args
-                return self.compare(left, ast.GtE, low) & self.compare(left, ast.LtE, high)
-            if right.func.id != "between" and len(right.args) == 1:
-                pattern = self.literal(right.args[0])
-                if not isinstance(pattern, str):
-                    raise InvalidRequestError(f"LIKE needs a quoted pattern, e.g. 'abc%', not {pattern!r}")
-                column_type = self.type_of(left)
-                if column_type is not None and not (
-                    pa.types.is_string(column_type) or pa.types.is_large_string(column_type)
-                ):
-                    raise TypeMismatchError(f"LIKE needs a string column; {ast.unparse(left)} is {column_type}")
-                return _like(self.value(left), pattern, ignore_case=right.func.id == "ilike")
-            expected = "BETWEEN low AND high" if right.func.id == "between" else f"{right.func.id.upper()} 'pattern%'"
-            raise InvalidRequestError(f"cannot parse {ast.unparse(left)} {right.func.id.upper()}: expected {expected}")
+            return self.match(left, right.func.id, right.args)
         elements = [right] if self.is_literal(right) else getattr(right, "elts", None)
         if not isinstance(right, (ast.List, ast.Tuple, ast.Set, ast.Constant, ast.UnaryOp)) or not elements:
             raise InvalidRequestError(f"'in' needs a list of values, e.g. flag in ('A', 'R'): {ast.unparse(right)}")
         # SQL semantics (a null never matches), as OR-ed equalities: unlike
         # pyarrow's is_in, that is what Substrait carries faithfully.
         return functools.reduce(operator.or_, (self.compare(left, ast.Eq, element) for element in elements))
+
+    def match(self, left: ast.expr, kind: str, arguments: list[ast.expr]) -> pc.Expression:
+        """BETWEEN and [I]LIKE as sql_filter.py writes them: x in between(low, high), x in like('p%')."""
+        if kind == "between":
+            if len(arguments) != 2:
+                raise InvalidRequestError(f"cannot parse {ast.unparse(left)} BETWEEN: expected BETWEEN low AND high")
+            low, high = arguments
+            return self.compare(left, ast.GtE, low) & self.compare(left, ast.LtE, high)
+        pattern = self.literal(arguments[0]) if len(arguments) == 1 else None
+        if not isinstance(pattern, str):
+            raise InvalidRequestError(f"{kind.upper()} needs one quoted pattern, e.g. 'abc%'")
+        column_type = self.type_of(left)
+        if column_type is not None and not (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)):
+            raise TypeMismatchError(f"{kind.upper()} needs a string column; {ast.unparse(left)} is {column_type}")
+        return _like(self.value(left), pattern, ignore_case=kind == "ilike")
 
     def compare_with_literal(self, column: pc.Expression, type: pa.DataType, op: type, value: Any) -> pc.Expression:
         try:
