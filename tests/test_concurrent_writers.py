@@ -307,7 +307,7 @@ def test_fsck_from_the_command_line(tmp_path):
     )
     assert listing.returncode == 0 and "corrupt manifest" in listing.stdout and "120" in listing.stdout
     bad_name = cli("t\n")
-    assert bad_name.returncode == 1 and "invalid dataset name" in bad_name.stdout
+    assert bad_name.returncode == 1 and "invalid dataset name" in bad_name.stderr
     assert "Traceback" not in bad_name.stderr + listing.stderr + bad_manifest.stderr
 
 

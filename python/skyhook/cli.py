@@ -1,39 +1,108 @@
-"""The ``skyhook`` command line."""
+"""The ``skyhook`` command line.
+
+Every mistake a user can make ends as one line on stderr and a nonzero exit
+(2 for wrong usage, 130 for Ctrl-C, 1 for the rest), never a traceback; text
+that comes from the user or from an error is printed as it is, never as markup.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
+from typer.core import TyperGroup
 
 import skyhook
-from skyhook.errors import CorruptManifestError, InvalidRequestError, SkyhookError
-from skyhook.ingest.sources import input_files
+from skyhook.errors import (
+    CorruptManifestError,
+    DatasetExistsError,
+    InvalidRequestError,
+    SkyhookError,
+    StoreNotFoundError,
+    first_line,
+)
+from skyhook.ingest.sources import file_format, input_files
 from skyhook.store import DEFAULT_FSCK_GRACE_SECONDS
 
+
+class _Interrupted(Exception):
+    """Ctrl-C, carried past typer (which would turn it into a silent exit)."""
+
+
+class _Commands(TyperGroup):
+    """Runs a command and turns whatever a user's mistake raises into one line."""
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise _Interrupted from None
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: Any) -> Any:
+        extra["standalone_mode"] = False
+        try:
+            code = super().main(args, prog_name, **extra)
+        except _Interrupted:
+            _fail("interrupted", 130)
+        except typer.Abort:
+            _fail("aborted", 1)
+        except typer.TyperException as error:  # wrong usage, as click words it
+            context = getattr(error, "ctx", None)
+            hint = f" (see {context.command_path} --help)" if context is not None else ""
+            message = error.format_message().strip() or "missing command"  # the help was just printed
+            _fail(message + hint, getattr(error, "exit_code", 2))
+        except (SkyhookError, OSError, pa.ArrowException) as error:
+            _fail(first_line(error), 1)
+        except Exception as error:  # a bug, not the user's mistake: say so, on one line
+            if os.environ.get("SKYHOOK_DEBUG"):
+                raise
+            _fail(f"internal error: {type(error).__name__}: {first_line(error)} (SKYHOOK_DEBUG=1 shows where)", 1)
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _fail(message: str, code: int) -> None:
+    print(f"error: {' '.join(message.split())}", file=sys.stderr)
+    sys.exit(code)
+
+
 app = typer.Typer(
-    help="Skyhook: Arrow-native programmable storage.", no_args_is_help=True, pretty_exceptions_enable=False
+    cls=_Commands,
+    help="Skyhook: Arrow-native programmable storage.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
 )
-console = Console(width=None if sys.stdout.isatty() else 120)
+console = Console(highlight=False)
 
 StoreOption = Annotated[
     str, typer.Option("--store", "-s", envvar="SKYHOOK_STORE", help="Store URI (file:///path or a directory).")
 ]
 DEFAULT_STORE = "skyhook-store"
+# A cell wider than this is cut (with …) when a table is printed: --output has the full values.
+MAX_CELL_WIDTH = 40
 
 
-def _open(store: str) -> skyhook.Store:
-    return skyhook.connect(store)
+def _open(store: str, create: bool = False) -> skyhook.Store:
+    try:
+        return skyhook.connect(store, create=create)
+    except StoreNotFoundError as error:
+        raise StoreNotFoundError(
+            f"{error} (a mistyped --store? `skyhook import DATASET FILE --store {store}` creates a store)"
+        ) from None
 
 
 @app.command("import")
@@ -41,7 +110,9 @@ def import_(
     dataset: str,
     paths: list[Path],
     store: StoreOption = DEFAULT_STORE,
-    format: Annotated[str, typer.Option(help="Object format: parquet or ipc.")] = "parquet",
+    format: Annotated[
+        Optional[str], typer.Option(help="Object format: parquet (default) or ipc; an append keeps the dataset's.")
+    ] = None,
     target_object_size_mb: Annotated[int, typer.Option(help="Target object size (MiB of Arrow data).")] = 32,
     rows_per_object: Annotated[Optional[int], typer.Option(help="At most this many rows per object.")] = None,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing dataset.")] = False,
@@ -54,7 +125,8 @@ def import_(
     skip_rows: Annotated[int, typer.Option(help="CSV: lines to skip at the start of each file.")] = 0,
 ) -> None:
     """Import Parquet, Arrow IPC or CSV files (or directories of them, Hive
-    partitions kept as columns) as a dataset."""
+    partitions kept as columns) as a dataset; creates the store if there is
+    none at --store yet."""
     if overwrite and append:
         raise InvalidRequestError("--overwrite and --append exclude each other")
     csv_options = skyhook.CsvOptions(
@@ -65,36 +137,76 @@ def import_(
         column_names and column_names.split(","),
         skip_rows,
     )
-    total = sum(path.stat().st_size for path in input_files(paths))
-    with (
-        _open(store) as target,
-        Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), DownloadColumn(), TimeElapsedColumn(), console=console
-        ) as bar,
-    ):
-        task = bar.add_task(f"importing {dataset}", total=total)
-        rows = 0
-
-        def advance(written_rows: int, written_bytes: int) -> None:
-            nonlocal rows
-            rows += written_rows
-            bar.update(task, advance=written_bytes)
-
-        result = target.write_dataset(
-            dataset,
-            [str(p) for p in paths],
-            format=format,
-            target_object_size=target_object_size_mb << 20,
-            rows_per_object=rows_per_object,
-            mode="overwrite" if overwrite else "append" if append else "create",
-            progress=advance,
-            csv_options=csv_options,
-        )
-        bar.update(task, completed=total)
-    console.print(
-        f"imported {rows:,} rows into {len(result.manifest.partitions)} objects "
-        f"({_size(result.manifest.size_bytes)}) as [bold]{dataset}[/bold]"
+    files = input_files(paths)  # before the store: a wrong path creates nothing
+    total_rows, estimated = _input_rows(files)
+    # Shown from the first object on: a mistake found before that prints only its error.
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[rows]}"),
+        TextColumn("{task.fields[size]}"),
+        TimeRemainingColumn(),
+        TimeElapsedColumn(),
+        console=console,
     )
+    task = bar.add_task(escape(f"importing {dataset}"), total=total_rows, rows="", size="")
+    rows = consumed = objects = 0
+
+    def advance(batch_rows: int, batch_bytes: int) -> None:  # called once per object stored
+        nonlocal rows, consumed, objects
+        rows, consumed, objects = rows + batch_rows, consumed + batch_bytes, objects + 1
+        total = max(total_rows, rows)  # a CSV's row count is an estimate
+        shown = f"{rows:,}/{'~' if estimated else ''}{total:,} rows"
+        bar.update(task, completed=rows, total=total, rows=shown, size=_size(consumed))
+        bar.start()
+
+    with _open(store, create=True) as target:
+        try:
+            result = target.write_dataset(
+                dataset,
+                [str(p) for p in paths],
+                format=format,
+                target_object_size=target_object_size_mb << 20,
+                rows_per_object=rows_per_object,
+                mode="overwrite" if overwrite else "append" if append else "create",
+                progress=advance,
+                csv_options=csv_options,
+            )
+            bar.update(task, completed=rows, total=rows, rows=f"{rows:,} rows")
+        except DatasetExistsError:
+            raise DatasetExistsError(
+                f"dataset {dataset!r} exists in {target.uri}: --overwrite replaces it, --append adds to it, "
+                "`skyhook rm` deletes it"
+            ) from None
+        finally:
+            if bar.live.is_started:
+                bar.stop()
+    console.print(
+        Text.assemble(
+            f"imported {rows:,} rows into {objects} objects as ",
+            (dataset, "bold"),
+            f" ({len(result.manifest.partitions)} objects, {_size(result.manifest.size_bytes)} in all)",
+        )
+    )
+
+
+def _input_rows(files: list[Path]) -> tuple[int, bool]:
+    """Rows in the input files, and whether that is an estimate: Parquet and Arrow
+    IPC files say how many they hold; a CSV file's count is estimated from the
+    lines in its first MiB (counting all would read it twice)."""
+    total, estimated = 0, False
+    for path in files:
+        kind = file_format(path)
+        if kind != "csv":
+            total += pads.dataset(str(path), format=kind).count_rows()
+            continue
+        size = path.stat().st_size
+        with path.open("rb") as source:
+            sample = source.read(1 << 20)
+        lines = max(sample.count(b"\n"), 1)
+        total += max(round(lines * size / max(len(sample), 1)) - 1, 0)  # - the header
+        estimated = estimated or len(sample) < size
+    return total, estimated
 
 
 def _column_types(specs: list[str]) -> dict[str, pa.DataType]:
@@ -112,15 +224,19 @@ def _column_types(specs: list[str]) -> dict[str, pa.DataType]:
 def list_datasets(store: StoreOption = DEFAULT_STORE) -> None:
     """List the datasets of a store."""
     with _open(store) as source:
+        names = source.list_datasets()
+        if not names:
+            console.print(f"no datasets in {source.uri}", markup=False)
+            return
         table = Table("dataset", "rows", "objects", "size", "format")
-        for name in source.list_datasets():
+        for name in names:
             try:
                 manifest = source.manifest(name)
             except CorruptManifestError:  # one bad manifest must not hide the others
-                table.add_row(name, "", "", "", "[red]corrupt manifest[/red] (skyhook fsck says more)")
+                table.add_row(Text(name), "", "", "", Text("corrupt manifest (skyhook fsck says more)", "red"))
                 continue
             table.add_row(
-                name,
+                Text(name),
                 f"{manifest.num_rows:,}",
                 str(len(manifest.partitions)),
                 _size(manifest.size_bytes),
@@ -131,24 +247,30 @@ def list_datasets(store: StoreOption = DEFAULT_STORE) -> None:
 
 @app.command()
 def describe(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
-    """Schema, partitions, sizes and statistics of a dataset."""
+    """Schema (full Arrow types), partitions, sizes and statistics of a dataset."""
     with _open(store) as source:
         manifest = source.manifest(dataset)
         console.print(
-            f"[bold]{dataset}[/bold]: {manifest.num_rows:,} rows, "
-            f"{len(manifest.partitions)} objects, {_size(manifest.size_bytes)}, {manifest.format}"
+            Text.assemble(
+                (dataset, "bold"),
+                f": {manifest.num_rows:,} rows, {len(manifest.partitions)} objects, "
+                f"{_size(manifest.size_bytes)}, {manifest.format}",
+            )
         )
         columns = Table("column", "type", "min", "max", "nulls", title="columns")
         statistics = manifest.statistics
         for field in manifest.schema:
             per_partition = statistics.field(field.name) if len(statistics) else None
             low, high, nulls = _column_summary(per_partition)
-            columns.add_row(field.name, str(field.type), low, high, f"{nulls:,}")
+            columns.add_row(Text(field.name), Text(str(field.type)), Text(low), Text(high), f"{nulls:,}")
         console.print(columns)
         partitions = Table("partition", "object", "rows", "size", title="partitions")
         for partition in manifest.partitions:
             partitions.add_row(
-                str(partition.number), partition.object_name, f"{partition.num_rows:,}", _size(partition.size_bytes)
+                str(partition.number),
+                Text(partition.object_name),
+                f"{partition.num_rows:,}",
+                _size(partition.size_bytes),
             )
         console.print(partitions)
 
@@ -171,11 +293,16 @@ def query(
     store: StoreOption = DEFAULT_STORE,
     columns: Annotated[Optional[str], typer.Option("--columns", "-c", help="Comma-separated columns.")] = None,
     where: Annotated[
-        Optional[str], typer.Option("--where", "-w", help="Filter, e.g. \"price > 10 and flag == 'R'\".")
+        Optional[str],
+        typer.Option(
+            "--where",
+            "-w",
+            help="Filter, e.g. \"price > 10 and flag == 'R'\" or SQL-style \"price > 10 AND flag = 'R'\".",
+        ),
     ] = None,
-    limit: Annotated[int, typer.Option(help="Rows to print.")] = 20,
+    limit: Annotated[int, typer.Option(min=0, help="Rows to print (the scan stops there; --output writes all).")] = 20,
     output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write the result to .parquet or .csv.")
+        Optional[Path], typer.Option("--output", "-o", help="Write the whole result to .parquet or .csv.")
     ] = None,
     pushdown: Annotated[
         str, typer.Option(help="auto (the cost model decides per object), on, or off (plain reads).")
@@ -192,46 +319,55 @@ def query(
     ] = False,
 ) -> None:
     """Filter and project (or aggregate) a dataset in storage; print the result and statistics."""
+    modes = {"auto": "auto", "on": True, "off": False}
+    if pushdown not in modes:
+        raise InvalidRequestError(f"--pushdown {pushdown!r}: expected auto, on or off")
+    if output is not None:
+        _check_output(output)
+    aggregations = [_aggregation(spec) for spec in agg or []]
+    keys = [key.strip() for key in group_by.split(",")] if group_by else []
+    if keys and not aggregations:
+        raise InvalidRequestError("--group-by needs at least one --agg COLUMN:FUNCTION")
     with _open(store) as source:
         data = source.dataset(dataset)
         names = [name.strip() for name in columns.split(",")] if columns else None
-        keys = [key.strip() for key in group_by.split(",")] if group_by else []
-        aggregations = [_aggregation(spec) for spec in agg or []]
-        if keys and not aggregations:
-            raise SkyhookError("--group-by needs at least one --agg COLUMN:FUNCTION")
         if explain or analyze:
             describe = data.analyze if analyze else data.explain
-            console.print(str(describe(names, where, keys=keys, aggregations=aggregations or None)))
+            console.print(str(describe(names, where, keys=keys, aggregations=aggregations or None)), markup=False)
             return
         if aggregations:
             result = data.group_by(keys).aggregate(aggregations, filter=where)
-            _show(result, output, limit)
+            _show(result, output, limit, complete=True)
             statistics = data.last_aggregate.stats.as_dict()
             statistics.pop("where")
             _print_statistics(statistics)
             return
-        modes = {"auto": "auto", "on": True, "off": False}
-        if pushdown not in modes:
-            raise SkyhookError(f"--pushdown {pushdown!r}: expected auto, on or off")
         scanner = data.scanner(columns=names, filter=where, pushdown=modes[pushdown])
-        result = scanner.to_table()
-        _show(result, output, limit)
+        if output is not None:
+            _show(scanner.to_table(), output, limit, complete=True)
+        else:  # one row past the limit tells whether there are more
+            _show(scanner.head(limit + 1), output, limit, complete=False)
         _print_statistics(scanner.stats.as_dict())
 
 
 def _aggregation(spec: str) -> tuple[str, str]:
     column, _, function = spec.rpartition(":")
     if not column or not function:
-        raise SkyhookError(f"--agg {spec!r}: expected COLUMN:FUNCTION, e.g. l_quantity:sum")
+        raise InvalidRequestError(f"--agg {spec!r}: expected COLUMN:FUNCTION, e.g. l_quantity:sum")
     return column, function
 
 
-def _show(result: pa.Table, output: Optional[Path], limit: int) -> None:
+def _show(result: pa.Table, output: Optional[Path], limit: int, complete: bool) -> None:
+    """The result written to output, or its first limit rows printed; complete: result is all of it."""
     if output:
         _write(result, output)
-        console.print(f"wrote {result.num_rows:,} rows to {output}")
+        console.print(f"wrote {result.num_rows:,} rows to {output}", markup=False)
+    elif complete or result.num_rows <= limit:
+        _print_table(
+            result.slice(0, limit), f"{result.num_rows:,} rows" + (f", first {limit}" * (result.num_rows > limit))
+        )
     else:
-        _print_table(result, limit)
+        _print_table(result.slice(0, limit), f"first {limit:,} rows (there are more; --output writes all)")
 
 
 def _print_statistics(statistics: dict) -> None:
@@ -239,7 +375,9 @@ def _print_statistics(statistics: dict) -> None:
     for key, value in statistics.items():
         table.add_row(
             key,
-            _size(value) if key.startswith("bytes") else f"{value:,.3f}" if isinstance(value, float) else str(value),
+            Text(
+                _size(value) if key.startswith("bytes") else f"{value:,.3f}" if isinstance(value, float) else str(value)
+            ),
         )
     console.print(table)
 
@@ -249,7 +387,7 @@ def rm(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
     """Delete a dataset and its objects."""
     with _open(store) as source:
         source.delete_dataset(dataset)
-    console.print(f"deleted {dataset}")
+    console.print(f"deleted {dataset}", markup=False)
 
 
 @app.command()
@@ -273,7 +411,7 @@ def fsck(
         ("list of datasets", report.index_problems),
     ):
         if names:
-            console.print(f"[bold]{title}[/bold] ({len(names)}):")
+            console.print(Text.assemble((title, "bold"), f" ({len(names)}):"))
             for name in names:
                 console.print(f"  {name}", markup=False)
     if report.clean:
@@ -355,7 +493,7 @@ def cluster_down(directory: ClusterDir = DEFAULT_CLUSTER_DIR) -> None:
     from skyhook.dev.cluster import LocalCluster
 
     LocalCluster(directory).down()
-    console.print(f"stopped the cluster in {directory}")
+    console.print(f"stopped the cluster in {directory}", markup=False)
 
 
 @cluster_app.command("status")
@@ -367,9 +505,9 @@ def cluster_status(directory: ClusterDir = DEFAULT_CLUSTER_DIR) -> None:
     daemons = Table("daemon", "pid", "state", title=f"{report['directory']} ({report['store']}, port {report['port']})")
     for name, pid in report["daemons"].items():
         state = report.get("osds", {}).get(name, "running") if pid else "stopped"
-        daemons.add_row(name, str(pid or "-"), state)
+        daemons.add_row(name, str(pid or "-"), Text(state))
     console.print(daemons)
-    console.print(f"health: {report.get('health', 'unknown (monitor stopped)')}")
+    console.print(f"health: {report.get('health', 'unknown (monitor stopped)')}", markup=False)
     print(report["uri"])
 
 
@@ -411,27 +549,43 @@ def cluster_user(
     capabilities = role_capabilities(role, namespace=namespace)
     keyring = cluster.add_user(name, capabilities)
     for daemon, capability in capabilities.items():
-        console.print(f"{daemon} '{capability}'", style="dim")
+        console.print(f"{daemon} '{capability}'", style="dim", markup=False)
     print(cluster.user_uri(name, keyring, namespace))
 
 
-def _print_table(table: pa.Table, limit: int) -> None:
-    shown = Table(
-        *table.column_names, title=f"{table.num_rows:,} rows" + (f" (first {limit})" if table.num_rows > limit else "")
-    )
-    for row in table.slice(0, limit).to_pylist():
-        shown.add_row(*("" if value is None else str(value) for value in row.values()))
-    console.print(shown)
+def _print_table(table: pa.Table, title: str) -> None:
+    """As many leading columns as fit the terminal, cells cut at MAX_CELL_WIDTH; the rest named below."""
+    cells = [[_cell(value) for value in column.to_pylist()] for column in table.columns]
+    used, shown = 1, 0  # the left border
+    for name, values in zip(table.column_names, cells):
+        width = min(max(map(len, [name, *values])), MAX_CELL_WIDTH) + 3  # padding and a border
+        if shown and used + width > console.width:
+            break
+        used, shown = used + width, shown + 1
+    hidden = table.column_names[shown:]
+    caption = f"… {len(hidden)} more columns: {', '.join(hidden)} (--columns picks, --output writes all)"
+    printed = Table(title=Text(title), caption=Text(caption) if hidden else None, caption_justify="left")
+    for name in table.column_names[:shown]:
+        printed.add_column(Text(name), no_wrap=True, overflow="ellipsis", max_width=MAX_CELL_WIDTH)
+    for row in zip(*cells[:shown]):
+        printed.add_row(*map(Text, row))
+    console.print(printed)
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _check_output(path: Path) -> None:
+    if path.suffix.lower() not in (".parquet", ".pq", ".csv"):
+        raise InvalidRequestError(f"cannot write {path}: use a .parquet or .csv file name")
 
 
 def _write(table: pa.Table, path: Path) -> None:
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        pq.write_table(table, path)
-    elif suffix == ".csv":
+    if path.suffix.lower() == ".csv":
         pacsv.write_csv(table, path)
     else:
-        raise SkyhookError(f"cannot write {path}: use a .parquet or .csv file name")
+        pq.write_table(table, path)
 
 
 def _size(value: int) -> str:
@@ -443,11 +597,7 @@ def _size(value: int) -> str:
 
 
 def main() -> None:
-    try:
-        app()
-    except (SkyhookError, FileNotFoundError) as error:
-        console.print(f"[red]error:[/red] {error}")
-        raise SystemExit(1) from None
+    app()
 
 
 if __name__ == "__main__":

@@ -54,6 +54,10 @@ class DatasetNotFoundError(SkyhookError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class StoreNotFoundError(SkyhookError):
+    """connect(..., create=False) found no store at the URI."""
+
+
 class DatasetExistsError(SkyhookError):
     """A dataset of that name exists and the write did not ask to replace it."""
 

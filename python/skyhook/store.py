@@ -29,15 +29,18 @@ from skyhook.names import ObjectOwner, check_dataset_name, object_owner
 DEFAULT_FSCK_GRACE_SECONDS = 600
 
 
-def connect(uri: str) -> Store:
+def connect(uri: str, *, create: bool = True) -> Store:
     """Open a store: ``file:///abs/path`` (or a plain path) for the embedded store,
     ``ceph://POOL?conf=/path/ceph.conf[&namespace=NS][&user=NAME][&keyring=/path][&timeout=SECONDS]``
-    for RADOS (every Ceph operation fails after the timeout, 30 s by default)."""
+    for RADOS (every Ceph operation fails after the timeout, 30 s by default).
+    An embedded store that does not exist yet is created, or with create=False
+    is a StoreNotFoundError (so a mistyped path is not silently a new, empty
+    store); a Ceph pool must exist either way."""
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file"):
         from skyhook.backends.embedded import EmbeddedBackend
 
-        return Store(EmbeddedBackend(unquote(parsed.path) if parsed.scheme else uri))
+        return Store(EmbeddedBackend(unquote(parsed.path) if parsed.scheme else uri, create=create))
     if parsed.scheme == "ceph":
         from skyhook.backends.rados import RadosBackend
 
@@ -148,7 +151,7 @@ class Store:
         "create" (fail if the dataset exists), "overwrite" or "append" (add rows
         to the dataset, or create it; see Dataset.append). format: "parquet"
         (default) or "ipc"; an append keeps the dataset's. progress, if given, is
-        called with (rows written, bytes written) per object.
+        called with the rows and Arrow bytes of input each stored object consumed.
 
         Directories keep their partitioning as columns (partitioning: "hive" for
         key=value directories, a list of field names, a pyarrow Partitioning, or

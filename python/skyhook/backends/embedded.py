@@ -30,7 +30,7 @@ from skyhook import _embedded
 from skyhook.backends.base import Backend
 from skyhook.backends.object_store import PendingWrite, PendingWriteRecord, StoredManifest
 from skyhook.backends.parallel import ordered_map
-from skyhook.errors import InvalidRequestError, ObjectNotFoundError, SkyhookError
+from skyhook.errors import InvalidRequestError, ObjectNotFoundError, SkyhookError, StoreNotFoundError
 from skyhook.names import check_dataset_name
 
 _MARKER = "skyhook-store"
@@ -41,13 +41,15 @@ _TEMPORARY = re.compile(r"\.(?P<final>.+)\.[a-z0-9_]{8}")
 class EmbeddedBackend(Backend):
     runs_in_process = True
 
-    def __init__(self, root: str | os.PathLike, *, parallelism: int | None = None) -> None:
+    def __init__(self, root: str | os.PathLike, *, parallelism: int | None = None, create: bool = True) -> None:
         self.root = Path(root).absolute()
         self.objects = self.root / "objects"
         self.manifests = self.root / "manifests"
         self.locks = self.root / "locks"
         self.pending = self.root / "pending"
         self.parallelism = parallelism or os.cpu_count() or 1
+        if not create and not (self.root / _MARKER).exists():
+            raise StoreNotFoundError(f"no skyhook store at {self.root}")
         if self.root.exists() and any(self.root.iterdir()) and not (self.root / _MARKER).exists():
             raise SkyhookError(f"{self.root} exists and is not a skyhook store")
         for directory in (self.objects, self.manifests, self.locks, self.pending):

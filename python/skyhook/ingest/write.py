@@ -24,7 +24,8 @@ from skyhook.ingest.sources import DataSource, open_source
 from skyhook.ingest.statistics import concat_statistics, partition_statistics
 from skyhook.names import check_dataset_name, new_generation, object_name
 
-#: Called with (rows written, bytes written) after each object.
+#: Called after each object is stored with the rows and bytes (Arrow, in memory)
+#: of input it consumed: progress through the input, whatever the encoding made of it.
 Progress = Callable[[int, int], None]
 DEFAULT_FORMAT = "parquet"
 
@@ -83,7 +84,7 @@ def write_dataset(
                 partitions.append(Partition(number, partition_object, table.num_rows, encoded.size))
                 pending.heartbeat()
                 if progress:
-                    progress(table.num_rows, encoded.size)
+                    progress(table.num_rows, table.nbytes)
             manifest = Manifest(
                 name, source.schema, format, generation, tuple(partitions), concat_statistics(statistics, source.schema)
             )

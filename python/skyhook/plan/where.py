@@ -1,4 +1,5 @@
-"""Filters written as text, e.g. ``l_extendedprice > 90000 and l_returnflag == 'R'``.
+"""Filters written as text, e.g. ``l_extendedprice > 90000 and l_returnflag == 'R'``
+or, SQL-style, ``l_extendedprice > 90000 AND l_returnflag = 'R'`` (see sql_filter.py).
 
 The text is parsed with Python's grammar (never evaluated) into a pyarrow
 expression whose literals take the type of the column they are compared with,
@@ -21,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
+from skyhook.plan.sql_filter import MATCHES, is_sql_keyword, rewrite_sql
 
 _COMPARISONS: dict[type, Callable[[Any, Any], pc.Expression]] = {
     ast.Eq: operator.eq,
@@ -41,12 +43,38 @@ _PREDICATES: dict[str, Callable[..., pc.Expression]] = {
 }
 
 
+_EXAMPLE = "write e.g. \"price > 10 and flag in ('A', 'R')\" or, SQL-style, \"price > 10 AND flag = 'R'\""
+
+
 def parse_where(text: str, schema: pa.Schema) -> pc.Expression:
-    try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as error:
-        raise InvalidRequestError(f"cannot parse filter {text!r}: {error.msg}") from None
+    text = text.strip()
+    tree = _parse_python(text, schema) or _parse_sql(text, schema)
     return _Converter(schema).boolean(tree.body)
+
+
+def _parse_python(text: str, schema: pa.Schema) -> ast.Expression | None:
+    """The Python form, or None if the text is not one: a syntax error, or SQL
+    that happens to parse (``NOT (x > 1)``, ``x == NULL``)."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        return None
+    names = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    return None if any(is_sql_keyword(name) for name in names - set(schema.names)) else tree
+
+
+def _parse_sql(text: str, schema: pa.Schema) -> ast.Expression:
+    """SQL-style text, or a mistake: then the error points into the text as typed."""
+    rewritten = rewrite_sql(text, set(schema.names))
+    try:
+        return ast.parse(rewritten.text, mode="eval")
+    except SyntaxError as error:
+        if not text:
+            raise InvalidRequestError(f"the filter is empty; {_EXAMPLE}") from None
+        at = rewritten.origin((error.offset or 1) - 1)
+        raise InvalidRequestError(
+            f"cannot parse filter {text!r} at column {at + 1} ({text[at : at + 20]!r}): {error.msg}; {_EXAMPLE}"
+        ) from None
 
 
 class _Converter:
@@ -69,7 +97,9 @@ class _Converter:
             return self.predicate(node)
         if isinstance(node, ast.Name):  # a boolean column
             return self.column(node)
-        raise InvalidRequestError(f"unsupported filter syntax: {ast.unparse(node)}")
+        if isinstance(node, ast.Constant) and isinstance(node.value, bool):  # SQL's TRUE, FALSE
+            return pc.scalar(node.value)
+        raise InvalidRequestError(f"unsupported filter syntax: {ast.unparse(node)}; {_EXAMPLE}")
 
     def comparison(self, node: ast.Compare) -> pc.Expression:
         result = None
@@ -81,12 +111,13 @@ class _Converter:
         return result
 
     def compare(self, left: ast.expr, op: type, right: ast.expr) -> pc.Expression:
+        if op in (ast.Is, ast.IsNot):
+            if not (isinstance(right, ast.Constant) and right.value is None):
+                raise InvalidRequestError(f"'is' compares with None (SQL: IS NULL), not {ast.unparse(right)}")
+            column = self.value(left)
+            return column.is_null() if op is ast.Is else column.is_valid()
         if op in (ast.In, ast.NotIn):
-            if not isinstance(right, (ast.List, ast.Tuple, ast.Set)) or not right.elts:
-                raise InvalidRequestError(f"'in' needs a list of values: {ast.unparse(right)}")
-            # SQL semantics (a null never matches), as OR-ed equalities: unlike
-            # pyarrow's is_in, that is what Substrait carries faithfully.
-            matched = functools.reduce(operator.or_, (self.compare(left, ast.Eq, element) for element in right.elts))
+            matched = self.membership(left, right)
             return ~matched if op is ast.NotIn else matched
         if op not in _COMPARISONS:
             raise InvalidRequestError(f"unsupported comparison in filter: {ast.unparse(right)}")
@@ -96,6 +127,32 @@ class _Converter:
         if column_type is not None and self.is_literal(right):
             return self.compare_with_literal(self.value(left), column_type, op, self.literal(right))
         return _COMPARISONS[op](self.value(left), self.value(right))
+
+    def membership(self, left: ast.expr, right: ast.expr) -> pc.Expression:
+        """x in [...] (or one value: SQL's IN (5)), and SQL's BETWEEN and LIKE."""
+        if isinstance(right, ast.Call) and isinstance(right.func, ast.Name) and right.func.id in MATCHES:
+            return self.match(left, right.func.id, right.args)
+        elements = [right] if self.is_literal(right) else getattr(right, "elts", None)
+        if not isinstance(right, (ast.List, ast.Tuple, ast.Set, ast.Constant, ast.UnaryOp)) or not elements:
+            raise InvalidRequestError(f"'in' needs a list of values, e.g. flag in ('A', 'R'): {ast.unparse(right)}")
+        # SQL semantics (a null never matches), as OR-ed equalities: unlike
+        # pyarrow's is_in, that is what Substrait carries faithfully.
+        return functools.reduce(operator.or_, (self.compare(left, ast.Eq, element) for element in elements))
+
+    def match(self, left: ast.expr, kind: str, arguments: list[ast.expr]) -> pc.Expression:
+        """BETWEEN and [I]LIKE as sql_filter.py writes them: x in between(low, high), x in like('p%')."""
+        if kind == "between":
+            if len(arguments) != 2:
+                raise InvalidRequestError(f"cannot parse {ast.unparse(left)} BETWEEN: expected BETWEEN low AND high")
+            low, high = arguments
+            return self.compare(left, ast.GtE, low) & self.compare(left, ast.LtE, high)
+        pattern = self.literal(arguments[0]) if len(arguments) == 1 else None
+        if not isinstance(pattern, str):
+            raise InvalidRequestError(f"{kind.upper()} needs one quoted pattern, e.g. 'abc%'")
+        column_type = self.type_of(left)
+        if column_type is not None and not (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)):
+            raise TypeMismatchError(f"{kind.upper()} needs a string column; {ast.unparse(left)} is {column_type}")
+        return _like(self.value(left), pattern, ignore_case=kind == "ilike")
 
     def compare_with_literal(self, column: pc.Expression, type: pa.DataType, op: type, value: Any) -> pc.Expression:
         try:
@@ -167,3 +224,19 @@ def _coerce(value: Any, type: pa.DataType) -> pa.Scalar | None:
     if pa.types.is_timestamp(type) and isinstance(value, str):
         return pa.scalar(datetime.datetime.fromisoformat(value), type)
     return pa.scalar(value, type)
+
+
+def _like(column: pc.Expression, pattern: str, ignore_case: bool) -> pc.Expression:
+    """SQL LIKE: % any text, _ one character. The common shapes become the
+    string matches storage runs; the rest pyarrow's match_like."""
+    body = pattern.strip("%")
+    plain = not ignore_case and not any(character in body for character in "%_\\")
+    if plain and pattern == body:
+        return column == pc.scalar(pattern)
+    if plain and pattern == body + "%":
+        return pc.starts_with(column, body)
+    if plain and pattern == "%" + body:
+        return pc.ends_with(column, body)
+    if plain and pattern == "%" + body + "%":
+        return pc.match_substring(column, body)
+    return pc.match_like(column, pattern, ignore_case=ignore_case)
