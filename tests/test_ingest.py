@@ -267,4 +267,4 @@ def test_cli_imports_csv_with_options_and_appends(tmp_path):
     with skyhook.connect(store_uri) as store:
         assert_same_table(store.dataset("t").to_table(), pa.table({"a": [1, 2], "b": ["x", None]}))
     bad = run(str(write_text(tmp_path / "bad.csv", "a;b\nq;x\n")), "--append", "--column-type", "a:int64")
-    assert bad.returncode == 1 and "bad.csv, line 2, column 'a'" in bad.stdout and "Traceback" not in bad.stderr
+    assert bad.returncode == 1 and "bad.csv, line 2, column 'a'" in bad.stderr and "Traceback" not in bad.stderr

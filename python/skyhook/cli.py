@@ -36,7 +36,7 @@ from skyhook.errors import (
     StoreNotFoundError,
     first_line,
 )
-from skyhook.ingest.sources import file_format, input_files
+from skyhook.ingest.files import file_format, input_files
 from skyhook.store import DEFAULT_FSCK_GRACE_SECONDS
 
 

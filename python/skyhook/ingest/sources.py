@@ -18,7 +18,6 @@ import pyarrow.dataset as pads
 from skyhook.errors import InvalidRequestError, SchemaMismatchError
 from skyhook.ingest.csv_options import CsvOptions
 from skyhook.ingest.files import FileSource, Partitioning
-from skyhook.ingest.files import input_files as input_files  # the CLI sizes its progress bar with it
 
 DataSource = Any  # every kind open_source names; too many for a useful Union
 
