@@ -51,13 +51,16 @@ const std::unordered_map<std::string, Family>& ScalarFunctions() {
   return functions;
 }
 
-enum class Measure { kCount, kNumeric, kOrdered, kAny };
+enum class Measure { kCount, kCountRows, kNumeric, kOrdered, kAny, kBoolean, kSketch };
 
 const std::unordered_map<std::string, Measure>& AggregateFunctions() {
   static const std::unordered_map<std::string, Measure> functions = {
       {"count", Measure::kCount},      {"sum", Measure::kNumeric},     {"avg", Measure::kNumeric},
       {"variance", Measure::kNumeric}, {"std_dev", Measure::kNumeric}, {"min", Measure::kOrdered},
       {"max", Measure::kOrdered},      {"first", Measure::kAny},       {"last", Measure::kAny},
+      // skyhook's own partial states (storage/methods/partial_measures.h)
+      {"product", Measure::kNumeric},  {"any", Measure::kBoolean},     {"all", Measure::kBoolean},
+      {"count_all", Measure::kCountRows}, {"quantile_sketch", Measure::kSketch},
   };
   return functions;
 }
@@ -287,8 +290,21 @@ arrow::Result<sp::Type> ExpressionChecker::CheckMeasure(const sp::AggregateFunct
     case Measure::kCount:
       fits = arguments.size() <= 1 && output == TypeClass::kInteger;
       break;
+    case Measure::kCountRows:
+      fits = arguments.size() == 1 && output == TypeClass::kInteger;
+      break;
     case Measure::kNumeric:
       fits = arguments.size() == 1 && IsNumeric(argument) && IsNumeric(output);
+      break;
+    case Measure::kBoolean:
+      fits = arguments.size() == 1 && argument == TypeClass::kBoolean &&
+             output == TypeClass::kBoolean;
+      break;
+    case Measure::kSketch:  // a list of float64 quantiles per group
+      fits = arguments.size() == 1 && (argument == TypeClass::kInteger ||
+                                       argument == TypeClass::kFloating) &&
+             function.output_type().has_list() &&
+             function.output_type().list().type().has_fp64();
       break;
     case Measure::kOrdered:
       fits = arguments.size() == 1 && Comparable(argument, argument) &&

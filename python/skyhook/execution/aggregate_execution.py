@@ -79,7 +79,7 @@ class AggregateExecution:
         self.output_schema = query.output_schema(schema)
         filter_ok = query.filter is None or to_substrait([query.filter], ["filter"], schema, is_filter=True) is not None
         self.plan = full_plan(schema, query, self.output_schema, filter_in_storage=filter_ok)
-        self.decomposition: Decomposition = decompose(self.plan, query.keys, schema)
+        self.decomposition: Decomposition = decompose(self.plan, query.plan_keys, schema)
         self.stats = AggregateStatistics(filter_in_storage=filter_ok)
 
     def run(self) -> pa.Table:
@@ -91,7 +91,10 @@ class AggregateExecution:
         partials = self._everywhere(self.decomposition.sub_plan, partitions, main=True)
         distinct = [self._everywhere(sub, partitions, main=False) for sub in self.decomposition.distinct_plans]
         self.stats.aggregate_in_storage = set(self.stats.where.values()) == {Placement.STORAGE}
-        return merge(self.query, self.decomposition, partials, distinct, self.output_schema)
+        result = merge(self.query, self.decomposition, partials, distinct, self.output_schema)
+        if not self.query.keys and result.num_rows == 0:  # grouped partials of no rows: pyarrow's one row
+            return self.query.run_locally(self.source.schema.empty_table())
+        return result
 
     def _everywhere(self, sub: SubPlan, partitions: list[Partition], main: bool) -> pa.Table:
         tables = []

@@ -20,6 +20,8 @@ from substrait.gen.proto.extensions import extensions_pb2
 ARITHMETIC = "https://github.com/substrait-io/substrait/blob/main/extensions/functions_arithmetic.yaml"
 GENERIC = "https://github.com/substrait-io/substrait/blob/main/extensions/functions_aggregate_generic.yaml"
 ARROW = "urn:arrow:substrait_simple_extension_function"
+#: skyhook's own measures (cpp/skyhook/storage/methods/partial_measures.h)
+SKYHOOK = "urn:skyhook:partial_measures"
 OBJECT_TABLE = "object"
 
 Expression = algebra_pb2.Expression
@@ -61,6 +63,8 @@ def serialize(
 
 
 def substrait_type(type: pa.DataType) -> type_pb2.Type:
+    if pa.types.is_fixed_size_list(type):  # Substrait has variable-length lists only
+        type = pa.list_(type.value_type)
     return serialize([pc.field("x")], ["x"], pa.schema([("x", type)])).base_schema.struct.types[0]
 
 
