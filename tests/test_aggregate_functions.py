@@ -119,7 +119,9 @@ def test_options_match_pyarrow(dataset, keys):
 
 
 def test_products_of_integers_wrap_as_pyarrow_does(store):
-    table = pa.table({"k": [i % 3 for i in range(3000)], "x": pa.array([(i % 97) + 2 for i in range(3000)], pa.int32())})
+    table = pa.table(
+        {"k": [i % 3 for i in range(3000)], "x": pa.array([(i % 97) + 2 for i in range(3000)], pa.int32())}
+    )
     dataset = store.write_dataset("products", table, rows_per_object=250)
     result = dataset.group_by("k").aggregate([("x", "product")])
     assert_same_result(result, table.group_by("k", use_threads=False).aggregate([("x", "product")]), ["k"])
@@ -128,7 +130,7 @@ def test_products_of_integers_wrap_as_pyarrow_does(store):
 
 def test_no_rows_and_all_null_groups(dataset):
     aggregations = _named(
-        [([], "count_all"), ("i32", "product"), ("b", "any"), ("f64", "min_max"), ("f64", "approximate_median")]
+        [([], "count_all"), ("i32", "product"), ("b", "any"), ("f64", "min_max"), ("all_null", "approximate_median")]
         + [("all_null", "sum", NO_MINIMUM), ("all_null", "count", pc.CountOptions(mode="all"))]
     )
     for keys, filter in (([], F("id") < 0), (["s"], F("id") < 0), (["s"], F("i32").is_null())):
@@ -146,3 +148,116 @@ def test_every_path_gives_the_same_answer(dataset, limits):
     result = dataset.group_by("s").aggregate(aggregations, **limits)
     assert_same_result(result.select(expected.column_names), expected, ["s"])
     assert dataset.last_aggregate.stats.objects_at_client == len(dataset.manifest.partitions)
+
+
+def _rank_error(data: np.ndarray, value: float, q: float) -> float:
+    """How far q lies from the ranks (as fractions) value holds in data."""
+    ordered = np.sort(data)
+    low, high = (np.searchsorted(ordered, value, side) / len(data) for side in ("left", "right"))
+    return 0.0 if low <= q <= high else min(abs(low - q), abs(high - q))
+
+
+QUANTILES = [0.0, 0.001, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 0.999, 1.0]
+RANK_ERROR_BOUND = 0.01  # README: 1 / (2 * SKETCH_QUANTILES) plus the digests' own; measured <= 0.0035
+
+
+@pytest.mark.parametrize("objects", [1, 7, 60])
+def test_quantiles_within_the_documented_rank_error(store, objects):
+    rng = np.random.default_rng(objects)
+    rows = 60_000
+    data = {
+        "normal": rng.normal(0, 1, rows),
+        "skewed": rng.lognormal(0, 2, rows),
+        "uniform": rng.uniform(-5, 5, rows),
+        "discrete": rng.integers(0, 10, rows).astype(np.float64),
+        "sorted": np.sort(rng.normal(0, 1, rows)),
+    }
+    keys = np.arange(rows) % 3
+    table = pa.table({"k": keys, **data})
+    dataset = store.write_dataset("quantiles", table, rows_per_object=rows // objects)
+    options = pc.TDigestOptions(q=QUANTILES)
+    aggregations = [(name, "tdigest", options) for name in data] + [(name, "approximate_median") for name in data]
+    result = dataset.group_by("k").aggregate(aggregations).sort_by("k")
+    _assert_in_storage(dataset)
+    for name, values in data.items():
+        for group in range(3):
+            members = values[keys == group]
+            estimates = result.column(f"{name}_tdigest")[group].as_py()
+            errors = [_rank_error(members, v, q) for v, q in zip(estimates, QUANTILES)]
+            errors.append(_rank_error(members, result.column(f"{name}_approximate_median")[group].as_py(), 0.5))
+            assert max(errors) <= RANK_ERROR_BOUND, (name, group, errors)
+            assert estimates[0] == members.min() and estimates[-1] == members.max()
+    # One sketch per column (tdigest and approximate_median share it): 800 bytes per object and group.
+    sketches = len(data) * 3 * len(dataset.manifest.partitions) * SKETCH_QUANTILES * 8
+    assert sketches < dataset.last_aggregate.stats.bytes_returned < 1.3 * sketches
+
+
+def test_quantiles_follow_pyarrow_options_and_types(dataset):
+    """Output types, nulls, skip_nulls / min_count and no-key answers as pyarrow's."""
+    aggregations = _named(
+        [("i32", "tdigest"), ("u16", "approximate_median"), ("dec", "approximate_median")]
+        + [("f64", "tdigest", pc.TDigestOptions(q=[0.2, 0.8], skip_nulls=False))]
+        + [("i8", "tdigest", pc.TDigestOptions(q=[0.5], min_count=40))]
+        + [("all_null", "tdigest"), ("f32", "approximate_median", pc.ScalarAggregateOptions(min_count=20))]
+    )
+    for keys in ([], ["s"], ["i8"]):
+        # Without keys, pyarrow's null answer to several quantiles is a column
+        # longer than its table: that one is left out.
+        wanted = aggregations if keys else [a for a in aggregations if a[2] != "out3"]
+        result = dataset.group_by(keys).aggregate(wanted)
+        expected = _expected(TABLE, keys, wanted)
+        assert result.schema == expected.schema
+        if keys:
+            result, expected = result.sort_by(keys[0]), expected.sort_by(keys[0])
+        for name in expected.column_names[len(keys) :]:
+            got, want = result.column(name).to_pylist(), expected.column(name).to_pylist()
+            assert [_is_null(v) for v in got] == [_is_null(v) for v in want], name
+
+
+def _is_null(value: object) -> bool:
+    """pyarrow's tdigest gives a list of nulls where it has no answer."""
+    return value is None or (isinstance(value, list) and all(v is None for v in value))
+
+
+def test_bad_function_options(dataset):
+    with pytest.raises(skyhook.InvalidRequestError, match="'first' takes no options"):
+        dataset.aggregate([("i32", "first", pc.ScalarAggregateOptions())])
+    with pytest.raises(skyhook.InvalidRequestError, match="count_all"):
+        dataset.aggregate([("i32", "count_all")])
+    with pytest.raises(skyhook.InvalidRequestError, match="takes a column"):
+        dataset.aggregate([([], "sum")])
+    with pytest.raises(skyhook.InvalidRequestError, match="'variance' takes VarianceOptions"):
+        dataset.aggregate([("i32", "variance", pc.CountOptions())])
+    with pytest.raises(skyhook.TypeMismatchError, match="cannot aggregate"):
+        dataset.aggregate([("s", "product")])
+    with pytest.raises(skyhook.InvalidRequestError, match="an aggregation is"):
+        dataset.aggregate([("i32", "sum", "not options")])
+
+
+def _sub_plan(dataset, aggregations: list[tuple]) -> plan_pb2.Plan:
+    execution = dataset.group_by("s").execution(aggregations)
+    return plan_pb2.Plan.FromString(execution.decomposition.sub_plan.plan)
+
+
+def _refusal(dataset, plan: plan_pb2.Plan) -> str:
+    name = dataset.manifest.partitions[0].object_name
+    reply = decode_reply(
+        dataset.store.backend.call(name, PlanRequest.METHOD, PlanRequest(plan=plan.SerializeToString()).encode())
+    )
+    assert reply.code == 1, "storage ran a mistyped measure"
+    return reply.message
+
+
+def test_mistyped_partial_measures_are_refused(dataset):
+    """skyhook's own measures have type rules in storage like Substrait's."""
+    any_of_integers = _sub_plan(dataset, [("b", "any")])
+    measure = any_of_integers.relations[0].root.input.aggregate.measures[0].measure
+    measure.arguments[0].value.selection.direct_reference.struct_field.field = 0  # s, a string
+    assert "function 'any' expects" in _refusal(dataset, any_of_integers)
+    sketch = _sub_plan(dataset, [("f64", "approximate_median")])
+    for measure in sketch.relations[0].root.input.aggregate.measures:
+        if measure.measure.output_type.HasField("list"):
+            measure.measure.output_type.list.type.CopyFrom(measure.measure.output_type.list.type.__class__(string={}))
+    assert "function 'quantile_sketch' expects" in _refusal(dataset, sketch)
+    # The node still answers.
+    assert dataset.aggregate([("b", "any")]).column(0).to_pylist() == [pc.any(TABLE.column("b")).as_py()]

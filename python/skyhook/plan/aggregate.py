@@ -104,8 +104,9 @@ class AggregateQuery:
                     f"unknown aggregate function {aggregation.function!r}; known: {', '.join(AGGREGATE_FUNCTIONS)}"
                 )
             function = AGGREGATE_FUNCTIONS[aggregation.function]
-            if aggregation.options is not None and not function.accepts_options:
-                raise InvalidRequestError(f"the aggregate function {aggregation.function!r} takes no options here")
+            if aggregation.options is not None and not isinstance(aggregation.options, function.options_type or ()):
+                takes = function.options_type.__name__ if function.options_type else "no options"
+                raise InvalidRequestError(f"the aggregate function {aggregation.function!r} takes {takes} here")
             if function.nullary != (aggregation.column is None and aggregation.expression is None):
                 raise InvalidRequestError(
                     f"{aggregation.function!r} takes "
@@ -261,6 +262,8 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
     partial_measures: list[PartialMeasure] = []
     merges: list[MeasureMerge] = []
     distinct_arguments: list[int] = []
+    shared: dict[tuple[Measure, bytes], str] = {}  # partial column of each (measure, input)
+    inputs = [expression.SerializeToString() for expression in aggregate.input.project.expressions]
     for (name, call), output in zip(measures_of(plan), root.names[key_count:]):
         argument = call.arguments[0].value.selection.direct_reference.struct_field.field
         options = Options({option.name: option.preference[0] for option in call.options}) if call.options else Options()
@@ -270,8 +273,11 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
                 merge.distinct_plan = len(distinct_arguments)
                 merge.partials.append(f"d{len(distinct_arguments)}")
                 distinct_arguments.append(argument)
+            elif (state.partial, inputs[argument]) in shared:  # e.g. mean and sum of one column: one sum
+                merge.partials.append(shared[state.partial, inputs[argument]])
             else:
                 merge.partials.append(f"p{len(partial_measures)}")
+                shared[state.partial, inputs[argument]] = merge.partials[-1]
                 partial_measures.append(PartialMeasure(state.partial, argument, merge.partials[-1]))
         merges.append(merge)
 

@@ -142,8 +142,10 @@ class AggregateFunction:
     #: The input is cast to float64 first: partial means and variances travel as
     #: float64, as pyarrow computes them.
     float_input: bool = False
-    #: States added when options are given: the valid and all row counts that
-    #: skip_nulls, min_count and count modes need (see _with_null_rules).
+    #: pyarrow's options class it takes, if any, and the states added when
+    #: options are given: the valid and all row counts that skip_nulls,
+    #: min_count and count modes need (see _with_null_rules).
+    options_type: type[pc.FunctionOptions] | None = None
     option_states: tuple[State, ...] = ()
     #: pyarrow calls it without a column: ([], "count_all").
     nullary: bool = False
@@ -152,10 +154,6 @@ class AggregateFunction:
     def distinct(self) -> bool:
         """The plan invokes the measure DISTINCT."""
         return any(state.partial is None for state in self.states)
-
-    @property
-    def accepts_options(self) -> bool:
-        return bool(self.option_states)
 
     def states_with(self, options: Options) -> tuple[State, ...]:
         """The partial states this function needs with these options."""
@@ -295,11 +293,11 @@ def _quantiles(states: Sequence[pa.ChunkedArray], target: pa.DataType, options: 
     for group, (objects, ns) in enumerate(zip(sketches.to_pylist(), counts.to_pylist())):
         points, weights = [], []
         for sketch, n in zip(objects or [], ns or []):
-            if n:
+            if n and sketch[0] is not None:  # values that were all NaN leave no sketch
                 points.extend(sketch)
                 weights.extend([n / len(sketch)] * len(sketch))
         total = sum(n or 0 for n in ns or [])
-        undefined = total == 0 or total < min_count or (not skip_nulls and rows is not None and rows[group] > total)
+        undefined = not points or total < min_count or (not skip_nulls and rows is not None and rows[group] > total)
         ends = (lows[group], highs[group])
         answers.append([None] * len(wanted) if undefined else _weighted_quantiles(points, weights, ends, wanted))
     if pa.types.is_fixed_size_list(target):
@@ -332,15 +330,43 @@ _SKETCH = (State(QUANTILE_SKETCH, "list"), State(COUNT, "list"), State(MIN, "min
 AGGREGATE_FUNCTIONS: dict[str, AggregateFunction] = {
     function.name: function
     for function in (
-        AggregateFunction("count", COUNT, (State(COUNT, "sum"),), _count, option_states=_ROWS),
+        AggregateFunction(
+            "count", COUNT, (State(COUNT, "sum"),), _count, options_type=pc.CountOptions, option_states=_ROWS
+        ),
         AggregateFunction("count_all", _whole("count_all"), _ROWS, _merged_state, nullary=True),
         AggregateFunction("count_distinct", COUNT, (State(None, "count_distinct"),), _merged_state),
-        AggregateFunction("sum", SUM, (State(SUM, "sum"),), _with_null_rules(_merged_state, 0), option_states=_COUNTS),
         AggregateFunction(
-            "product", PRODUCT, (State(PRODUCT, "product"),), _with_null_rules(_merged_state, 1), option_states=_COUNTS
+            "sum",
+            SUM,
+            (State(SUM, "sum"),),
+            _with_null_rules(_merged_state, 0),
+            options_type=pc.ScalarAggregateOptions,
+            option_states=_COUNTS,
         ),
-        AggregateFunction("min", MIN, (State(MIN, "min"),), _with_null_rules(_merged_state, min_count=False), option_states=_COUNTS),
-        AggregateFunction("max", MAX, (State(MAX, "max"),), _with_null_rules(_merged_state, min_count=False), option_states=_COUNTS),
+        AggregateFunction(
+            "product",
+            PRODUCT,
+            (State(PRODUCT, "product"),),
+            _with_null_rules(_merged_state, 1),
+            options_type=pc.ScalarAggregateOptions,
+            option_states=_COUNTS,
+        ),
+        AggregateFunction(
+            "min",
+            MIN,
+            (State(MIN, "min"),),
+            _with_null_rules(_merged_state, min_count=False),
+            options_type=pc.ScalarAggregateOptions,
+            option_states=_COUNTS,
+        ),
+        AggregateFunction(
+            "max",
+            MAX,
+            (State(MAX, "max"),),
+            _with_null_rules(_merged_state, min_count=False),
+            options_type=pc.ScalarAggregateOptions,
+            option_states=_COUNTS,
+        ),
         AggregateFunction(
             "min_max",
             _whole("min_max"),
@@ -352,19 +378,66 @@ AGGREGATE_FUNCTIONS: dict[str, AggregateFunction] = {
             AVG,
             (State(SUM, "sum"), State(COUNT, "sum")),
             _with_null_rules(_mean, float("nan")),
+            options_type=pc.ScalarAggregateOptions,
             option_states=_COUNTS,
         ),
-        AggregateFunction("any", ANY, (State(ANY, "any"),), _kleene(_merged_state, True), option_states=_COUNTS),
-        AggregateFunction("all", ALL, (State(ALL, "all"),), _kleene(_merged_state, False), option_states=_COUNTS),
-        AggregateFunction("variance", VARIANCE, _MOMENTS, _variance, float_input=True, option_states=_ROWS),
-        AggregateFunction("stddev", STD_DEV, _MOMENTS, _std_dev, float_input=True, option_states=_ROWS),
-        AggregateFunction("tdigest", _whole("tdigest"), _SKETCH, _quantiles, float_input=True, option_states=_ROWS),
         AggregateFunction(
-            "approximate_median", _whole("approximate_median"), _SKETCH, _median, float_input=True, option_states=_ROWS
+            "any",
+            ANY,
+            (State(ANY, "any"),),
+            _kleene(_merged_state, True),
+            options_type=pc.ScalarAggregateOptions,
+            option_states=_COUNTS,
+        ),
+        AggregateFunction(
+            "all",
+            ALL,
+            (State(ALL, "all"),),
+            _kleene(_merged_state, False),
+            options_type=pc.ScalarAggregateOptions,
+            option_states=_COUNTS,
+        ),
+        AggregateFunction(
+            "variance",
+            VARIANCE,
+            _MOMENTS,
+            _variance,
+            float_input=True,
+            options_type=pc.VarianceOptions,
+            option_states=_ROWS,
+        ),
+        AggregateFunction(
+            "stddev",
+            STD_DEV,
+            _MOMENTS,
+            _std_dev,
+            float_input=True,
+            options_type=pc.VarianceOptions,
+            option_states=_ROWS,
+        ),
+        AggregateFunction(
+            "tdigest",
+            _whole("tdigest"),
+            _SKETCH,
+            _quantiles,
+            float_input=True,
+            options_type=pc.TDigestOptions,
+            option_states=_ROWS,
+        ),
+        AggregateFunction(
+            "approximate_median",
+            _whole("approximate_median"),
+            _SKETCH,
+            _median,
+            float_input=True,
+            options_type=pc.ScalarAggregateOptions,
+            option_states=_ROWS,
         ),
         AggregateFunction("first", FIRST, (State(FIRST, "first"),), _merged_state),
         AggregateFunction("last", LAST, (State(LAST, "last"),), _merged_state),
-        AggregateFunction("first_last", _whole("first_last"), (State(FIRST, "first"), State(LAST, "last")), _pair("first", "last")),
+        AggregateFunction(
+            "first_last", _whole("first_last"), (State(FIRST, "first"), State(LAST, "last")), _pair("first", "last")
+        ),
     )
 }
 _BY_MEASURE = {(f.measure.substrait_name, f.distinct): f for f in AGGREGATE_FUNCTIONS.values()}

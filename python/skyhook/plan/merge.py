@@ -38,7 +38,10 @@ def merge(
     }
     for name in nested:
         rows = rows.set_column(rows.schema.get_field_index(name), name, pa.array(range(rows.num_rows), pa.int64()))
-    aggregations = [(column, state.merge) for step in decomposition.merges for column, state in step.states()]
+    # Functions may share a partial column (see decompose): merged once.
+    aggregations = list(
+        dict.fromkeys((column, state.merge) for step in decomposition.merges for column, state in step.states())
+    )
     # Without keys, one constant key: pyarrow has list aggregation only per group.
     group_keys = keys or [CONSTANT_KEY]
     if CONSTANT_KEY not in rows.column_names and not keys:
