@@ -6,8 +6,6 @@ paths; the quantile sketch against exact quantiles."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc

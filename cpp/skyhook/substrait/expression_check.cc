@@ -1,5 +1,6 @@
 #include "skyhook/substrait/expression_check.h"
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -58,11 +59,29 @@ const std::unordered_map<std::string, Measure>& AggregateFunctions() {
       {"count", Measure::kCount},      {"sum", Measure::kNumeric},     {"avg", Measure::kNumeric},
       {"variance", Measure::kNumeric}, {"std_dev", Measure::kNumeric}, {"min", Measure::kOrdered},
       {"max", Measure::kOrdered},      {"first", Measure::kAny},       {"last", Measure::kAny},
-      // skyhook's own partial states (storage/methods/partial_measures.h)
-      {"product", Measure::kNumeric},  {"any", Measure::kBoolean},     {"all", Measure::kBoolean},
-      {"count_all", Measure::kCountRows}, {"quantile_sketch", Measure::kSketch},
   };
   return functions;
+}
+
+// skyhook's own partial states, which storage maps to Acero's kernels
+// (storage/methods/partial_measures.h).
+const std::unordered_map<std::string, Measure>& PartialStateFunctions() {
+  static const std::unordered_map<std::string, Measure> functions = {
+      {"product", Measure::kNumeric},
+      {"any", Measure::kBoolean},
+      {"all", Measure::kBoolean},
+      {"count_all", Measure::kCountRows},
+      {"quantile_sketch", Measure::kSketch},
+  };
+  return functions;
+}
+
+std::optional<Measure> MeasureOf(const std::string& name) {
+  for (const auto* functions : {&AggregateFunctions(), &PartialStateFunctions()}) {
+    auto found = functions->find(name);
+    if (found != functions->end()) return found->second;
+  }
+  return std::nullopt;
 }
 
 arrow::Status Mistyped(const std::string& function, const char* expected) {
@@ -266,8 +285,8 @@ arrow::Result<sp::Type> ExpressionChecker::CheckMeasure(const sp::AggregateFunct
   ARROW_RETURN_NOT_OK(OnlyFields(function, {"function_reference", "arguments", "output_type",
                                             "phase", "invocation", "options"}));
   ARROW_ASSIGN_OR_RAISE(auto name, FunctionName(function.function_reference()));
-  auto kind = AggregateFunctions().find(name);
-  if (kind == AggregateFunctions().end()) {
+  auto kind = MeasureOf(name);
+  if (!kind) {
     return Error(ErrorCode::kInvalidRequest, "aggregate function '", name.substr(0, 64),
                  "' is not allowed in storage");
   }
@@ -286,7 +305,7 @@ arrow::Result<sp::Type> ExpressionChecker::CheckMeasure(const sp::AggregateFunct
   bool fits = false;
   auto output = ClassOf(function.output_type(), declared_);
   auto argument = arguments.empty() ? TypeClass::kOther : ClassOf(arguments[0], declared_);
-  switch (kind->second) {
+  switch (*kind) {
     case Measure::kCount:
       fits = arguments.size() <= 1 && output == TypeClass::kInteger;
       break;
@@ -297,14 +316,13 @@ arrow::Result<sp::Type> ExpressionChecker::CheckMeasure(const sp::AggregateFunct
       fits = arguments.size() == 1 && IsNumeric(argument) && IsNumeric(output);
       break;
     case Measure::kBoolean:
-      fits = arguments.size() == 1 && argument == TypeClass::kBoolean &&
-             output == TypeClass::kBoolean;
+      fits =
+          arguments.size() == 1 && argument == TypeClass::kBoolean && output == TypeClass::kBoolean;
       break;
     case Measure::kSketch:  // a list of float64 quantiles per group
-      fits = arguments.size() == 1 && (argument == TypeClass::kInteger ||
-                                       argument == TypeClass::kFloating) &&
-             function.output_type().has_list() &&
-             function.output_type().list().type().has_fp64();
+      fits = arguments.size() == 1 &&
+             (argument == TypeClass::kInteger || argument == TypeClass::kFloating) &&
+             function.output_type().has_list() && function.output_type().list().type().has_fp64();
       break;
     case Measure::kOrdered:
       fits = arguments.size() == 1 && Comparable(argument, argument) &&

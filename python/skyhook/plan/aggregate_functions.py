@@ -18,10 +18,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-import numpy as np
 
 from skyhook.plan.substrait import ARITHMETIC, ARROW, GENERIC, SKYHOOK
 

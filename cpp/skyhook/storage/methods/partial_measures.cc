@@ -37,14 +37,14 @@ std::shared_ptr<arrow::compute::FunctionOptions> SketchOptions() {
   for (int i = 0; i < kSketchQuantiles; ++i) {
     quantiles.push_back((i + 0.5) / kSketchQuantiles);
   }
-  return std::make_shared<arrow::compute::TDigestOptions>(
-      std::move(quantiles), /*delta=*/100, /*buffer_size=*/500, /*skip_nulls=*/true,
-      /*min_count=*/0);
+  return std::make_shared<arrow::compute::TDigestOptions>(std::move(quantiles), /*delta=*/100,
+                                                          /*buffer_size=*/500, /*skip_nulls=*/true,
+                                                          /*min_count=*/0);
 }
 
 arrow::Result<std::shared_ptr<ExtensionIdRegistry>> MakeRegistry() {
-  auto registry = arrow::engine::nested_extension_id_registry(
-      arrow::engine::default_extension_id_registry());
+  auto registry =
+      arrow::engine::nested_extension_id_registry(arrow::engine::default_extension_id_registry());
   auto plain = std::make_shared<arrow::compute::ScalarAggregateOptions>();
   auto rows = std::make_shared<arrow::compute::CountOptions>(arrow::compute::CountOptions::ALL);
   const std::pair<const char*, ExtensionIdRegistry::SubstraitAggregateToArrow> measures[] = {
