@@ -138,14 +138,14 @@ class AggregateFunction:
     measure: Measure  # the whole function in one Substrait plan
     states: tuple[State, ...]
     evaluate: Evaluate
-    #: The input is cast to float64 first: partial means and variances travel as
-    #: float64, as pyarrow computes them.
-    float_input: bool = False
     #: pyarrow's options class it takes, if any, and the states added when
     #: options are given: the valid and all row counts that skip_nulls,
     #: min_count and count modes need (see _with_null_rules).
     options_type: type[pc.FunctionOptions] | None = None
     option_states: tuple[State, ...] = ()
+    #: The input is cast to float64 first: partial means, variances and
+    #: sketches travel as float64, as pyarrow computes them.
+    float_input: bool = False
     #: pyarrow calls it without a column: ([], "count_all").
     nullary: bool = False
 
@@ -326,111 +326,46 @@ _ROWS = (State(COUNT_ALL, "sum"),)
 _COUNTS = (State(COUNT, "sum"), State(COUNT_ALL, "sum"))
 _SKETCH = (State(QUANTILE_SKETCH, "list"), State(COUNT, "list"), State(MIN, "min"), State(MAX, "max"))
 
+
+def _scalar_options(name: str, measure: Measure, states: tuple[State, ...], evaluate: Evaluate) -> AggregateFunction:
+    """A function taking ScalarAggregateOptions (skip_nulls, min_count)."""
+    return AggregateFunction(
+        name, measure, states, evaluate, options_type=pc.ScalarAggregateOptions, option_states=_COUNTS
+    )
+
+
+def _single(measure: Measure, merge: str, evaluate: Evaluate) -> AggregateFunction:
+    """One state, merged over objects by the function of its own name."""
+    return _scalar_options(merge, measure, (State(measure, merge),), evaluate)
+
+
 AGGREGATE_FUNCTIONS: dict[str, AggregateFunction] = {
     function.name: function
     for function in (
-        AggregateFunction(
-            "count", COUNT, (State(COUNT, "sum"),), _count, options_type=pc.CountOptions, option_states=_ROWS
-        ),
+        AggregateFunction("count", COUNT, (State(COUNT, "sum"),), _count, pc.CountOptions, option_states=_ROWS),
         AggregateFunction("count_all", _whole("count_all"), _ROWS, _merged_state, nullary=True),
         AggregateFunction("count_distinct", COUNT, (State(None, "count_distinct"),), _merged_state),
+        _single(SUM, "sum", _with_null_rules(_merged_state, 0)),
+        _single(PRODUCT, "product", _with_null_rules(_merged_state, 1)),
+        _single(MIN, "min", _with_null_rules(_merged_state, min_count=False)),
+        _single(MAX, "max", _with_null_rules(_merged_state, min_count=False)),
+        _single(ANY, "any", _kleene(_merged_state, True)),
+        _single(ALL, "all", _kleene(_merged_state, False)),
+        _scalar_options("mean", AVG, (State(SUM, "sum"), State(COUNT, "sum")), _with_null_rules(_mean, float("nan"))),
+        AggregateFunction("min_max", _whole("min_max"), (State(MIN, "min"), State(MAX, "max")), _pair("min", "max")),
+        AggregateFunction("variance", VARIANCE, _MOMENTS, _variance, pc.VarianceOptions, _ROWS, float_input=True),
+        AggregateFunction("stddev", STD_DEV, _MOMENTS, _std_dev, pc.VarianceOptions, _ROWS, float_input=True),
         AggregateFunction(
-            "sum",
-            SUM,
-            (State(SUM, "sum"),),
-            _with_null_rules(_merged_state, 0),
-            options_type=pc.ScalarAggregateOptions,
-            option_states=_COUNTS,
-        ),
-        AggregateFunction(
-            "product",
-            PRODUCT,
-            (State(PRODUCT, "product"),),
-            _with_null_rules(_merged_state, 1),
-            options_type=pc.ScalarAggregateOptions,
-            option_states=_COUNTS,
-        ),
-        AggregateFunction(
-            "min",
-            MIN,
-            (State(MIN, "min"),),
-            _with_null_rules(_merged_state, min_count=False),
-            options_type=pc.ScalarAggregateOptions,
-            option_states=_COUNTS,
-        ),
-        AggregateFunction(
-            "max",
-            MAX,
-            (State(MAX, "max"),),
-            _with_null_rules(_merged_state, min_count=False),
-            options_type=pc.ScalarAggregateOptions,
-            option_states=_COUNTS,
-        ),
-        AggregateFunction(
-            "min_max",
-            _whole("min_max"),
-            (State(MIN, "min"), State(MAX, "max")),
-            _pair("min", "max"),
-        ),
-        AggregateFunction(
-            "mean",
-            AVG,
-            (State(SUM, "sum"), State(COUNT, "sum")),
-            _with_null_rules(_mean, float("nan")),
-            options_type=pc.ScalarAggregateOptions,
-            option_states=_COUNTS,
-        ),
-        AggregateFunction(
-            "any",
-            ANY,
-            (State(ANY, "any"),),
-            _kleene(_merged_state, True),
-            options_type=pc.ScalarAggregateOptions,
-            option_states=_COUNTS,
-        ),
-        AggregateFunction(
-            "all",
-            ALL,
-            (State(ALL, "all"),),
-            _kleene(_merged_state, False),
-            options_type=pc.ScalarAggregateOptions,
-            option_states=_COUNTS,
-        ),
-        AggregateFunction(
-            "variance",
-            VARIANCE,
-            _MOMENTS,
-            _variance,
-            float_input=True,
-            options_type=pc.VarianceOptions,
-            option_states=_ROWS,
-        ),
-        AggregateFunction(
-            "stddev",
-            STD_DEV,
-            _MOMENTS,
-            _std_dev,
-            float_input=True,
-            options_type=pc.VarianceOptions,
-            option_states=_ROWS,
-        ),
-        AggregateFunction(
-            "tdigest",
-            _whole("tdigest"),
-            _SKETCH,
-            _quantiles,
-            float_input=True,
-            options_type=pc.TDigestOptions,
-            option_states=_ROWS,
+            "tdigest", _whole("tdigest"), _SKETCH, _quantiles, pc.TDigestOptions, _ROWS, float_input=True
         ),
         AggregateFunction(
             "approximate_median",
             _whole("approximate_median"),
             _SKETCH,
             _median,
+            pc.ScalarAggregateOptions,
+            _ROWS,
             float_input=True,
-            options_type=pc.ScalarAggregateOptions,
-            option_states=_ROWS,
         ),
         AggregateFunction("first", FIRST, (State(FIRST, "first"),), _merged_state),
         AggregateFunction("last", LAST, (State(LAST, "last"),), _merged_state),
