@@ -228,6 +228,8 @@ def test_bad_function_options(dataset):
         dataset.aggregate([("i32", "variance", pc.CountOptions())])
     with pytest.raises(skyhook.TypeMismatchError, match="cannot aggregate"):
         dataset.aggregate([("s", "product")])
+    with pytest.raises(skyhook.TypeMismatchError, match="does not merge exactly"):
+        dataset.aggregate([("dec", "product")])
     with pytest.raises(skyhook.InvalidRequestError, match="an aggregation is"):
         dataset.aggregate([("i32", "sum", "not options")])
 

@@ -114,10 +114,21 @@ class AggregateQuery:
                 )
         try:
             self.output_schema(schema)
+            self._check_mergeable(schema)
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
             raise TypeMismatchError(f"cannot aggregate: {str(error).splitlines()[0]}") from None
         except pa.ArrowInvalid as error:
             raise InvalidRequestError(f"cannot aggregate: {str(error).splitlines()[0]}") from None
+
+    def _check_mergeable(self, schema: pa.Schema) -> None:
+        inputs = pads.dataset(schema.empty_table()).to_table(columns=self.input_columns()).schema
+        for i, aggregation in enumerate(self.aggregations):
+            type = inputs.field(f"__input{i}").type
+            if AGGREGATE_FUNCTIONS[aggregation.function].unmergeable(type):
+                raise TypeMismatchError(
+                    f"cannot aggregate {aggregation.output_name}: {aggregation.function} of {type} "
+                    "does not merge exactly over objects; cast the input to float64"
+                )
 
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
         """pyarrow's answer on no rows: the names, order and types to return."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -148,6 +148,9 @@ class AggregateFunction:
     float_input: bool = False
     #: pyarrow calls it without a column: ([], "count_all").
     nullary: bool = False
+    #: Input types whose partials do not merge to pyarrow's answer (decimal
+    #: products round at every step, so the order of steps shows).
+    unmergeable: Callable[[pa.DataType], bool] = lambda type: False
 
     @property
     def distinct(self) -> bool:
@@ -339,6 +342,9 @@ def _single(measure: Measure, merge: str, evaluate: Evaluate) -> AggregateFuncti
     return _scalar_options(merge, measure, (State(measure, merge),), evaluate)
 
 
+_PRODUCT = replace(_single(PRODUCT, "product", _with_null_rules(_merged_state, 1)), unmergeable=pa.types.is_decimal)
+
+
 AGGREGATE_FUNCTIONS: dict[str, AggregateFunction] = {
     function.name: function
     for function in (
@@ -346,7 +352,7 @@ AGGREGATE_FUNCTIONS: dict[str, AggregateFunction] = {
         AggregateFunction("count_all", _whole("count_all"), _ROWS, _merged_state, nullary=True),
         AggregateFunction("count_distinct", COUNT, (State(None, "count_distinct"),), _merged_state),
         _single(SUM, "sum", _with_null_rules(_merged_state, 0)),
-        _single(PRODUCT, "product", _with_null_rules(_merged_state, 1)),
+        _PRODUCT,
         _single(MIN, "min", _with_null_rules(_merged_state, min_count=False)),
         _single(MAX, "max", _with_null_rules(_merged_state, min_count=False)),
         _single(ANY, "any", _kleene(_merged_state, True)),
