@@ -233,6 +233,7 @@ def test_bad_function_options(dataset):
         dataset.aggregate([("dec", "product")])
     with pytest.raises(skyhook.InvalidRequestError, match="an aggregation is"):
         dataset.aggregate([("i32", "sum", "not options")])
+    assert dataset.aggregate([("i32", "sum", None)]).equals(TABLE.group_by([]).aggregate([("i32", "sum")]))
 
 
 def _sub_plan(dataset, aggregations: list[tuple]) -> plan_pb2.Plan:

@@ -156,6 +156,7 @@ def _parse(entry: object) -> Aggregation:
     (expression, function, name[, options])."""
     if isinstance(entry, (tuple, list)) and 2 <= len(entry) <= 4:
         target, function, *rest = entry
+        rest = rest[:-1] if rest and rest[-1] is None else rest  # pyarrow's "no options"
         options = rest[-1] if rest and isinstance(rest[-1], pc.FunctionOptions) else None
         name = rest[0] if rest and isinstance(rest[0], str) else None
         if len(rest) == (options is not None) + (name is not None) and isinstance(function, str):
