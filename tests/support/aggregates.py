@@ -24,9 +24,6 @@ FUNCTIONS = {
     "max": ORDERED,
     "first": ORDERED,
     "last": ORDERED,
-    "product": ["i8", "i32", "u16", "f64"],
-    "any": ["b"],
-    "all": ["b"],
 }
 KEYS = ["s", "b", "i8", "d"]
 
