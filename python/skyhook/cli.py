@@ -309,7 +309,8 @@ def query(
     ] = "auto",
     group_by: Annotated[Optional[str], typer.Option("--group-by", "-g", help="Comma-separated group keys.")] = None,
     agg: Annotated[
-        Optional[list[str]], typer.Option("--agg", "-a", help="COLUMN:FUNCTION, e.g. l_quantity:sum (repeatable).")
+        Optional[list[str]],
+        typer.Option("--agg", "-a", help="COLUMN:FUNCTION, e.g. l_quantity:sum, or count_all (repeatable)."),
     ] = None,
     explain: Annotated[
         bool, typer.Option("--explain", help="Show the plan and what will run where, without running it.")
@@ -350,7 +351,9 @@ def query(
         _print_statistics(scanner.stats.as_dict())
 
 
-def _aggregation(spec: str) -> tuple[str, str]:
+def _aggregation(spec: str) -> tuple[str | list, str]:
+    if spec == "count_all":  # rows per group: pyarrow's ([], "count_all")
+        return [], spec
     column, _, function = spec.rpartition(":")
     if not column or not function:
         raise InvalidRequestError(f"--agg {spec!r}: expected COLUMN:FUNCTION, e.g. l_quantity:sum")

@@ -1,5 +1,6 @@
 #include "skyhook/substrait/expression_check.h"
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -51,7 +52,7 @@ const std::unordered_map<std::string, Family>& ScalarFunctions() {
   return functions;
 }
 
-enum class Measure { kCount, kNumeric, kOrdered, kAny };
+enum class Measure { kCount, kCountRows, kNumeric, kOrdered, kAny, kBoolean, kSketch };
 
 const std::unordered_map<std::string, Measure>& AggregateFunctions() {
   static const std::unordered_map<std::string, Measure> functions = {
@@ -60,6 +61,27 @@ const std::unordered_map<std::string, Measure>& AggregateFunctions() {
       {"max", Measure::kOrdered},      {"first", Measure::kAny},       {"last", Measure::kAny},
   };
   return functions;
+}
+
+// skyhook's own partial states, which storage maps to Acero's kernels
+// (storage/methods/partial_measures.h).
+const std::unordered_map<std::string, Measure>& PartialStateFunctions() {
+  static const std::unordered_map<std::string, Measure> functions = {
+      {"product", Measure::kNumeric},
+      {"any", Measure::kBoolean},
+      {"all", Measure::kBoolean},
+      {"count_all", Measure::kCountRows},
+      {"quantile_sketch", Measure::kSketch},
+  };
+  return functions;
+}
+
+std::optional<Measure> MeasureOf(const std::string& name) {
+  for (const auto* functions : {&AggregateFunctions(), &PartialStateFunctions()}) {
+    auto found = functions->find(name);
+    if (found != functions->end()) return found->second;
+  }
+  return std::nullopt;
 }
 
 arrow::Status Mistyped(const std::string& function, const char* expected) {
@@ -264,8 +286,8 @@ arrow::Result<sp::Type> ExpressionChecker::CheckMeasure(const sp::AggregateFunct
   ARROW_RETURN_NOT_OK(OnlyFields(function, {"function_reference", "arguments", "output_type",
                                             "phase", "invocation", "options"}));
   ARROW_ASSIGN_OR_RAISE(auto name, FunctionName(function.function_reference()));
-  auto kind = AggregateFunctions().find(name);
-  if (kind == AggregateFunctions().end()) {
+  auto kind = MeasureOf(name);
+  if (!kind) {
     return Error(ErrorCode::kInvalidRequest, "aggregate function '", name.substr(0, 64),
                  "' is not allowed in storage");
   }
@@ -284,12 +306,24 @@ arrow::Result<sp::Type> ExpressionChecker::CheckMeasure(const sp::AggregateFunct
   bool fits = false;
   auto output = ClassOf(function.output_type(), declared_);
   auto argument = arguments.empty() ? TypeClass::kOther : ClassOf(arguments[0], declared_);
-  switch (kind->second) {
+  switch (*kind) {
     case Measure::kCount:
       fits = arguments.size() <= 1 && output == TypeClass::kInteger;
       break;
+    case Measure::kCountRows:
+      fits = arguments.size() == 1 && output == TypeClass::kInteger;
+      break;
     case Measure::kNumeric:
       fits = arguments.size() == 1 && IsNumeric(argument) && IsNumeric(output);
+      break;
+    case Measure::kBoolean:
+      fits =
+          arguments.size() == 1 && argument == TypeClass::kBoolean && output == TypeClass::kBoolean;
+      break;
+    case Measure::kSketch:  // a list of float64 quantiles per group
+      fits = arguments.size() == 1 &&
+             (argument == TypeClass::kInteger || argument == TypeClass::kFloating) &&
+             function.output_type().has_list() && function.output_type().list().type().has_fp64();
       break;
     case Measure::kOrdered:
       fits = arguments.size() == 1 && Comparable(argument, argument) &&

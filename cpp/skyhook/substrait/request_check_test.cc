@@ -1,6 +1,7 @@
 #include "skyhook/substrait/request_check.h"
 
 #include <string>
+#include <utility>
 
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
@@ -46,17 +47,23 @@ std::string Project(const std::string& input, const std::string& expression, int
          input + " } expressions { " + expression + " } }";
 }
 
-std::string SumOfFirstColumnByItself(const std::string& input) {
+std::string MeasureOfFirstColumnByItself(const std::string& input, int function,
+                                         const std::string& output_type) {
   return "aggregate { input { " + input + " } groupings { grouping_expressions { " + kColumnA +
-         " } } measures { measure { function_reference: 2 phase: "
-         "AGGREGATION_PHASE_INITIAL_TO_RESULT output_type { i64 {} } arguments { value { " +
-         kColumnA + " } } } } }";
+         " } } measures { measure { function_reference: " + std::to_string(function) +
+         " phase: AGGREGATION_PHASE_INITIAL_TO_RESULT output_type { " + output_type +
+         " } arguments { value { " + kColumnA + " } } } } }";
 }
 
-std::string Plan(const std::string& root_input, const std::string& names) {
+std::string SumOfFirstColumnByItself(const std::string& input) {
+  return MeasureOfFirstColumnByItself(input, 2, "i64 {}");
+}
+
+std::string Plan(const std::string& root_input, const std::string& names,
+                 const std::string& extensions = "") {
   proto::Plan plan;
-  auto text = std::string(kExtensions) + " relations { root { input { " + root_input + " } " +
-              names + " } }";
+  auto text = std::string(kExtensions) + extensions + " relations { root { input { " + root_input +
+              " } " + names + " } }";
   EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &plan)) << text;
   return plan.SerializeAsString();
 }
@@ -100,6 +107,33 @@ TEST(CheckPlan, AcceptsAnAggregateAndSplitsItsInput) {
   ASSERT_EQ(input.relations_size(), 1);
   EXPECT_TRUE(input.relations(0).rel().project().input().has_filter());
   EXPECT_EQ(input.extensions_size(), 3);
+}
+
+// One of skyhook's partial-state measures (storage/methods/partial_measures.h)
+// over column a (i64), by itself.
+std::string PartialState(const std::string& name, const std::string& output_type) {
+  auto extensions =
+      "extension_uris { extension_uri_anchor: 3 uri: \"urn:skyhook:partial_measures\" } "
+      "extensions { extension_function { extension_uri_reference: 3 function_anchor: 4 name: \"" +
+      name + "\" } }";
+  return Plan(MeasureOfFirstColumnByItself(Project(Read(), kColumnA), 4, output_type),
+              "names: \"a\" names: \"m\"", extensions);
+}
+
+TEST(CheckPlan, TypesSkyhooksPartialStateMeasures) {
+  for (const auto& [name, type] : {std::pair{"product", "i64 {}"},
+                                   {"count_all", "i64 {}"},
+                                   {"quantile_sketch", "list { type { fp64 {} } }"}}) {
+    auto checked = CheckPlan(PartialState(name, type));
+    EXPECT_TRUE(checked.ok()) << name << ": " << checked.status();
+  }
+  ExpectRefused(CheckPlan(PartialState("any", "bool {}")).status(), "'any' expects");
+  ExpectRefused(CheckPlan(PartialState("product", "string {}")).status(), "'product' expects");
+  ExpectRefused(CheckPlan(PartialState("quantile_sketch", "fp64 {}")).status(), "expects");
+  ExpectRefused(CheckPlan(PartialState("quantile_sketch", "list { type { string {} } }")).status(),
+                "expects");
+  ExpectRefused(CheckPlan(PartialState("median", "fp64 {}")).status(),
+                "'median' is not allowed in storage");
 }
 
 TEST(CheckPlan, RefusesOtherShapes) {

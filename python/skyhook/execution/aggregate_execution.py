@@ -87,7 +87,7 @@ class AggregateExecution:
         self.decomposition: Decomposition | None = None
         try:
             self.plan = full_plan(schema, query, self.output_schema, filter_in_storage=filter_ok)
-            self.decomposition = decompose(self.plan, query.keys, schema)
+            self.decomposition = decompose(self.plan, query.plan_keys, schema)
         except UncarriedTypes:
             self.stats.filter_in_storage = self.stats.aggregate_in_storage = False
 
@@ -102,7 +102,10 @@ class AggregateExecution:
         partials = self._everywhere(self.decomposition.sub_plan, partitions, main=True)
         distinct = [self._everywhere(sub, partitions, main=False) for sub in self.decomposition.distinct_plans]
         self.stats.aggregate_in_storage = set(self.stats.where.values()) == {Placement.STORAGE}
-        return merge(self.query, self.decomposition, partials, distinct, self.output_schema)
+        result = merge(self.query, self.decomposition, partials, distinct, self.output_schema)
+        if not self.query.keys and result.num_rows == 0:  # grouped partials of no rows: pyarrow's one row
+            return self.query.run_locally(self.source.schema.empty_table())
+        return result
 
     def _plain_reads(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         read = lambda partition: read_partition(self.source, partition, filter=self.query.filter)  # noqa: E731

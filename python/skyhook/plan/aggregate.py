@@ -24,6 +24,7 @@ from skyhook.plan.aggregate_functions import (
     AGGREGATE_FUNCTIONS,
     AggregateFunction,
     Measure,
+    Options,
     State,
     function_of_measure,
 )
@@ -37,25 +38,40 @@ from skyhook.plan.substrait import (
 )
 
 DISTINCT = algebra_pb2.AggregateFunction.AGGREGATION_INVOCATION_DISTINCT
+CONSTANT_KEY = "__all"  # the key of sub-plans without keys whose partials need one
 
 
 @dataclass(frozen=True)
 class Aggregation:
-    """(column, function) as in pyarrow, or (expression, function, name) to
-    aggregate a computed value such as price * (1 - discount)."""
+    """(column, function[, options]) as in pyarrow (([], "count_all") without a
+    column), or (expression, function, name[, options]) to aggregate a computed
+    value such as price * (1 - discount)."""
 
     column: str | None
     function: str
     expression: pc.Expression | None = None
     name: str | None = None
+    options: pc.FunctionOptions | None = None
 
     @property
     def output_name(self) -> str:
-        return self.name or f"{self.column}_{self.function}"
+        if self.name:
+            return self.name
+        return self.function if self.column is None else f"{self.column}_{self.function}"
 
     @property
     def input(self) -> pc.Expression:
-        return self.expression if self.expression is not None else pc.field(self.column)
+        if self.expression is not None:
+            return self.expression
+        # count_all counts rows: any column of them does, a constant is the cheapest.
+        return pc.field(self.column) if self.column is not None else pc.scalar(True)
+
+    @property
+    def pyarrow_call(self) -> tuple[str, pc.FunctionOptions | None]:
+        """(function, options) for pyarrow over this aggregation's input column."""
+        if self.function == "count_all":  # pyarrow's count_all takes no column, its input is a constant
+            return "count", pc.CountOptions(mode="all")
+        return self.function, self.options
 
 
 @dataclass
@@ -73,19 +89,17 @@ class AggregateQuery:
         filter: pc.Expression | None,
     ) -> AggregateQuery:
         keys = [keys] if isinstance(keys, str) else list(keys)
-        parsed = []
-        for entry in aggregations:
-            if isinstance(entry, (tuple, list)) and len(entry) == 2 and isinstance(entry[0], str):
-                parsed.append(Aggregation(entry[0], entry[1]))
-            elif isinstance(entry, (tuple, list)) and len(entry) == 3 and isinstance(entry[0], pc.Expression):
-                parsed.append(Aggregation(None, entry[1], entry[0], entry[2]))
-            else:
-                raise InvalidRequestError(
-                    f"an aggregation is (column, function) or (expression, function, name), not {entry!r}"
-                )
+        parsed = [_parse(entry) for entry in aggregations]
         query = cls(keys, parsed, filter)
         query.validate(schema)
         return query
+
+    @property
+    def plan_keys(self) -> list[str]:
+        """The sub-plans' keys: the query's, or a constant one when a function
+        has partials only per group."""
+        grouped = any(AGGREGATE_FUNCTIONS[a.function].grouped_partials for a in self.aggregations)
+        return self.keys or ([CONSTANT_KEY] if grouped else [])
 
     def validate(self, schema: pa.Schema) -> None:
         for name in self.keys + [a.column for a in self.aggregations if a.column is not None]:
@@ -96,12 +110,32 @@ class AggregateQuery:
                 raise InvalidRequestError(
                     f"unknown aggregate function {aggregation.function!r}; known: {', '.join(AGGREGATE_FUNCTIONS)}"
                 )
+            function = AGGREGATE_FUNCTIONS[aggregation.function]
+            if aggregation.options is not None and not isinstance(aggregation.options, function.options_type or ()):
+                takes = function.options_type.__name__ if function.options_type else "no options"
+                raise InvalidRequestError(f"the aggregate function {aggregation.function!r} takes {takes} here")
+            if function.nullary != (aggregation.column is None and aggregation.expression is None):
+                raise InvalidRequestError(
+                    f"{aggregation.function!r} takes "
+                    + ("no column: ([], 'count_all')" if function.nullary else "a column or an expression")
+                )
         try:
             self.output_schema(schema)
+            self._check_mergeable(schema)
         except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
             raise TypeMismatchError(f"cannot aggregate: {str(error).splitlines()[0]}") from None
         except pa.ArrowInvalid as error:
             raise InvalidRequestError(f"cannot aggregate: {str(error).splitlines()[0]}") from None
+
+    def _check_mergeable(self, schema: pa.Schema) -> None:
+        inputs = pads.dataset(schema.empty_table()).to_table(columns=self.input_columns()).schema
+        for i, aggregation in enumerate(self.aggregations):
+            type = inputs.field(f"__input{i}").type
+            if AGGREGATE_FUNCTIONS[aggregation.function].unmergeable(type):
+                raise TypeMismatchError(
+                    f"cannot aggregate {aggregation.output_name}: {aggregation.function} of {type} "
+                    "does not merge exactly over objects; cast the input to float64"
+                )
 
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
         """pyarrow's answer on no rows: the names, order and types to return."""
@@ -110,10 +144,11 @@ class AggregateQuery:
     def run_locally(self, table: pa.Table) -> pa.Table:
         """pyarrow computing this query: the semantics every result must have."""
         inputs = pads.dataset(table).to_table(columns=self.input_columns(), filter=self.filter)
+        calls = [a.pyarrow_call for a in self.aggregations]
         result = inputs.group_by(self.keys, use_threads=False).aggregate(
-            [(f"__input{i}", a.function) for i, a in enumerate(self.aggregations)]
+            [(f"__input{i}", *call) for i, call in enumerate(calls)]
         )
-        outputs = {f"__input{i}_{a.function}": a.output_name for i, a in enumerate(self.aggregations)}
+        outputs = {f"__input{i}_{call[0]}": a.output_name for i, (call, a) in enumerate(zip(calls, self.aggregations))}
         return result.rename_columns([outputs.get(name, name) for name in result.column_names])
 
     def input_columns(self) -> dict[str, pc.Expression]:
@@ -121,6 +156,27 @@ class AggregateQuery:
         columns = {key: pc.field(key) for key in self.keys}
         columns.update({f"__input{i}": a.input for i, a in enumerate(self.aggregations)})
         return columns
+
+
+def _parse(entry: object) -> Aggregation:
+    """pyarrow's forms (column, function[, options]) and ([], "count_all"), and
+    (expression, function, name[, options])."""
+    if isinstance(entry, (tuple, list)) and 2 <= len(entry) <= 4:
+        target, function, *rest = entry
+        rest = rest[:-1] if rest and rest[-1] is None else rest  # pyarrow's "no options"
+        options = rest[-1] if rest and isinstance(rest[-1], pc.FunctionOptions) else None
+        name = rest[0] if rest and isinstance(rest[0], str) else None
+        if len(rest) == (options is not None) + (name is not None) and isinstance(function, str):
+            if isinstance(target, str) and name is None:
+                return Aggregation(target, function, options=options)
+            if isinstance(target, (tuple, list)) and not target and name is None:
+                return Aggregation(None, function, options=options)
+            if isinstance(target, pc.Expression) and name is not None:
+                return Aggregation(None, function, target, name, options)
+    raise InvalidRequestError(
+        "an aggregation is (column, function[, options]), ([], 'count_all') or "
+        f"(expression, function, name[, options]), not {entry!r}"
+    )
 
 
 def _input_expression(aggregation: Aggregation, schema: pa.Schema) -> pc.Expression:
@@ -142,10 +198,9 @@ def full_plan(schema: pa.Schema, query: AggregateQuery, output_schema: pa.Schema
     """The whole query as one Substrait plan (what explain shows); output_schema
     is query.output_schema(schema)."""
     inputs = [_input_expression(a, schema) for a in query.aggregations]
-    builder = PlanBuilder(
-        schema, query.filter if filter_in_storage else None, [pc.field(k) for k in query.keys] + inputs
-    )
-    keys = len(query.keys)
+    key_columns = [pc.field(k) for k in query.keys] or [pc.scalar(0) for _ in query.plan_keys]
+    builder = PlanBuilder(schema, query.filter if filter_in_storage else None, key_columns + inputs)
+    keys = len(query.plan_keys)
     measures = []
     for i, aggregation in enumerate(query.aggregations):
         function = AGGREGATE_FUNCTIONS[aggregation.function]
@@ -153,13 +208,17 @@ def full_plan(schema: pa.Schema, query: AggregateQuery, output_schema: pa.Schema
             function_reference=builder.function(function.measure.uri, function.measure.substrait_name),
             arguments=[algebra_pb2.FunctionArgument(value=field_reference(keys + i))],
             phase=algebra_pb2.AGGREGATION_PHASE_INITIAL_TO_RESULT,
-            output_type=substrait_type(output_schema.field(keys + i).type, builder.plan),
+            output_type=substrait_type(output_schema.field(aggregation.output_name).type, builder.plan),
+            options=[
+                algebra_pb2.FunctionOption(name=name, preference=[value])
+                for name, value in Options.of(aggregation.options).values.items()
+            ],
         )
         if function.distinct:
             call.invocation = DISTINCT
         measures.append(algebra_pb2.AggregateRel.Measure(measure=call))
     aggregate = algebra_pb2.AggregateRel(input=builder.input(), measures=measures, groupings=[_grouping(range(keys))])
-    names = query.keys + [a.output_name for a in query.aggregations]
+    names = query.plan_keys + [a.output_name for a in query.aggregations]
     return builder.finish(algebra_pb2.Rel(aggregate=aggregate), names)
 
 
@@ -180,6 +239,7 @@ class MeasureMerge:
 
     output: str
     aggregate: AggregateFunction
+    options: Options
     partials: list[str] = field(default_factory=list)  # partial columns, one per state of aggregate
     distinct_plan: int | None = None  # count(distinct): index into Decomposition.distinct_plans
 
@@ -190,7 +250,7 @@ class MeasureMerge:
 
     def states(self) -> list[tuple[str, State]]:
         """Each partial column and the state it holds."""
-        return list(zip(self.partials, self.aggregate.states))
+        return list(zip(self.partials, self.aggregate.states_with(self.options)))
 
 
 @dataclass
@@ -207,7 +267,7 @@ class SubPlan:
         """This sub-plan's aggregate over its input rows (project outputs, in order)."""
         rows = rows.rename_columns([f"c{i}" for i in range(rows.num_columns)])
         result = rows.group_by([f"c{i}" for i in self.group_indices], use_threads=False).aggregate(
-            [(f"c{m.argument}", m.function.pyarrow_name) for m in self.measures]
+            [(f"c{m.argument}", *m.function.pyarrow_aggregate) for m in self.measures]
         )
         return result.rename_columns(self.names)
 
@@ -230,16 +290,22 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
     partial_measures: list[PartialMeasure] = []
     merges: list[MeasureMerge] = []
     distinct_arguments: list[int] = []
+    shared: dict[tuple[Measure, bytes], str] = {}  # partial column of each (measure, input)
+    inputs = [expression.SerializeToString() for expression in aggregate.input.project.expressions]
     for (name, call), output in zip(measures_of(plan), root.names[key_count:]):
         argument = call.arguments[0].value.selection.direct_reference.struct_field.field
-        merge = MeasureMerge(output, function_of_measure(name, call.invocation == DISTINCT))
-        for state in merge.aggregate.states:
+        options = Options({option.name: option.preference[0] for option in call.options}) if call.options else Options()
+        merge = MeasureMerge(output, function_of_measure(name, call.invocation == DISTINCT), options)
+        for state in merge.aggregate.states_with(options):
             if state.partial is None:
                 merge.distinct_plan = len(distinct_arguments)
                 merge.partials.append(f"d{len(distinct_arguments)}")
                 distinct_arguments.append(argument)
+            elif (state.partial, inputs[argument]) in shared:  # e.g. mean and sum of one column: one sum
+                merge.partials.append(shared[state.partial, inputs[argument]])
             else:
                 merge.partials.append(f"p{len(partial_measures)}")
+                shared[state.partial, inputs[argument]] = merge.partials[-1]
                 partial_measures.append(PartialMeasure(state.partial, argument, merge.partials[-1]))
         merges.append(merge)
 

@@ -21,6 +21,8 @@ from skyhook.plan.carried_types import is_carried, request_schema
 ARITHMETIC = "https://github.com/substrait-io/substrait/blob/main/extensions/functions_arithmetic.yaml"
 GENERIC = "https://github.com/substrait-io/substrait/blob/main/extensions/functions_aggregate_generic.yaml"
 ARROW = "urn:arrow:substrait_simple_extension_function"
+#: skyhook's own measures (cpp/skyhook/storage/methods/partial_measures.h)
+SKYHOOK = "urn:skyhook:partial_measures"
 OBJECT_TABLE = "object"
 
 Expression = algebra_pb2.Expression
@@ -77,6 +79,8 @@ def _names_for(type: type_pb2.Type) -> int:
 
 def substrait_type(type: pa.DataType, plan: plan_pb2.Plan) -> type_pb2.Type:
     """type in Substrait, its user-defined types (unsigned integers, ...) declared in plan."""
+    if pa.types.is_fixed_size_list(type):  # Substrait has variable-length lists only
+        type = pa.list_(type.value_type)
     named = serialize([pc.field("x")], ["x"], pa.schema([("x", type)]))
     uris = {declared.extension_uri_anchor: declared.uri for declared in named.extension_uris}
     declared_types = {

@@ -10,6 +10,7 @@
 #include <arrow/util/future.h>
 
 #include "skyhook/protocol/plan_request.h"
+#include "skyhook/storage/methods/partial_measures.h"
 #include "skyhook/storage/object/object_columns.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/runtime/call_resources.h"
@@ -128,7 +129,8 @@ class PlanExecution {
                                              const arrow::Schema& schema) {
       return ObjectSource(schema);
     };
-    auto converted = arrow::engine::DeserializePlan(plan, nullptr, nullptr, conversion);
+    ARROW_ASSIGN_OR_RAISE(auto registry, PartialMeasureRegistry());
+    auto converted = arrow::engine::DeserializePlan(plan, registry, nullptr, conversion);
     if (!converted.ok()) return AsPlanError(converted.status());
     return std::move(*converted);
   }
