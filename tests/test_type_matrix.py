@@ -17,6 +17,7 @@ import pyarrow.dataset as pads
 import pytest
 
 import skyhook
+from skyhook.execution.placement import Placement
 from support.assertions import assert_same_table as assert_same_values
 
 ROWS_PER_OBJECT = 4
@@ -254,7 +255,12 @@ def test_aggregates(datasets, name, format, pushdown):
     at_client = name in AGGREGATED_AT_CLIENT or any(
         item in BOOLEAN_SUMS for item in ((name, f) for _, f in aggregations)
     )
-    assert dataset.last_aggregate.stats.aggregate_in_storage == (pushdown is not False and not at_client)
+    stats = dataset.last_aggregate.stats
+    if pushdown == "auto" and not at_client:
+        # An object's partials may outgrow the (tiny) object: it is then pushed back, never larger.
+        assert set(stats.where.values()) <= {Placement.STORAGE, Placement.PUSHED_BACK}
+    else:
+        assert stats.aggregate_in_storage == (pushdown is True and not at_client)
 
 
 @pytest.mark.parametrize("format", FORMATS)
