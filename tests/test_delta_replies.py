@@ -46,7 +46,12 @@ def integers() -> pa.Table:
 @pytest.mark.parametrize("codec", ["lz4", "zstd"])
 def test_every_integer_type_round_trips(store, integers, codec):
     ds = store.write_dataset("ints", integers, rows_per_object=1000)
-    for filter in (None, (F("row") > 100) & (F("row") < 2500), F("row") == 17, F("row") < 0):  # all, some, one row, none
+    for filter in (
+        None,
+        (F("row") > 100) & (F("row") < 2500),
+        F("row") == 17,
+        F("row") < 0,
+    ):  # all, some, one row, none
         scanner = ds.scanner(filter=filter, batch_size=300, pushdown=True, reply_compression=codec)
         expected = integers if filter is None else integers.filter(filter)
         assert_same_table(scanner.to_table(), expected)
@@ -98,14 +103,18 @@ def test_plans_and_aggregate_partials_round_trip(store, integers):
     )
     assert_same_table(grouped.sort_by("sorted_uint8"), expected.sort_by("sorted_uint8"))
     whole = ds.aggregate([("sorted_uint64", "max"), ("sorted_int8", "min"), ("row", "count")], reply_compression="lz4")
-    assert_same_table(whole, integers.group_by([]).aggregate([("sorted_uint64", "max"), ("sorted_int8", "min"), ("row", "count")]))
+    assert_same_table(
+        whole, integers.group_by([]).aggregate([("sorted_uint64", "max"), ("sorted_int8", "min"), ("row", "count")])
+    )
 
 
 def test_continued_replies_round_trip(store, monkeypatch):
     if not store.backend.runs_in_process:
         pytest.skip("the OSDs' limits are set when the cluster starts")
     rows = 600_000
-    table = pa.table({"k": pa.array(range(rows), pa.int64()), "v": pa.array([i % 977 for i in range(rows)], pa.uint16())})
+    table = pa.table(
+        {"k": pa.array(range(rows), pa.int64()), "v": pa.array([i % 977 for i in range(rows)], pa.uint16())}
+    )
     ds = store.write_dataset("one", table, rows_per_object=rows, target_object_size=1 << 40, row_group_size=50_000)
     monkeypatch.setenv("SKYHOOK_MAX_CALL_MS", "1")
     scanner = ds.scanner(batch_size=1, pushdown=True, reply_compression="zstd")
@@ -120,9 +129,7 @@ def _reply(batch: pa.RecordBatch, delta: str) -> Reply:
     return Reply(0, "", body=sink.getvalue(), source="object x")
 
 
-@pytest.mark.parametrize(
-    "delta", ["9", "-1", "1", "2", "0,0", "0,", "zero", "", "3"], ids=lambda text: repr(text)
-)
+@pytest.mark.parametrize("delta", ["9", "-1", "1", "2", "0,0", "0,", "zero", "", "3"], ids=lambda text: repr(text))
 def test_malformed_delta_metadata_is_a_corrupt_reply(delta):
     batch = pa.record_batch(
         {
@@ -137,7 +144,9 @@ def test_malformed_delta_metadata_is_a_corrupt_reply(delta):
 
 
 def test_delta_metadata_decodes_by_wrapping_sums():
-    batch = pa.record_batch({"k": pa.array([-128, -128, 127], pa.int8()), "u": pa.array([2**64 - 2, 1, 0], pa.uint64())})
+    batch = pa.record_batch(
+        {"k": pa.array([-128, -128, 127], pa.int8()), "u": pa.array([2**64 - 2, 1, 0], pa.uint64())}
+    )
     restored = _reply(batch, "0,1").reader().read_all()
     assert restored.column("k").to_pylist() == [-128, 0, 127]
     assert restored.column("u").to_pylist() == [2**64 - 2, 2**64 - 1, 2**64 - 1]
@@ -149,4 +158,6 @@ def test_plan_requests_ask_for_deltas_when_compressed():
     assert fields["delta_sorted_integers"] == 1
     assert ResultOptions(compression="none").header_fields()["delta_sorted_integers"] is None
     assert ResultOptions().header_fields()["delta_sorted_integers"] is None
-    assert ResultOptions(compression="lz4", delta_sorted_integers=False).header_fields()["delta_sorted_integers"] is None
+    assert (
+        ResultOptions(compression="lz4", delta_sorted_integers=False).header_fields()["delta_sorted_integers"] is None
+    )

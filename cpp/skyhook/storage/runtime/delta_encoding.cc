@@ -20,8 +20,8 @@ arrow::Result<std::shared_ptr<arrow::Array>> Differences(const arrow::ArrayData&
   for (int64_t i = 1; i < data.length; ++i) {
     if (values[i] < values[i - 1]) return nullptr;
   }
-  ARROW_ASSIGN_OR_RAISE(auto buffer,
-                        arrow::AllocateBuffer(data.length * static_cast<int64_t>(sizeof(Value)), pool));
+  ARROW_ASSIGN_OR_RAISE(
+      auto buffer, arrow::AllocateBuffer(data.length * static_cast<int64_t>(sizeof(Value)), pool));
   // Unsigned arithmetic wraps where signed would overflow (INT64_MIN to MAX);
   // the client's cumulative sum wraps back the same way.
   auto* out = buffer->mutable_data_as<Unsigned>();
@@ -63,8 +63,8 @@ arrow::Result<std::shared_ptr<arrow::Array>> DifferencesIfSorted(const arrow::Ar
 
 }  // namespace
 
-arrow::Result<DeltaEncodedBatch> DeltaEncodeSortedIntegers(
-    const arrow::RecordBatch& batch, arrow::MemoryPool* pool) {
+arrow::Result<DeltaEncodedBatch> DeltaEncodeSortedIntegers(const arrow::RecordBatch& batch,
+                                                           arrow::MemoryPool* pool) {
   DeltaEncodedBatch encoded;
   arrow::ArrayVector columns = batch.columns();
   for (int i = 0; i < batch.num_columns(); ++i) {

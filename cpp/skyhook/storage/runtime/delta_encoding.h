@@ -26,7 +26,7 @@ struct DeltaEncodedBatch {
 /// non-decreasing by its first differences (the first value kept), computed in
 /// the unsigned type so that nothing overflows. Columns of fewer than two rows
 /// gain nothing and stay as they are. New buffers come from `pool`.
-arrow::Result<DeltaEncodedBatch> DeltaEncodeSortedIntegers(
-    const arrow::RecordBatch& batch, arrow::MemoryPool* pool);
+arrow::Result<DeltaEncodedBatch> DeltaEncodeSortedIntegers(const arrow::RecordBatch& batch,
+                                                           arrow::MemoryPool* pool);
 
 }  // namespace skyhook

@@ -30,8 +30,8 @@ arrow::Result<std::unique_ptr<ResultWriter>> ResultWriter::Open(
   int64_t cap =
       options.within_object ? std::max<int64_t>(0, object_bytes - options.bytes_before) : kNoCap;
   return std::unique_ptr<ResultWriter>(
-      new ResultWriter(std::move(sink), std::move(writer), options.max_result_bytes,
-                       node_max_bytes, cap, options.delta_sorted_integers ? scratch_pool : nullptr));
+      new ResultWriter(std::move(sink), std::move(writer), options.max_result_bytes, node_max_bytes,
+                       cap, options.delta_sorted_integers ? scratch_pool : nullptr));
 }
 
 arrow::Result<bool> ResultWriter::Fits(const arrow::RecordBatch& batch) const {

@@ -66,7 +66,7 @@ class ResultWriter {
   std::shared_ptr<arrow::ipc::RecordBatchWriter> writer_;
   int64_t client_max_bytes_;
   int64_t node_max_bytes_;
-  int64_t object_cap_;  // the most this reply may hold; no cap: int64 max
+  int64_t object_cap_;             // the most this reply may hold; no cap: int64 max
   arrow::MemoryPool* delta_pool_;  // null: sorted integer columns go as they are
   int64_t rows_written_ = 0;
   int64_t bytes_ = 0;  // written so far (or in all, once finished)
