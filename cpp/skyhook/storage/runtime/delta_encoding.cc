@@ -37,7 +37,7 @@ arrow::Result<std::shared_ptr<arrow::Array>> Differences(const arrow::ArrayData&
 
 arrow::Result<std::shared_ptr<arrow::Array>> DifferencesIfSorted(const arrow::Array& column,
                                                                  arrow::MemoryPool* pool) {
-  if (column.length() < 2 || column.null_count() != 0) return nullptr;
+  if (column.null_count() != 0) return nullptr;
   const auto& data = *column.data();
   switch (column.type_id()) {
     case arrow::Type::INT8:
@@ -66,6 +66,7 @@ arrow::Result<std::shared_ptr<arrow::Array>> DifferencesIfSorted(const arrow::Ar
 arrow::Result<DeltaEncodedBatch> DeltaEncodeSortedIntegers(const arrow::RecordBatch& batch,
                                                            arrow::MemoryPool* pool) {
   DeltaEncodedBatch encoded;
+  if (batch.num_rows() < kMinDeltaRows) return encoded;
   arrow::ArrayVector columns = batch.columns();
   for (int i = 0; i < batch.num_columns(); ++i) {
     ARROW_ASSIGN_OR_RAISE(auto differences, DifferencesIfSorted(*columns[i], pool));
