@@ -21,9 +21,12 @@ CPP = Path(__file__).parent.parent / "cpp" / "skyhook"
 
 
 def fields_read_by(source: str) -> set[str]:
-    """Header fields a C++ decoder reads: header.Int64("name"), DecodeExpressions(header, "name", ...)."""
+    """Header fields a C++ decoder reads: header.Int64("name"), DecodeExpressions(header, "name", ...),
+    DecodeFlag(header, "name")."""
     text = next(CPP.rglob(source)).read_text()
-    return set(re.findall(r'(?:header\.(?:String|Int64|Binary)\(|DecodeExpressions\(header, )"(\w+)"', text))
+    return set(
+        re.findall(r'(?:header\.(?:String|Int64|Binary)\(|(?:DecodeExpressions|DecodeFlag)\(header, )"(\w+)"', text)
+    )
 
 
 def own_fields(request: type) -> set[str]:
@@ -66,6 +69,7 @@ def test_absent_fields_are_left_out_and_present_ones_typed():
         "filter": (pa.binary(), b"f"),
         "compression": (pa.string(), "lz4"),
         "batch_size": (pa.int64(), 5),
+        "delta_sorted_integers": (pa.int64(), 1),  # asked for with any compression
         "max_in_flight": (pa.int64(), 0),
     }
 

@@ -20,8 +20,9 @@ namespace {
 
 // Header fields any method reads (protocol README), and values they take.
 constexpr const char* kFieldNames[] = {
-    "method",     "filter",           "projection", "plan",          "compression",
-    "batch_size", "max_result_bytes", "start_row",  "max_in_flight", "max_slice_cpu_ns"};
+    "method",        "filter",           "projection",           "plan",
+    "compression",   "batch_size",       "max_result_bytes",     "start_row",
+    "max_in_flight", "max_slice_cpu_ns", "delta_sorted_integers"};
 constexpr const char* kStrings[] = {"scan", "describe", "execute_plan", "none", "lz4", "zstd", ""};
 constexpr int64_t kIntegers[] = {
     0,         1,         -1,     2, 7, 1024, 65536, int64_t{1} << 24, (int64_t{1} << 24) + 1,

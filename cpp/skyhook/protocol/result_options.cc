@@ -9,6 +9,15 @@ namespace {
 
 constexpr int64_t kMaxBatchSize = int64_t{1} << 24;
 
+arrow::Result<bool> DecodeFlag(const HeaderReader& header, const char* name) {
+  ARROW_ASSIGN_OR_RAISE(auto value, header.Int64(name));
+  if (!value) return false;
+  if (*value != 0 && *value != 1) {
+    return Error(ErrorCode::kInvalidRequest, name, " must be 0 or 1");
+  }
+  return *value == 1;
+}
+
 arrow::Result<arrow::Compression::type> DecodeCompression(const HeaderReader& header) {
   ARROW_ASSIGN_OR_RAISE(auto name, header.String("compression"));
   if (!name || *name == "none") return arrow::Compression::UNCOMPRESSED;
@@ -43,13 +52,7 @@ arrow::Result<ResultOptions> ResultOptions::Decode(const HeaderReader& header) {
     if (*start_row < 0) return Error(ErrorCode::kInvalidRequest, "start_row must not be negative");
     options.start_row = *start_row;
   }
-  ARROW_ASSIGN_OR_RAISE(auto within_object, header.Int64("reply_within_object"));
-  if (within_object) {
-    if (*within_object != 0 && *within_object != 1) {
-      return Error(ErrorCode::kInvalidRequest, "reply_within_object must be 0 or 1");
-    }
-    options.within_object = *within_object == 1;
-  }
+  ARROW_ASSIGN_OR_RAISE(options.within_object, DecodeFlag(header, "reply_within_object"));
   ARROW_ASSIGN_OR_RAISE(auto bytes_before, header.Int64("reply_bytes_before"));
   if (bytes_before) {
     if (*bytes_before < 0) {
@@ -57,6 +60,7 @@ arrow::Result<ResultOptions> ResultOptions::Decode(const HeaderReader& header) {
     }
     options.bytes_before = *bytes_before;
   }
+  ARROW_ASSIGN_OR_RAISE(options.delta_sorted_integers, DecodeFlag(header, "delta_sorted_integers"));
   return options;
 }
 

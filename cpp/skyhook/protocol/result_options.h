@@ -22,6 +22,9 @@ struct ResultOptions {
   bool within_object = false;
   /// Bytes of this object's earlier replies (continuations): they count towards it.
   int64_t bytes_before = 0;
+  /// Send sorted integer columns as their differences (named in each batch's
+  /// "skyhook.delta" metadata): off for clients that predate it.
+  bool delta_sorted_integers = false;
 
   static arrow::Result<ResultOptions> Decode(const HeaderReader& header);
 };

@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from skyhook.errors import CorruptReplyError, StorageError, first_line
+from skyhook.rpc.delta_columns import decoded
 from skyhook.rpc.error_codes import ERROR_BY_CODE
 from skyhook.rpc.frame import decode_reply_frame, malformed_header
 from skyhook.rpc.statistics import ADDITIVE, BYTES_ABANDONED, BYTES_RETURNED, CALLS, Statistics
@@ -45,8 +46,9 @@ class Reply:
             raise error(f"{context}: {self.message}")
 
     def reader(self) -> pa.RecordBatchReader:
-        """The body's record batches, each validated in full: a damaged body
-        raises CorruptReplyError here instead of reaching compute kernels."""
+        """The body's record batches, each validated in full and its delta-encoded
+        columns restored: a damaged body raises CorruptReplyError here instead
+        of reaching compute kernels."""
         try:
             stream = pa.ipc.open_stream(self.body)
         except (pa.ArrowException, OSError) as error:
@@ -56,11 +58,12 @@ class Reply:
     def _validated(self, stream: pa.RecordBatchStreamReader) -> Iterator[pa.RecordBatch]:
         while True:
             try:
-                batch = stream.read_next_batch()
+                batch, metadata = stream.read_next_batch_with_custom_metadata()
                 batch.validate(full=True)
+                batch = decoded(batch, metadata)
             except StopIteration:
                 return
-            except (pa.ArrowException, OSError) as error:
+            except (pa.ArrowException, OSError, ValueError) as error:
                 raise CorruptReplyError(f"the reply of {self.source} is malformed: {first_line(error)}") from None
             yield batch
 

@@ -60,9 +60,10 @@ class PlanExecution {
     while (true) {
       ARROW_ASSIGN_OR_RAISE(auto chunk, RunChunk(*runnable));
       if (!writer_) {
-        ARROW_ASSIGN_OR_RAISE(writer_, ResultWriter::Open(chunk.schema, options_,
-                                                          resources_->limits().max_reply_bytes,
-                                                          static_cast<int64_t>(object_bytes)));
+        ARROW_ASSIGN_OR_RAISE(
+            writer_,
+            ResultWriter::Open(chunk.schema, options_, resources_->limits().max_reply_bytes,
+                               static_cast<int64_t>(object_bytes), resources_->pool()));
       }
       auto* writer = writer_.get();
       // A chunk of no rows past the object's start only holds an aggregate's

@@ -84,7 +84,7 @@ class ScanExecution {
     ARROW_ASSIGN_OR_RAISE(uint64_t object_bytes, object->Size());
     ARROW_ASSIGN_OR_RAISE(
         writer_, ResultWriter::Open(output_schema, options_, resources_->limits().max_reply_bytes,
-                                    static_cast<int64_t>(object_bytes)));
+                                    static_cast<int64_t>(object_bytes), resources_->pool()));
     auto* writer = writer_.get();
     ARROW_ASSIGN_OR_RAISE(auto batches, reader->ReadFields(needed.indices(), options_.batch_size,
                                                            options_.start_row));

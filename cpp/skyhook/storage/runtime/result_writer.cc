@@ -3,8 +3,10 @@
 #include <algorithm>
 
 #include <arrow/util/byte_size.h>
+#include <arrow/util/key_value_metadata.h>
 
 #include "skyhook/protocol/error.h"
+#include "skyhook/storage/runtime/delta_encoding.h"
 
 namespace skyhook {
 namespace {
@@ -17,7 +19,7 @@ constexpr int64_t kNoCap = std::numeric_limits<int64_t>::max();
 
 arrow::Result<std::unique_ptr<ResultWriter>> ResultWriter::Open(
     const std::shared_ptr<arrow::Schema>& schema, const ResultOptions& options,
-    int64_t node_max_bytes, int64_t object_bytes) {
+    int64_t node_max_bytes, int64_t object_bytes, arrow::MemoryPool* scratch_pool) {
   ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
   auto ipc_options = arrow::ipc::IpcWriteOptions::Defaults();
   if (options.compression != arrow::Compression::UNCOMPRESSED) {
@@ -27,8 +29,9 @@ arrow::Result<std::unique_ptr<ResultWriter>> ResultWriter::Open(
   // Earlier replies of the object count towards its size (a continuation).
   int64_t cap =
       options.within_object ? std::max<int64_t>(0, object_bytes - options.bytes_before) : kNoCap;
-  return std::unique_ptr<ResultWriter>(new ResultWriter(
-      std::move(sink), std::move(writer), options.max_result_bytes, node_max_bytes, cap));
+  return std::unique_ptr<ResultWriter>(
+      new ResultWriter(std::move(sink), std::move(writer), options.max_result_bytes, node_max_bytes,
+                       cap, options.delta_sorted_integers ? scratch_pool : nullptr));
 }
 
 arrow::Result<bool> ResultWriter::Fits(const arrow::RecordBatch& batch) const {
@@ -48,8 +51,18 @@ arrow::Result<bool> ResultWriter::Fits(int64_t bytes) const {
 }
 
 arrow::Status ResultWriter::Write(const arrow::RecordBatch& batch) {
-  ARROW_RETURN_NOT_OK(writer_->WriteRecordBatch(batch));
+  DeltaEncodedBatch encoded;
+  if (delta_pool_ != nullptr) {
+    ARROW_ASSIGN_OR_RAISE(encoded, DeltaEncodeSortedIntegers(batch, delta_pool_));
+  }
+  if (encoded.batch) {
+    auto metadata = arrow::key_value_metadata({kDeltaMetadataKey}, {encoded.columns});
+    ARROW_RETURN_NOT_OK(writer_->WriteRecordBatch(*encoded.batch, metadata));
+  } else {
+    ARROW_RETURN_NOT_OK(writer_->WriteRecordBatch(batch));
+  }
   rows_written_ += batch.num_rows();
+  // What was written, encoded and compressed, is what counts.
   ARROW_ASSIGN_OR_RAISE(bytes_, sink_->Tell());
   // Compressed sizes are known only once written: stop as soon as the stream
   // and its end marker would not fit.

@@ -3,6 +3,8 @@
 // limit is a hard one, the node's ends the reply early (a continuation). A
 // reply asked to stay within its object's size is abandoned (pushed back) as
 // soon as its compressed bytes pass the object's: a plain read moves less.
+// Asked to, it writes sorted integer columns as their differences
+// (delta_encoding.h), naming them in the batch's metadata.
 #pragma once
 
 #include <limits>
@@ -14,6 +16,7 @@
 #include <arrow/buffer.h>
 #include <arrow/io/memory.h>
 #include <arrow/ipc/writer.h>
+#include <arrow/memory_pool.h>
 #include <arrow/record_batch.h>
 
 #include "skyhook/protocol/result_options.h"
@@ -24,13 +27,15 @@ class ResultWriter {
  public:
   /// The reply's memory comes from the default pool: it outlives the call.
   /// object_bytes: the object's size, the cap of a reply asked to stay within it.
+  /// scratch_pool: the call's pool, for batches encoded before they are written.
   static arrow::Result<std::unique_ptr<ResultWriter>> Open(
       const std::shared_ptr<arrow::Schema>& schema, const ResultOptions& options,
-      int64_t node_max_bytes, int64_t object_bytes = 0);
+      int64_t node_max_bytes, int64_t object_bytes = 0,
+      arrow::MemoryPool* scratch_pool = arrow::default_memory_pool());
 
   /// Whether `batch` still fits the node's reply limit (if not, the call stops
   /// and the client continues in another call); kResultTooLarge if it would
-  /// pass the client's.
+  /// pass the client's. Its referenced bytes bound what it adds, encoded or not.
   arrow::Result<bool> Fits(const arrow::RecordBatch& batch) const;
   /// The same for `bytes` more (several batches written together).
   arrow::Result<bool> Fits(int64_t bytes) const;
@@ -47,12 +52,13 @@ class ResultWriter {
  private:
   ResultWriter(std::shared_ptr<arrow::io::BufferOutputStream> sink,
                std::shared_ptr<arrow::ipc::RecordBatchWriter> writer, int64_t client_max_bytes,
-               int64_t node_max_bytes, int64_t object_cap)
+               int64_t node_max_bytes, int64_t object_cap, arrow::MemoryPool* delta_pool)
       : sink_(std::move(sink)),
         writer_(std::move(writer)),
         client_max_bytes_(client_max_bytes),
         node_max_bytes_(node_max_bytes),
-        object_cap_(object_cap) {}
+        object_cap_(object_cap),
+        delta_pool_(delta_pool) {}
 
   arrow::Status CheckWithinObject(int64_t bytes);
 
@@ -60,7 +66,8 @@ class ResultWriter {
   std::shared_ptr<arrow::ipc::RecordBatchWriter> writer_;
   int64_t client_max_bytes_;
   int64_t node_max_bytes_;
-  int64_t object_cap_;  // the most this reply may hold; no cap: int64 max
+  int64_t object_cap_;             // the most this reply may hold; no cap: int64 max
+  arrow::MemoryPool* delta_pool_;  // null: sorted integer columns go as they are
   int64_t rows_written_ = 0;
   int64_t bytes_ = 0;  // written so far (or in all, once finished)
   bool over_object_ = false;
