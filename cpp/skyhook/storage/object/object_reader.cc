@@ -271,14 +271,21 @@ arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(ObjectContext* o
   if (!file.ok()) {
     return Error(ErrorCode::kNotFound, "object cannot be opened: ", file.status().message());
   }
-  ARROW_ASSIGN_OR_RAISE(auto format, object->GetXattr(kFormatAttribute));
-  if (!format) {
-    return Error(ErrorCode::kCorruptObject, "object has no ", kFormatAttribute,
-                 " attribute: it was not written as a skyhook partition");
+  ARROW_ASSIGN_OR_RAISE(auto design, ReadDesign(object));
+  if (!design.monolithic() || design.column_groups[0].offset != 0) {
+    return Error(ErrorCode::kCorruptObject,
+                 "object has column extents, which this reader cannot read");
   }
-  if (*format == "parquet") return ParquetObjectReader::Open(std::move(*file), pool);
-  if (*format == "ipc") return IpcObjectReader::Open(std::move(*file), pool);
-  return Error(ErrorCode::kCorruptObject, "object has unknown format '", *format, "'");
+  switch (design.format) {
+    case ObjectFormat::kParquet:
+      return ParquetObjectReader::Open(std::move(*file), pool);
+    case ObjectFormat::kIpc:
+      return IpcObjectReader::Open(std::move(*file), pool);
+    case ObjectFormat::kRows:
+      break;
+  }
+  return Error(ErrorCode::kCorruptObject, "object has format '", FormatName(design.format),
+               "', which this reader cannot read");
 }
 
 }  // namespace skyhook

@@ -1,6 +1,5 @@
-// Reads the partition stored in one object (Parquet or Arrow IPC file, named by
-// the object's skyhook.format attribute) slice by slice, decoding only the
-// columns asked for.
+// Reads the partition stored in one object (laid out as its design says:
+// object_design.h) slice by slice, decoding only the columns asked for.
 #pragma once
 
 #include <memory>
@@ -12,11 +11,10 @@
 #include <arrow/type.h>
 
 #include "skyhook/storage/object/object_context.h"
+#include "skyhook/storage/object/object_design.h"
 #include "skyhook/storage/object/object_file.h"
 
 namespace skyhook {
-
-constexpr char kFormatAttribute[] = "skyhook.format";
 
 class ObjectReader {
  public:

@@ -1,0 +1,224 @@
+"""Physical designs: how one object lays out its rows.
+
+``Design`` is what a user asks for (format, column groups, sort order,
+compression, rows per row group); ``ObjectDesign`` is what one object carries
+in its ``skyhook.design`` attribute once built: the resolved column groups
+with their byte extents, its row count and a generation that every rewrite
+raises. The attribute is a one-row Arrow IPC stream, the same one the C++
+core reads and writes (cpp/skyhook/storage/object/object_design.h).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from skyhook.errors import InvalidRequestError
+
+DESIGN_ATTRIBUTE = "skyhook.design"
+DESIGN_VERSION = 1
+FORMATS = ("rows", "ipc", "parquet")
+COMPRESSIONS = ("none", "lz4", "zstd")
+DEFAULT_ROW_GROUP_SIZE = 64 * 1024
+_MAX_ROW_GROUP_SIZE = 1 << 24
+
+_SORT_KEY = pa.struct([pa.field("column", pa.utf8(), False), pa.field("descending", pa.bool_(), False)])
+_COLUMN_GROUP = pa.struct(
+    [
+        pa.field("columns", pa.list_(pa.field("item", pa.utf8(), False)), False),
+        pa.field("offset", pa.int64(), False),
+        pa.field("length", pa.int64(), False),
+    ]
+)
+DESIGN_SCHEMA = pa.schema(
+    [
+        pa.field("version", pa.int32(), False),
+        pa.field("format", pa.utf8(), False),
+        pa.field("column_groups", pa.list_(pa.field("item", _COLUMN_GROUP, False)), False),
+        pa.field("sort_by", pa.list_(pa.field("item", _SORT_KEY, False)), False),
+        pa.field("compression", pa.utf8(), False),
+        pa.field("row_group_size", pa.int64(), False),
+        pa.field("num_rows", pa.int64(), False),
+        pa.field("generation", pa.int64(), False),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class SortKey:
+    column: str
+    descending: bool = False
+
+
+@dataclass(frozen=True)
+class Design:
+    """A physical design to build. column_groups: None keeps every column
+    together; "each" gives every column its own extent; a list of column lists
+    names groups (columns no group names form one more group)."""
+
+    format: str = "parquet"
+    column_groups: tuple[tuple[str, ...], ...] | str | None = None
+    sort_by: tuple[SortKey, ...] = ()
+    compression: str = "zstd"
+    row_group_size: int = DEFAULT_ROW_GROUP_SIZE
+
+    def __init__(
+        self,
+        format: str = "parquet",
+        column_groups: Sequence[Sequence[str]] | str | None = None,
+        sort_by: Sequence[str | tuple[str, str] | SortKey] | str = (),
+        compression: str = "zstd",
+        row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+    ) -> None:
+        if format not in FORMATS:
+            raise InvalidRequestError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
+        if compression not in COMPRESSIONS:
+            raise InvalidRequestError(f"unknown compression {compression!r}; expected one of {', '.join(COMPRESSIONS)}")
+        if isinstance(row_group_size, bool) or not isinstance(row_group_size, int):
+            raise InvalidRequestError(f"row_group_size must be an integer, not {row_group_size!r}")
+        if not 1 <= row_group_size <= _MAX_ROW_GROUP_SIZE:
+            raise InvalidRequestError(f"row_group_size {row_group_size} is outside 1 .. 2^24")
+        groups = _groups(column_groups)
+        if format == "rows" and (groups == "each" or (groups is not None and len(groups) > 1)):
+            raise InvalidRequestError("a rows object keeps all its columns in one group")
+        object.__setattr__(self, "format", format)
+        object.__setattr__(self, "column_groups", groups)
+        object.__setattr__(self, "sort_by", _sort_keys(sort_by))
+        object.__setattr__(self, "compression", compression)
+        object.__setattr__(self, "row_group_size", row_group_size)
+
+    def resolved_groups(self, columns: Sequence[str]) -> list[list[str]]:
+        """The groups to ask the writer for, given the data's columns: unknown
+        names are an InvalidRequestError here, before anything is read."""
+        known = set(columns)
+        if self.column_groups is None:
+            groups: list[list[str]] = [[]]
+        elif self.column_groups == "each":
+            groups = [[column] for column in columns]
+        else:
+            groups = [list(group) for group in self.column_groups]
+        for name in [column for group in groups for column in group] + [key.column for key in self.sort_by]:
+            if name not in known:
+                raise InvalidRequestError(f"the design names column {name!r}, which the dataset does not have")
+        return groups
+
+
+@dataclass(frozen=True)
+class ColumnGroup:
+    columns: tuple[str, ...]  # empty: every column of the object
+    offset: int
+    length: int
+
+
+@dataclass(frozen=True)
+class ObjectDesign:
+    format: str
+    column_groups: tuple[ColumnGroup, ...]
+    sort_by: tuple[SortKey, ...]
+    compression: str  # "unknown" for objects written before designs
+    row_group_size: int
+    num_rows: int  # -1 where only the object's footer knows
+    generation: int
+
+    @classmethod
+    def request(cls, design: Design, columns: Sequence[str], generation: int) -> ObjectDesign:
+        """What to ask the C++ writer for (extents and row count are filled in by it)."""
+        return cls(
+            design.format,
+            tuple(ColumnGroup(tuple(group), 0, 0) for group in design.resolved_groups(columns)),
+            design.sort_by,
+            design.compression,
+            design.row_group_size,
+            0,
+            generation,
+        )
+
+    @classmethod
+    def legacy(cls, format: str, size: int) -> ObjectDesign:
+        """An object written before designs: one extent, named by skyhook.format."""
+        return cls(format, (ColumnGroup((), 0, size),), (), "unknown", DEFAULT_ROW_GROUP_SIZE, -1, 0)
+
+    def to_bytes(self) -> bytes:
+        row = {
+            "version": DESIGN_VERSION,
+            "format": self.format,
+            "column_groups": [
+                {"columns": list(group.columns), "offset": group.offset, "length": group.length}
+                for group in self.column_groups
+            ],
+            "sort_by": [{"column": key.column, "descending": key.descending} for key in self.sort_by],
+            "compression": self.compression,
+            "row_group_size": self.row_group_size,
+            "num_rows": self.num_rows,
+            "generation": self.generation,
+        }
+        batch = pa.RecordBatch.from_pylist([row], schema=DESIGN_SCHEMA)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, DESIGN_SCHEMA) as writer:
+            writer.write_batch(batch)
+        return sink.getvalue().to_pybytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> ObjectDesign:
+        """Decodes an attribute value (the C++ core checks it against the object
+        before reading; here it only has to be well-formed): ValueError if not."""
+        try:
+            table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+        except pa.ArrowException as error:
+            raise ValueError(f"malformed design: {error}") from None
+        if table.num_rows != 1 or table.column("version")[0].as_py() != DESIGN_VERSION:
+            raise ValueError("malformed design: not one row of a known version")
+        row = table.select(DESIGN_SCHEMA.names).to_pylist()[0]
+        return cls(
+            row["format"],
+            tuple(
+                ColumnGroup(tuple(group["columns"]), group["offset"], group["length"]) for group in row["column_groups"]
+            ),
+            tuple(SortKey(key["column"], key["descending"]) for key in row["sort_by"]),
+            row["compression"],
+            row["row_group_size"],
+            row["num_rows"],
+            row["generation"],
+        )
+
+    def describe_groups(self) -> str:
+        """The column groups as one line: "(all)" or "a,b | c"."""
+        if len(self.column_groups) == 1 and not self.column_groups[0].columns:
+            return "(all)"
+        return " | ".join(",".join(group.columns) for group in self.column_groups)
+
+
+def _groups(column_groups: Sequence[Sequence[str]] | str | None) -> tuple[tuple[str, ...], ...] | str | None:
+    if column_groups is None or column_groups == "each":
+        return column_groups
+    if isinstance(column_groups, str):
+        raise InvalidRequestError(f"column_groups must be None, 'each' or lists of columns, not {column_groups!r}")
+    groups = tuple(tuple(group) for group in column_groups)
+    seen: set[str] = set()
+    for group in groups:
+        if not group or not all(isinstance(column, str) for column in group):
+            raise InvalidRequestError("every column group must name one or more columns")
+        for column in group:
+            if column in seen:
+                raise InvalidRequestError(f"column {column!r} is in two column groups")
+            seen.add(column)
+    return groups
+
+
+def _sort_keys(sort_by: Sequence[str | tuple[str, str] | SortKey] | str) -> tuple[SortKey, ...]:
+    keys = [sort_by] if isinstance(sort_by, str) else list(sort_by)
+    result = []
+    for key in keys:
+        if isinstance(key, SortKey):
+            result.append(key)
+        elif isinstance(key, str):
+            result.append(SortKey(key))
+        elif isinstance(key, tuple) and len(key) == 2 and key[1] in ("ascending", "descending"):
+            result.append(SortKey(key[0], key[1] == "descending"))
+        else:
+            raise InvalidRequestError(
+                f"a sort key is a column name or (column, 'ascending' | 'descending'), not {key!r}"
+            )
+    return tuple(result)
