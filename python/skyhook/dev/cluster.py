@@ -64,6 +64,12 @@ class ClusterState:
     pids: dict[str, int] = field(default_factory=dict)  # daemon name -> pid
     # The skyhook node limits in the OSDs' environment (SKYHOOK_MAX_CALL_MS=...).
     node_limits: dict[str, str] = field(default_factory=dict)
+    # Where the daemons listen: loopback, or a shaped link's namespace (dev/shaped_link.py).
+    address: str = "127.0.0.1"
+    netns: str = ""
+
+    def command_prefix(self) -> list[str]:
+        return ["ip", "netns", "exec", self.netns] if self.netns else []
 
 
 class LocalCluster:
@@ -89,10 +95,13 @@ class LocalCluster:
         port: int | None = None,
         timeout: float = 120,
         node_limits: dict[str, int] | None = None,
+        address: str = "127.0.0.1",
+        netns: str = "",
     ) -> str:
         """Create the cluster (first time) or start it again; returns the store URI.
         node_limits (a new cluster's) set the OSDs' skyhook limits, e.g.
-        {"max_call_ms": 2000} for SKYHOOK_MAX_CALL_MS."""
+        {"max_call_ms": 2000} for SKYHOOK_MAX_CALL_MS. A new cluster's daemons
+        listen on address, run inside network namespace netns if one is given."""
         _check_installed()
         if not SKYHOOK_CLASS.exists():
             raise ClusterError(
@@ -102,7 +111,7 @@ class LocalCluster:
         if self.exists():
             self._restart(timeout)
         else:
-            self._create(osds, store, port, timeout, node_limits or {})
+            self._create(osds, store, port, timeout, node_limits or {}, address, netns)
         return self.uri
 
     def down(self, timeout: float = 30) -> None:
@@ -187,14 +196,24 @@ class LocalCluster:
 
     # -- creation ----------------------------------------------------------
 
-    def _create(self, osds: int, store: str, port: int | None, timeout: float, node_limits: dict[str, int]) -> None:
+    def _create(
+        self,
+        osds: int,
+        store: str,
+        port: int | None,
+        timeout: float,
+        node_limits: dict[str, int],
+        address: str,
+        netns: str,
+    ) -> None:
         if store not in ("bluestore", "memstore"):
             raise ClusterError(f"unknown object store {store!r}: use bluestore or memstore")
         if osds < 1:
             raise ClusterError("a cluster needs at least one OSD")
         if self.dir.exists() and any(self.dir.iterdir()):
             raise ClusterError(f"{self.dir} exists and is not a skyhook cluster directory")
-        port = self._free_port(port)
+        # A namespace of its own has every port free.
+        port = (port or 3300) if netns else self._free_port(port)
         for sub in ("run", "log", "mon.a", "mgr.x", "classes"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
         state = ClusterState(
@@ -202,6 +221,8 @@ class LocalCluster:
             port=port,
             store=store,
             node_limits={f"SKYHOOK_{name.upper()}": str(int(value)) for name, value in node_limits.items()},
+            address=address,
+            netns=netns,
         )
         self._write_conf(state, min(3, osds))
         self._tool(
@@ -250,7 +271,7 @@ class LocalCluster:
             state.fsid,
             "--addv",
             "a",
-            f"[v2:127.0.0.1:{port},v1:127.0.0.1:{port + 1}]",
+            f"[v2:{address}:{port},v1:{address}:{port + 1}]",
             str(monmap),
         )
         self._tool(
@@ -285,7 +306,10 @@ class LocalCluster:
             state.osds[str(osd)] = osd_uuid
             mkfs.append(
                 subprocess.Popen(
-                    ["ceph-osd", "-c", str(self.conf), "-i", str(osd), "--mkfs", "--osd-uuid", osd_uuid],
+                    [
+                        *state.command_prefix(),
+                        *("ceph-osd", "-c", str(self.conf), "-i", str(osd), "--mkfs", "--osd-uuid", osd_uuid),
+                    ],
                     stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT,
                     text=True,
@@ -308,9 +332,9 @@ class LocalCluster:
         d = self.dir
         self.conf.write_text(f"""[global]
 fsid = {state.fsid}
-mon host = [v2:127.0.0.1:{state.port},v1:127.0.0.1:{state.port + 1}]
-public addr = 127.0.0.1
-cluster addr = 127.0.0.1
+mon host = [v2:{state.address}:{state.port},v1:{state.address}:{state.port + 1}]
+public addr = {state.address}
+cluster addr = {state.address}
 auth cluster required = cephx
 auth service required = cephx
 auth client required = cephx
@@ -405,7 +429,7 @@ log file = {d}/log/client.log
             **state.node_limits,
         }
         process = subprocess.Popen(
-            [*command, "-c", str(self.conf), "-f"],
+            [*state.command_prefix(), *command, "-c", str(self.conf), "-f"],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
