@@ -27,7 +27,15 @@ def encode_partition(table: pa.Table, format: str, row_group_size: int, compress
     sink = pa.BufferOutputStream()
     if format == "parquet":
         # Page checksums: both read paths verify them, so a flipped bit is an error, not a wrong answer.
-        pq.write_table(table, sink, row_group_size=row_group_size, compression=compression, write_page_checksum=True)
+        # Decimals of precision <= 18 as INT32/INT64: decoded ~6x faster than fixed-length binary.
+        pq.write_table(
+            table,
+            sink,
+            row_group_size=row_group_size,
+            compression=compression,
+            write_page_checksum=True,
+            store_decimal_as_integer=True,
+        )
     else:
         options = pa.ipc.IpcWriteOptions(compression=None if compression == "none" else compression)
         with pa.ipc.new_file(sink, table.schema, options=options) as writer:

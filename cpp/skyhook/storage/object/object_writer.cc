@@ -83,9 +83,11 @@ arrow::Compression::type Codec(const std::string& compression, ObjectFormat form
 arrow::Status WriteParquet(const arrow::Table& table, const ObjectDesign& design,
                            arrow::MemoryPool* pool, arrow::io::OutputStream* sink) {
   // Page checksums: every reader verifies them, so a flipped bit is an error, not a wrong answer.
+  // Decimals of precision <= 18 as INT32/INT64: decoded ~6x faster than fixed-length binary.
   auto properties = parquet::WriterProperties::Builder()
                         .compression(Codec(design.compression, ObjectFormat::kParquet))
                         ->enable_page_checksum()
+                        ->enable_store_decimal_as_integer()
                         ->memory_pool(pool)
                         ->build();
   // The Arrow schema in the footer keeps types Parquet cannot name (zones, dictionaries).
