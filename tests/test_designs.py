@@ -74,12 +74,16 @@ def test_random_mixes_of_designs_match_pyarrow(module_store, object_designs, fil
     columns = ["id", *[c for c in columns if c != "id"]]
     options = {"pushdown": pushdown}
 
-    assert_same_table(by_id(dataset.to_table(columns=columns, filter=filter, **options)), expected(local, columns, filter))
+    assert_same_table(
+        by_id(dataset.to_table(columns=columns, filter=filter, **options)), expected(local, columns, filter)
+    )
     assert dataset.count_rows(filter=filter, **options) == expected(local, None, filter).num_rows
     head = dataset.head(7, columns=columns, filter=filter, **options)
     assert head.num_rows == min(7, expected(local, None, filter).num_rows)
     assert set(head.column("id").to_pylist()) <= set(expected(local, ["id"], filter).column("id").to_pylist())
-    aggregated = dataset.group_by("b").aggregate([("i32", "sum"), ("f32", "max"), ("id", "count")], filter=filter, **options)
+    aggregated = dataset.group_by("b").aggregate(
+        [("i32", "sum"), ("f32", "max"), ("id", "count")], filter=filter, **options
+    )
     oracle = local.filter(filter).group_by("b").aggregate([("i32", "sum"), ("f32", "max"), ("id", "count")])
     assert_same_table(aggregated.sort_by("b"), oracle.sort_by("b"))
     arrow = pads.Scanner.from_dataset(dataset, columns=columns, filter=filter).to_table()
@@ -137,7 +141,9 @@ def test_write_design_is_kept_and_used_by_appends(store):
     assert table.column("compression").to_pylist() == ["lz4"] * 4 + ["zstd"]
     assert table.column("rows").to_pylist() == [400, 400, 200, 300, 200]
     assert sum(table.column("bytes").to_pylist()) == reopened.manifest.size_bytes
-    assert all(sum(lengths) == size for lengths, size in zip(table["group_bytes"].to_pylist(), table["bytes"].to_pylist()))
+    assert all(
+        sum(lengths) == size for lengths, size in zip(table["group_bytes"].to_pylist(), table["bytes"].to_pylist())
+    )
     assert_same_table(by_id(reopened.to_table()), TABLE.slice(0, 1500))
 
 
@@ -211,7 +217,9 @@ def _rewrite_design(store: skyhook.Store, dataset: skyhook.Dataset, index: int, 
     ],
 )
 def test_a_corrupt_design_attribute_is_a_corrupt_object(store, change, problem):
-    dataset = store.write_dataset("t", TABLE, design=skyhook.Design(column_groups=[["id", "s"], ["f64"]]), rows_per_object=500)
+    dataset = store.write_dataset(
+        "t", TABLE, design=skyhook.Design(column_groups=[["id", "s"], ["f64"]]), rows_per_object=500
+    )
     others = {p.object_name: store.backend.read_object(p.object_name) for p in dataset.manifest.partitions[1:]}
     name = _rewrite_design(store, dataset, 0, change)
     for pushdown in (True, False):
@@ -235,7 +243,9 @@ def test_readers_decode_by_the_object_not_the_manifest(store):
         store.backend.put_object(partition.object_name, data, {DESIGN_ATTRIBUTE: attribute})
     for pushdown in (True, False):
         assert_same_table(by_id(dataset.to_table(pushdown=pushdown)), TABLE)
-        assert_same_table(by_id(dataset.to_table(columns=["id", "dec"], pushdown=pushdown)), TABLE.select(["id", "dec"]))
+        assert_same_table(
+            by_id(dataset.to_table(columns=["id", "dec"], pushdown=pushdown)), TABLE.select(["id", "dec"])
+        )
 
 
 def test_manifests_before_designs_stay_readable(store):

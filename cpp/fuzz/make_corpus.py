@@ -266,7 +266,12 @@ def main() -> None:
     for number, (name, design) in enumerate(DESIGNED_OBJECTS.items()):
         data, attribute = encoded(table, design)
         for request in (number % len(fixed), (number + 2) % len(fixed)):
-            entry = bytes([DESIGN_SLOT + 8 * request]) + len(attribute).to_bytes(4, "little") + attribute + data.to_pybytes()
+            entry = (
+                bytes([DESIGN_SLOT + 8 * request])
+                + len(attribute).to_bytes(4, "little")
+                + attribute
+                + data.to_pybytes()
+            )
             write_file(HERE / "corpus/fuzz_objects", digest(entry), entry)
     total = sum(
         path.stat().st_size

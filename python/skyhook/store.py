@@ -13,8 +13,8 @@ import pyarrow as pa
 
 from skyhook.backends.base import Backend
 from skyhook.backends.object_store import StoredManifest
-from skyhook.catalog.manifest import Manifest
 from skyhook.catalog.design import Design
+from skyhook.catalog.manifest import Manifest
 from skyhook.dataset import Dataset
 from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRequestError
 from skyhook.ingest import statistics, write

@@ -57,8 +57,9 @@ nb::bytes Call(const std::string& object_path, const std::string& method_name, n
 // MemoryError when an allocation failed.
 [[noreturn]] void Raise(const arrow::Status& status) {
   if (status.IsOutOfMemory()) throw std::bad_alloc();
-  PyErr_SetObject(PyExc_ValueError,
-                  nb::make_tuple(static_cast<int>(skyhook::CodeOf(status)), status.message()).ptr());
+  PyErr_SetObject(
+      PyExc_ValueError,
+      nb::make_tuple(static_cast<int>(skyhook::CodeOf(status)), status.message()).ptr());
   throw nb::python_error();
 }
 
@@ -69,7 +70,8 @@ T Checked(arrow::Result<T> result) {
 }
 
 nb::bytes ToBytes(const arrow::Buffer& buffer) {
-  return nb::bytes(reinterpret_cast<const char*>(buffer.data()), static_cast<size_t>(buffer.size()));
+  return nb::bytes(reinterpret_cast<const char*>(buffer.data()),
+                   static_cast<size_t>(buffer.size()));
 }
 
 // A Python object's bytes, held (and the object kept alive) while in use.
@@ -128,12 +130,12 @@ class ReadParts : public skyhook::ObjectContext {
 
 arrow::Result<std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::Buffer>>> Encode(
     const std::shared_ptr<arrow::Buffer>& stream, const std::string& design) {
-  auto reader = arrow::ipc::RecordBatchStreamReader::Open(
-      std::make_shared<arrow::io::BufferReader>(stream));
+  auto reader =
+      arrow::ipc::RecordBatchStreamReader::Open(std::make_shared<arrow::io::BufferReader>(stream));
   if (!reader.ok()) {
-    return skyhook::Error(skyhook::ErrorCode::kInvalidRequest,
-                          "the data to encode is not an Arrow IPC stream: ",
-                          reader.status().message());
+    return skyhook::Error(
+        skyhook::ErrorCode::kInvalidRequest,
+        "the data to encode is not an Arrow IPC stream: ", reader.status().message());
   }
   ARROW_ASSIGN_OR_RAISE(auto table, (*reader)->ToTable());
   ARROW_ASSIGN_OR_RAISE(auto requested, skyhook::ParseDesign(design, 0));
@@ -158,9 +160,9 @@ std::pair<nb::bytes, nb::bytes> EncodeObject(nb::bytes stream, nb::bytes design)
 
 arrow::Result<std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::Buffer>>> Decode(
     ReadParts* object, const std::optional<std::vector<std::string>>& columns) {
-  ARROW_ASSIGN_OR_RAISE(
-      auto reader, skyhook::ObjectReader::Open(object, arrow::default_memory_pool(),
-                                               columns ? &*columns : nullptr));
+  ARROW_ASSIGN_OR_RAISE(auto reader,
+                        skyhook::ObjectReader::Open(object, arrow::default_memory_pool(),
+                                                    columns ? &*columns : nullptr));
   auto schema = reader->schema();
   std::vector<int> fields;
   for (int index = 0; index < schema->num_fields(); ++index) {

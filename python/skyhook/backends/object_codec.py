@@ -39,7 +39,9 @@ def decode_object(
     for) of an object of size bytes from its attributes and the byte ranges read:
     all of it, or the extents of the column groups holding columns."""
     try:
-        schema, stream = _embedded.read_object(size, design, format, list(parts), None if columns is None else list(columns))
+        schema, stream = _embedded.read_object(
+            size, design, format, list(parts), None if columns is None else list(columns)
+        )
     except (ValueError, MemoryError) as error:
         raise _skyhook_error(error, context) from None
     return pa.ipc.read_schema(pa.py_buffer(schema)), pa.ipc.open_stream(pa.py_buffer(stream)).read_all()

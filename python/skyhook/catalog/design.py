@@ -204,7 +204,11 @@ class ObjectDesign:
             return f"format {self.format!r}, compression {self.compression!r}"
         if not 1 <= self.row_group_size <= _MAX_ROW_GROUP_SIZE:
             return f"row group size {self.row_group_size}"
-        if not self.column_groups or len(named) != len(set(named)) or (self.format == "rows" and len(self.column_groups) > 1):
+        if (
+            not self.column_groups
+            or len(named) != len(set(named))
+            or (self.format == "rows" and len(self.column_groups) > 1)
+        ):
             return "its column groups"
         unknown = set(named).union(key.column for key in self.sort_by) - set(columns)
         return f"it names unknown column {sorted(unknown)[0]!r}" if unknown else None

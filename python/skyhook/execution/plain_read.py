@@ -90,7 +90,12 @@ def _decoded(opened: OpenedObject, schema: pa.Schema, wanted: list[str] | None, 
             ranges = [(group.offset, group.length) for group in groups]
     parts = opened.read(ranges)
     object_schema, table = decode_object(
-        opened.size, design_bytes, format_bytes, list(zip([offset for offset, _ in ranges], parts)), wanted, f"object {name}"
+        opened.size,
+        design_bytes,
+        format_bytes,
+        list(zip([offset for offset, _ in ranges], parts)),
+        wanted,
+        f"object {name}",
     )
     format = design.format if design is not None else (format_bytes or b"").decode(errors="replace")
     all_columns = None if design is None or design.monolithic else [c for g in design.column_groups for c in g.columns]

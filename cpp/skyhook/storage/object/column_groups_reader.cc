@@ -15,8 +15,8 @@ namespace skyhook {
 namespace {
 
 arrow::Status Disagrees(const std::string& problem) {
-  return Error(ErrorCode::kCorruptObject, "object's column extents disagree with its design: ",
-               problem);
+  return Error(ErrorCode::kCorruptObject,
+               "object's column extents disagree with its design: ", problem);
 }
 
 // Batches of several readers over the same rows, side by side: each output

@@ -23,8 +23,7 @@ arrow::Result<std::shared_ptr<ObjectFile>> ObjectFile::OpenExtent(ObjectContext*
     return arrow::Status::IOError("extent of ", length, " bytes at ", offset,
                                   " ends past the object's ", size, " bytes");
   }
-  return std::shared_ptr<ObjectFile>(
-      new ObjectFile(object, offset, static_cast<int64_t>(length)));
+  return std::shared_ptr<ObjectFile>(new ObjectFile(object, offset, static_cast<int64_t>(length)));
 }
 
 arrow::Status ObjectFile::Close() {
@@ -55,7 +54,8 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadAt(int64_t positio
   int64_t available = std::max<int64_t>(0, size_ - position);
   int64_t length = std::min(nbytes, available);
   if (length == 0) return std::make_shared<arrow::Buffer>(nullptr, 0);
-  ARROW_ASSIGN_OR_RAISE(auto buffer, object_->Read(start_ + static_cast<uint64_t>(position), length));
+  ARROW_ASSIGN_OR_RAISE(auto buffer,
+                        object_->Read(start_ + static_cast<uint64_t>(position), length));
   bytes_read_ += buffer->size();
   return buffer;
 }
