@@ -276,3 +276,20 @@ def test_manifests_before_designs_stay_readable(store):
     appended = legacy.append(TABLE.slice(0, 10))
     assert Manifest.from_bytes(store.backend.get_manifest("t").data, "t").partitions[-1].design.compression == "zstd"
     assert appended.count_rows() == TABLE.num_rows + 10
+
+
+def test_the_cost_model_counts_the_extents_a_read_needs(store):
+    from skyhook.execution.cost import bytes_read, predicted_reply_ratio
+
+    dataset = store.write_dataset(
+        "t", TABLE, design=skyhook.Design(column_groups=[["f64"], ["s"]]), rows_per_object=500
+    )
+    partitions = list(dataset.manifest.partitions)
+    extents = [{group.columns: group.length for group in p.design.column_groups} for p in partitions]
+    assert [bytes_read(p, ["f64"]) for p in partitions] == [e[("f64",)] for e in extents]
+    assert [bytes_read(p, ["s", "f64"]) for p in partitions] == [e[("f64",)] + e[("s",)] for e in extents]
+    assert [bytes_read(p, None) for p in partitions] == [p.size_bytes for p in partitions]
+    assert [bytes_read(p, []) for p in partitions] == [min(e.values()) for e in extents]
+    decoded = sum(row["f64"]["bytes"] for row in dataset.manifest.statistics.to_pylist())
+    ratio = predicted_reply_ratio(dataset.manifest, None, partitions, ["f64"])
+    assert ratio == pytest.approx(decoded / sum(e[("f64",)] for e in extents))
