@@ -226,7 +226,7 @@ class ObjectDesign:
         if any(start < end for (_, end), (start, _) in zip(extents, extents[1:])):
             return "has overlapping extents"
         named = [column for group in self.column_groups for column in group.columns]
-        if not self.monolithic and sorted(named) != sorted(columns):
+        if (named or not self.monolithic) and sorted(named) != sorted(columns):
             return "does not group the dataset's columns"
         return None
 

@@ -190,8 +190,6 @@ class Manifest:
             raise corrupt(f"it belongs to dataset {self.dataset!r}")
         if not GENERATION.fullmatch(self.generation):
             raise corrupt(f"invalid generation {self.generation!r}")
-        if self.write_design.format not in FORMATS:
-            raise corrupt(f"unknown format {self.write_design.format!r}")
         problem = self.write_design.request_problem(self.schema.names)
         if problem:
             raise corrupt(f"its write design is impossible: {problem}")
