@@ -338,3 +338,42 @@ def test_manifest_designs_are_checked(store, change):
     if impossible.write_design.request_problem(TABLE.column_names):
         with pytest.raises(skyhook.CorruptManifestError, match="write design"):
             Manifest.from_bytes(impossible.to_bytes(), "t")
+
+
+def test_reads_while_objects_are_rewritten_see_one_design_or_the_other(store):
+    """Objects replaced whole (bytes and design attribute, as a transform does)
+    while queries run: every answer is right, none is an error."""
+    import threading
+    import time
+
+    from skyhook.backends.object_codec import encode_object
+
+    dataset = store.write_dataset("t", TABLE, rows_per_object=500)
+    versions = []
+    for design in (skyhook.Design(), skyhook.Design("ipc", column_groups="each", sort_by="i32", compression="lz4")):
+        request = ObjectDesign.request(design, COLUMNS, 1).to_bytes()
+        versions.append([encode_object(TABLE.slice(p.number * 500, 500), request) for p in dataset.manifest.partitions])
+    stop = threading.Event()
+
+    def rewrite() -> None:
+        for version in itertools.cycle(versions):
+            for partition, (data, attribute) in zip(dataset.manifest.partitions, version):
+                if stop.is_set():
+                    return
+                store.backend.put_object(partition.object_name, data, {DESIGN_ATTRIBUTE: attribute})
+
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    try:
+        deadline, queries = time.monotonic() + 4, 0
+        while time.monotonic() < deadline or queries < 4:
+            pushdown = queries % 2 == 0
+            columns = ["id", "i32", "s"] if queries % 3 else None
+            filter = F("i32") > 0
+            assert_same_table(
+                by_id(dataset.to_table(columns, filter, pushdown=pushdown)), expected(TABLE, columns, filter)
+            )
+            queries += 1
+    finally:
+        stop.set()
+        writer.join()
