@@ -116,8 +116,8 @@ def test_appends_that_do_not_fit_store_nothing(store, appended, problem):
     dataset = store.write_dataset("t", pa.table({"i": [1, 2]}, schema))
     with pytest.raises(skyhook.SchemaMismatchError, match=problem):
         dataset.append(appended)
-    with pytest.raises(skyhook.InvalidRequestError, match="stored as parquet, not ipc"):
-        store.write_dataset("t", pa.table({"i": [3]}, schema), mode="append", format="ipc")
+    with pytest.raises(skyhook.InvalidRequestError, match="names column 'x'"):
+        dataset.append(pa.table({"i": [3]}, schema), design=skyhook.Design(sort_by="x"))
     assert store.manifest("t") == dataset.manifest
     assert_consistent(store, "t", pa.table({"i": [1, 2]}, schema))
 

@@ -153,7 +153,7 @@ def test_corrupt_object(store, damage):
         "no_format": (original, {}),
     }[damage]
     backend.put_object(name, pa.py_buffer(damaged[0]), damaged[1])
-    with pytest.raises(skyhook.CorruptObjectError, match="not a readable|no skyhook.format"):
+    with pytest.raises(skyhook.CorruptObjectError, match="not a readable|no skyhook.design"):
         victim.to_table(filter=F("x") > 0, pushdown=True)
     with pytest.raises(skyhook.CorruptObjectError):
         store.describe_object(name)

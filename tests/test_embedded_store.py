@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import skyhook
+from skyhook.catalog.design import ObjectDesign
 from support.assertions import assert_same_table
 
 TABLE = pa.table(
@@ -30,7 +31,8 @@ def test_layout_and_attributes(tmp_path):
     names = sorted(p.name for p in (tmp_path / "s" / "objects").iterdir())
     assert names == sorted(p.object_name for p in dataset.manifest.partitions)
     assert all(name.startswith(f"t.{dataset.manifest.generation}.") for name in names)
-    assert os.getxattr(tmp_path / "s" / "objects" / names[0], "user.skyhook.format") == b"ipc"
+    design = ObjectDesign.from_bytes(os.getxattr(tmp_path / "s" / "objects" / names[0], "user.skyhook.design"))
+    assert design == dataset.manifest.partitions[0].design and design.format == "ipc"
     assert [p.num_rows for p in dataset.manifest.partitions] == [6000, 6000, 6000, 2000]
     assert not [p for p in (tmp_path / "s").rglob(".*")], "temporary files left behind"
 

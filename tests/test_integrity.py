@@ -213,48 +213,33 @@ def test_an_object_inconsistent_with_the_manifest_is_corrupt(store, other_schema
         dataset.aggregate([("id", "sum"), ("x", "sum")])
 
 
-class FailingFragment:
-    """A fragment whose decoding raises a given pyarrow error."""
-
-    def __init__(self, schema: pa.Schema, error: Exception, only_with_expressions: bool) -> None:
-        self.physical_schema, self.error, self.only_with_expressions = schema, error, only_with_expressions
-
-    def count_rows(self) -> int:
-        return 1000
-
-    def to_table(self, schema, columns=None, filter=None, use_threads=False) -> pa.Table:
-        if self.only_with_expressions and columns is None and filter is None:
-            return schema.empty_table()
-        raise self.error
-
-
 @pytest.mark.parametrize(
     "error, expected",
     [
-        (pa.ArrowMemoryError("malloc of size 1 GiB failed"), skyhook.OutOfMemoryError),
-        (pa.ArrowNotImplementedError("unsupported encoding"), skyhook.CorruptObjectError),
-        (pa.ArrowTypeError("bad type"), skyhook.CorruptObjectError),
-        (pa.ArrowIndexError("index out of bounds"), skyhook.CorruptObjectError),
-        (pa.ArrowInvalid("bad data"), skyhook.CorruptObjectError),
-        (pa.ArrowCapacityError("too big"), skyhook.CorruptObjectError),
-        (OSError("Unexpected end of stream"), skyhook.CorruptObjectError),
+        (MemoryError("malloc of size 1 GiB failed"), skyhook.OutOfMemoryError),
+        (ValueError(5, "object is not a readable Parquet partition: bad page"), skyhook.CorruptObjectError),
+        (ValueError(8, "an internal failure"), skyhook.StorageError),
     ],
 )
-@pytest.mark.parametrize("only_with_expressions", [False, True])
-def test_every_pyarrow_error_of_a_plain_read_is_wrapped(tmp_path, monkeypatch, error, expected, only_with_expressions):
-    from skyhook.execution import plain_read
+def test_every_failure_of_a_plain_read_is_a_skyhook_error_naming_the_object(tmp_path, monkeypatch, error, expected):
+    from skyhook.backends import object_codec
+
+    def failing(*_):
+        raise error
 
     with skyhook.connect((tmp_path / "store").as_uri()) as store:
         dataset = store.write_dataset("t", TABLE.select(["id", "s"]), rows_per_object=1000)
-        fragment = FailingFragment(dataset.schema, error, only_with_expressions)
-        monkeypatch.setitem(
-            plain_read._FILE_FORMATS, "parquet", type("Format", (), {"make_fragment": lambda self, _: fragment})()
-        )
-        if only_with_expressions and expected is not skyhook.OutOfMemoryError:
-            expected = skyhook.InvalidRequestError  # the data decodes: the filter failed
+        monkeypatch.setattr(object_codec._embedded, "read_object", failing)
         name = dataset.manifest.partitions[0].object_name
         with pytest.raises(expected, match=name):
             dataset.to_table(columns=["s"], filter=F("id") > 5, pushdown=False)
+
+
+def test_a_filter_that_fails_at_the_client_is_an_invalid_request(tmp_path):
+    with skyhook.connect((tmp_path / "store").as_uri()) as store:
+        dataset = store.write_dataset("t", TABLE.select(["id", "s"]), rows_per_object=1000)
+        with pytest.raises(skyhook.InvalidRequestError, match=dataset.manifest.partitions[0].object_name):
+            dataset.to_table(filter=F("s").cast(pa.int64()) > 5, pushdown=False)
 
 
 # Types Parquet cannot hold: their objects have time32[ms], timestamp[ms] and date32 columns.

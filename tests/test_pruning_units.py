@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from skyhook.catalog.design import Design, ObjectDesign
 from skyhook.catalog.manifest import Manifest, Partition, statistics_type
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.names import object_name
@@ -39,10 +40,16 @@ def manifest_of(pieces: list[pa.Table], statistics: list[dict] | None = None) ->
     return Manifest(
         "t",
         schema,
-        "parquet",
+        ObjectDesign.request(Design(), schema.names, 0),
         GENERATION,
         tuple(
-            Partition(number, object_name("t", GENERATION, number), piece.num_rows, piece.nbytes)
+            Partition(
+                number,
+                object_name("t", GENERATION, number),
+                piece.num_rows,
+                piece.nbytes,
+                ObjectDesign.legacy("parquet", piece.nbytes),
+            )
             for number, piece in enumerate(pieces)
         ),
         pa.array(rows, statistics_type(schema)),

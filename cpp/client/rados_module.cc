@@ -13,12 +13,16 @@
 #include <set>
 #include <string>
 #include <system_error>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 #include <rados/librados.hpp>
@@ -145,7 +149,7 @@ class Pool {
   }
 
   void Put(const std::string& object, nb::bytes data,
-           const std::map<std::string, std::string>& attributes) {
+           const std::map<std::string, nb::bytes>& attributes) {
     // Replacing means dropping the old attributes too: create (if absent),
     // remove and write again, all in one atomic operation.
     librados::ObjectWriteOperation operation;
@@ -154,7 +158,7 @@ class Pool {
     operation.write_full(ToBufferList(data));
     for (const auto& [name, value] : attributes) {
       ceph::bufferlist encoded;
-      encoded.append(value);
+      encoded.append(value.c_str(), value.size());
       operation.setxattr(name.c_str(), encoded);
     }
     Check(Operate(object, operation), "writing " + object);
@@ -173,6 +177,41 @@ class Pool {
     return ToBytes(data);
   }
 
+  // The object's size, version and attributes, read by one operation: what
+  // ReadRanges then reads at that version.
+  std::tuple<uint64_t, uint64_t, std::map<std::string, nb::bytes>> Open(const std::string& object) {
+    librados::ObjectReadOperation operation;
+    uint64_t size = 0;
+    int stat_code = 0, attributes_code = 0;
+    std::map<std::string, ceph::bufferlist> attributes;
+    operation.stat2(&size, nullptr, &stat_code);
+    operation.getxattrs(&attributes, &attributes_code);
+    auto [code, version] = OperateRead(object, operation);
+    Check(code < 0 ? code : (stat_code < 0 ? stat_code : attributes_code), "opening " + object);
+    std::map<std::string, nb::bytes> values;
+    for (auto& [name, value] : attributes) values.emplace(name, ToBytes(value));
+    return {size, version, std::move(values)};
+  }
+
+  // Byte ranges of the object, in one operation that fails with ERANGE or
+  // EOVERFLOW if the object is no longer at version (it was rewritten).
+  std::vector<nb::bytes> ReadRanges(const std::string& object, uint64_t version,
+                                    const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+    librados::ObjectReadOperation operation;
+    operation.assert_version(version);
+    std::vector<ceph::bufferlist> data(ranges.size());
+    std::vector<int> codes(ranges.size(), 0);
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      operation.read(ranges[i].first, ranges[i].second, &data[i], &codes[i]);
+    }
+    auto [code, ignored] = OperateRead(object, operation);
+    for (int part : codes) code = code < 0 ? code : part;
+    Check(code, "reading " + object);
+    std::vector<nb::bytes> parts;
+    for (auto& part : data) parts.push_back(ToBytes(part));
+    return parts;
+  }
+
   // The whole object and its version, read by one operation (what Replace and
   // RemoveAtVersion compare against).
   std::pair<nb::bytes, uint64_t> ReadVersioned(const std::string& object) {
@@ -180,19 +219,7 @@ class Pool {
     ceph::bufferlist data;
     int read_code = 0;
     operation.read(0, 0, &data, &read_code);  // length 0: to the end of the object
-    librados::AioCompletion* completion = librados::Rados::aio_create_completion();
-    int code;
-    uint64_t version = 0;
-    {
-      nb::gil_scoped_release release;
-      code = io_.aio_operate(object, completion, &operation, nullptr);
-      if (code >= 0) {
-        completion->wait_for_complete();
-        code = completion->get_return_value();
-        version = completion->get_version64();
-      }
-    }
-    completion->release();
+    auto [code, version] = OperateRead(object, operation);
     Check(code < 0 ? code : read_code, "reading " + object);
     return {ToBytes(data), version};
   }
@@ -329,6 +356,25 @@ class Pool {
     return io_.operate(object, &operation);
   }
 
+  // (result, the object's version) of a read operation.
+  std::pair<int, uint64_t> OperateRead(const std::string& object,
+                                       librados::ObjectReadOperation& operation) {
+    librados::AioCompletion* completion = librados::Rados::aio_create_completion();
+    int code;
+    uint64_t version = 0;
+    {
+      nb::gil_scoped_release release;
+      code = io_.aio_operate(object, completion, &operation, nullptr);
+      if (code >= 0) {
+        completion->wait_for_complete();
+        code = completion->get_return_value();
+        version = completion->get_version64();
+      }
+    }
+    completion->release();
+    return {code, version};
+  }
+
   // assert_version fails with ERANGE (object newer) or EOVERFLOW (older), an
   // absent object with ENOENT: all mean "not the version read".
   static bool CheckVersioned(int code, const std::string& what) {
@@ -361,6 +407,9 @@ NB_MODULE(_rados, m) {
       .def("read", &Pool::Read)
       .def("remove", &Pool::Remove)
       .def("read_versioned", &Pool::ReadVersioned, "(data, version) of a whole object.")
+      .def("open", &Pool::Open, "(size, version, attributes) of an object, read at once.")
+      .def("read_ranges", &Pool::ReadRanges, nb::arg("object"), nb::arg("version"),
+           nb::arg("ranges"), "Byte ranges [(offset, length)] of an object still at version.")
       .def("create", &Pool::Create, nb::arg("object"), nb::arg("data"),
            "Create an object exclusively; False if it exists.")
       .def("replace", &Pool::Replace, nb::arg("object"), nb::arg("data"), nb::arg("version"),

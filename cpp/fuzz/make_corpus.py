@@ -27,9 +27,11 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 import skyhook
-from skyhook.catalog.object_format import encode_partition
+from skyhook.backends.object_codec import encode_object
+from skyhook.catalog.design import Design, ObjectDesign
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "tests"))
@@ -37,6 +39,7 @@ from support.tables import make_typed_table  # noqa: E402  (the suite's typed da
 
 METHODS = ["scan", "describe", "execute_plan"]  # the order of kMethods in method.h
 FORMATS_OF_OBJECTS_TARGET = ["parquet", "ipc"]  # kFormats[0] and [1] in fuzz_objects.cc
+DESIGN_SLOT = 5  # kFormats[5] in fuzz_objects.cc: the input carries a design attribute
 F = pc.field
 
 
@@ -48,6 +51,29 @@ def typed_table(rows: int = 120, seed: int = 11) -> pa.Table:
         None if rng.random() < 0.1 else decimal.Decimal(rng.randint(-(10**20), 10**20)) / 10**10 for _ in range(rows)
     ]
     return table.append_column("dec38", pa.array(wide, pa.decimal128(38, 10)))
+
+
+def encoded(table: pa.Table, design: Design) -> tuple[pa.Buffer, bytes]:
+    """(object bytes, design attribute) as ingest builds them."""
+    return encode_object(table, ObjectDesign.request(design, table.column_names, 0).to_bytes())
+
+
+def encode_partition(table: pa.Table, format: str, row_group_size: int, compression: str) -> pa.Buffer:
+    """An object as written before designs (read by its skyhook.format attribute)."""
+    if compression not in ("none", "lz4", "zstd"):  # a codec designs do not write
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, row_group_size=row_group_size, compression=compression)
+        return sink.getvalue()
+    return encoded(table, Design(format, compression=compression, row_group_size=row_group_size))[0]
+
+
+# Objects of several column extents, each fed with its design attribute.
+DESIGNED_OBJECTS = {
+    "each-column.parquet": Design("parquet", column_groups="each", row_group_size=40),
+    "groups-sorted.arrow": Design(
+        "ipc", column_groups=[["s", "i32"], ["dec", "dec38"]], sort_by=["i32"], compression="lz4", row_group_size=30
+    ),
+}
 
 
 def retyped(table: pa.Table) -> pa.Table:
@@ -236,6 +262,16 @@ def main() -> None:
         for request in (number % len(fixed), (number + len(objects)) % len(fixed)):
             selector = FORMATS_OF_OBJECTS_TARGET.index(format) + 8 * request
             entry = bytes([selector]) + data.to_pybytes()
+            write_file(HERE / "corpus/fuzz_objects", digest(entry), entry)
+    for number, (name, design) in enumerate(DESIGNED_OBJECTS.items()):
+        data, attribute = encoded(table, design)
+        for request in (number % len(fixed), (number + 2) % len(fixed)):
+            entry = (
+                bytes([DESIGN_SLOT + 8 * request])
+                + len(attribute).to_bytes(4, "little")
+                + attribute
+                + data.to_pybytes()
+            )
             write_file(HERE / "corpus/fuzz_objects", digest(entry), entry)
     total = sum(
         path.stat().st_size

@@ -1,5 +1,6 @@
-// ObjectContext over bytes in memory: an object and its format attribute
-// without a file or an OSD, for harnesses that feed the storage methods.
+// ObjectContext over bytes in memory: an object and its attributes (a design,
+// or the format attribute of objects before designs) without a file or an
+// OSD, for harnesses that feed the storage methods.
 #pragma once
 
 #include <algorithm>
@@ -16,8 +17,9 @@ namespace skyhook {
 
 class MemoryObjectContext : public ObjectContext {
  public:
-  MemoryObjectContext(std::shared_ptr<arrow::Buffer> bytes, std::optional<std::string> format)
-      : bytes_(std::move(bytes)), format_(std::move(format)) {}
+  MemoryObjectContext(std::shared_ptr<arrow::Buffer> bytes, std::optional<std::string> format,
+                      std::optional<std::string> design = std::nullopt)
+      : bytes_(std::move(bytes)), format_(std::move(format)), design_(std::move(design)) {}
 
   arrow::Result<uint64_t> Size() override { return static_cast<uint64_t>(bytes_->size()); }
 
@@ -33,12 +35,14 @@ class MemoryObjectContext : public ObjectContext {
 
   arrow::Result<std::optional<std::string>> GetXattr(const std::string& name) override {
     if (name == kFormatAttribute) return format_;
+    if (name == kDesignAttribute) return design_;
     return std::nullopt;
   }
 
  private:
   std::shared_ptr<arrow::Buffer> bytes_;
   std::optional<std::string> format_;
+  std::optional<std::string> design_;
 };
 
 }  // namespace skyhook

@@ -1,6 +1,7 @@
 """Skyhook: Arrow-native programmable storage. Filters and projections run
 inside storage; only results cross to the client."""
 
+from skyhook.catalog.design import Design, SortKey
 from skyhook.dataset import Dataset
 from skyhook.errors import (
     ClassCallsNotPermittedError,
@@ -36,6 +37,8 @@ __all__ = [
     "connect",
     "Store",
     "Dataset",
+    "Design",
+    "SortKey",
     "Scanner",
     "ScanStatistics",
     "CsvOptions",

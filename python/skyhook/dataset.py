@@ -12,6 +12,7 @@ import pyarrow.dataset as pads
 
 from skyhook._arrow_dataset import ObjectDataset
 from skyhook.backends.base import Backend
+from skyhook.catalog.design_table import design_table
 from skyhook.catalog.manifest import Manifest
 from skyhook.catalog.pruning import fragment_guarantee
 from skyhook.errors import DatasetChangedError
@@ -152,6 +153,12 @@ class Dataset(ObjectDataset):
     ) -> pa.Table:
         return self.scanner(columns, filter, **options).take(indices)
 
+    def design(self) -> pa.Table:
+        """The physical design of each object, one row per object: object,
+        format, column_groups (each group's columns), group_bytes, sort_by,
+        compression, row_group_size, rows, bytes and generation."""
+        return design_table(self.manifest)
+
     def append(self, data: DataSource, **options: Any) -> Dataset:
         """Add data's rows to this dataset in storage and return the new version.
         This Dataset, and every reader that opened the dataset before, keeps
@@ -160,9 +167,10 @@ class Dataset(ObjectDataset):
         raises DatasetNotFoundError and stores nothing. data is anything
         Store.write_dataset takes; its columns must fit the dataset's schema
         (skyhook.ingest.schema_match: same columns, lossless widenings, nullable
-        columns left out), else SchemaMismatchError. options: target_object_size,
-        rows_per_object, row_group_size, compression, progress, partitioning,
-        csv_options (as for Store.write_dataset)."""
+        columns left out), else SchemaMismatchError. options: design (default:
+        the dataset's write design) or its shorthand format, row_group_size and
+        compression, target_object_size, rows_per_object, progress,
+        partitioning, csv_options (as for Store.write_dataset)."""
         manifest = write_dataset(self.store.backend, self.name, data, mode="append", must_exist=True, **options)
         return Dataset(self.store, manifest)
 

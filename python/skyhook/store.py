@@ -13,8 +13,8 @@ import pyarrow as pa
 
 from skyhook.backends.base import Backend
 from skyhook.backends.object_store import StoredManifest
+from skyhook.catalog.design import Design
 from skyhook.catalog.manifest import Manifest
-from skyhook.catalog.object_format import DEFAULT_ROW_GROUP_SIZE
 from skyhook.dataset import Dataset
 from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRequestError
 from skyhook.ingest import statistics, write
@@ -133,11 +133,12 @@ class Store:
         name: str,
         data: DataSource,
         *,
+        design: Design | None = None,
         format: str | None = None,
         target_object_size: int = DEFAULT_TARGET_OBJECT_SIZE,
         rows_per_object: int | None = None,
-        row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
-        compression: str = "zstd",
+        row_group_size: int | None = None,
+        compression: str | None = None,
         mode: str = "create",
         progress: write.Progress | None = None,
         partitioning: Partitioning = "hive",
@@ -149,8 +150,12 @@ class Store:
         ``__arrow_c_stream__`` (polars), an iterable of record batches or tables,
         or Parquet / Arrow IPC / CSV files and directories of them. mode is
         "create" (fail if the dataset exists), "overwrite" or "append" (add rows
-        to the dataset, or create it; see Dataset.append). format: "parquet"
-        (default) or "ipc"; an append keeps the dataset's. progress, if given, is
+        to the dataset, or create it; see Dataset.append). design: the
+        skyhook.Design every new object is built as (format, column groups, sort
+        order, compression, rows per row group; default Design(): Parquet, zstd,
+        every column together); format, row_group_size and compression are its
+        shorthand. A new dataset keeps it as its write design, which appends use
+        unless they ask for another (objects of different designs mix freely). progress, if given, is
         called with the rows and Arrow bytes of input each stored object consumed.
 
         Directories keep their partitioning as columns (partitioning: "hive" for
@@ -169,6 +174,7 @@ class Store:
             self.backend,
             name,
             data,
+            design=design,
             format=format,
             target_object_size=target_object_size,
             rows_per_object=rows_per_object,

@@ -20,17 +20,26 @@ arrow::Status Failed(const char* what, const std::string& path) {
   return arrow::Status::IOError("cannot ", what, " ", path, ": ", std::strerror(errno));
 }
 
-// A file's "user." attribute `key`, or nullopt when it is not set.
-arrow::Result<std::optional<std::string>> ReadXattr(const std::string& path,
-                                                    const std::string& key) {
+// A "user." attribute `key` of `path` as `get` reads it (getxattr of the path,
+// or fgetxattr of a descriptor), or nullopt when it is not set.
+template <typename Get>
+arrow::Result<std::optional<std::string>> ReadXattrWith(const Get& get, const std::string& path,
+                                                        const std::string& key) {
   std::vector<char> value(256);
   while (true) {
-    ssize_t n = getxattr(path.c_str(), key.c_str(), value.data(), value.size());
+    ssize_t n = get(value.data(), value.size());
     if (n >= 0) return std::string(value.data(), static_cast<size_t>(n));
     if (errno == ENODATA) return std::nullopt;
     if (errno != ERANGE) return Failed(("read attribute " + key + " of").c_str(), path);
     value.resize(value.size() * 4);
   }
+}
+
+arrow::Result<std::optional<std::string>> ReadXattr(const std::string& path,
+                                                    const std::string& key) {
+  return ReadXattrWith(
+      [&](char* value, size_t size) { return getxattr(path.c_str(), key.c_str(), value, size); },
+      path, key);
 }
 
 // A new file beside `target`, named as the store names its temporary files
@@ -118,12 +127,30 @@ class TemporaryFile {
 
 }  // namespace
 
+FileObjectContext::~FileObjectContext() { Unmap(); }
+
+// The map and the attributes come from one descriptor: a rewrite renames
+// another file over the path at any time, and a reader must see the old
+// object or the new one whole, never one's attributes with the other's bytes.
 arrow::Result<std::shared_ptr<arrow::io::MemoryMappedFile>> FileObjectContext::Mapped() {
   if (!file_) {
-    ARROW_ASSIGN_OR_RAISE(file_,
-                          arrow::io::MemoryMappedFile::Open(path_, arrow::io::FileMode::READ));
+    int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Failed("open", path_);
+    auto mapped = arrow::io::MemoryMappedFile::Open("/proc/self/fd/" + std::to_string(fd),
+                                                    arrow::io::FileMode::READ);
+    if (!mapped.ok()) {
+      close(fd);
+      return mapped.status();
+    }
+    fd_ = fd;
+    file_ = std::move(*mapped);
   }
   return file_;
+}
+
+void FileObjectContext::Unmap() {
+  file_.reset();
+  if (fd_ >= 0) close(std::exchange(fd_, -1));
 }
 
 arrow::Result<uint64_t> FileObjectContext::Size() {
@@ -139,7 +166,11 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> FileObjectContext::Read(uint64_t o
 }
 
 arrow::Result<std::optional<std::string>> FileObjectContext::GetXattr(const std::string& name) {
-  return ReadXattr(path_, "user." + name);
+  ARROW_RETURN_NOT_OK(Mapped().status());
+  const std::string key = "user." + name;
+  return ReadXattrWith(
+      [&](char* value, size_t size) { return fgetxattr(fd_, key.c_str(), value, size); }, path_,
+      key);
 }
 
 arrow::Result<uint64_t> FileObjectContext::SizeOrZero() const {
@@ -164,7 +195,7 @@ arrow::Status FileObjectContext::Replace(uint64_t keep, const arrow::Buffer& tai
   ARROW_RETURN_NOT_OK(temporary->Resize(size));
   ARROW_RETURN_NOT_OK(temporary->CopyXattrs());
   ARROW_RETURN_NOT_OK(temporary->Commit());
-  file_.reset();  // the next read maps the new file
+  Unmap();  // the next read maps the new file
   return arrow::Status::OK();
 }
 

@@ -1,7 +1,8 @@
 // MutableObjectContext over a file of the embedded store: the object's bytes
 // are a memory-mapped file (reads are views, no copies), its attributes are
-// the file's "user." extended attributes, written atomically with it, and its
-// omap is in the store's OmapDatabase, opened only when a method uses the omap.
+// the file's "user." extended attributes, written atomically with it and read
+// from the file mapped, and its omap is in the store's OmapDatabase, opened
+// only when a method uses the omap.
 #pragma once
 
 #include <memory>
@@ -18,6 +19,7 @@ class FileObjectContext : public MutableObjectContext {
  public:
   FileObjectContext(std::string path, std::string omap_database)
       : path_(std::move(path)), omap_database_(std::move(omap_database)) {}
+  ~FileObjectContext() override;
 
   arrow::Result<uint64_t> Size() override;
   arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset, uint64_t length) override;
@@ -33,6 +35,7 @@ class FileObjectContext : public MutableObjectContext {
 
  private:
   arrow::Result<std::shared_ptr<arrow::io::MemoryMappedFile>> Mapped();
+  void Unmap();
   /// The object's size, 0 when it does not exist yet.
   arrow::Result<uint64_t> SizeOrZero() const;
   /// Makes the object its first `keep` bytes, then `tail`, cut or zero-extended to `size`.
@@ -44,6 +47,7 @@ class FileObjectContext : public MutableObjectContext {
   std::string path_;
   std::string omap_database_;
   std::shared_ptr<arrow::io::MemoryMappedFile> file_;
+  int fd_ = -1;  // of the mapped file, for its attributes
   std::unique_ptr<OmapDatabase> omap_;
 };
 

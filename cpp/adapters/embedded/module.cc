@@ -1,18 +1,31 @@
 // The Python extension of the embedded store: runs the storage-side methods on
 // objects that are files, with the GIL released so a thread pool can scan many
-// objects at once.
+// objects at once. It also lends the client the core's one object writer
+// (EncodeObject) and its reader of any design (ObjectReader), so objects are
+// built and plainly read by the same code that storage runs.
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <arrow/buffer.h>
+#include <arrow/io/memory.h>
+#include <arrow/ipc/reader.h>
+#include <arrow/ipc/writer.h>
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include "file_object_context.h"
+#include "skyhook/protocol/error.h"
 #include "skyhook/protocol/frame.h"
 #include "skyhook/storage/methods/method.h"
+#include "skyhook/storage/object/object_reader.h"
+#include "skyhook/storage/object/object_writer.h"
 
 namespace nb = nanobind;
 
@@ -40,6 +53,159 @@ nb::bytes Call(const std::string& object_path, const std::string& method_name, n
                    static_cast<size_t>(reply->size()));
 }
 
+// A failure the client maps to its skyhook error: ValueError(code, message),
+// MemoryError when an allocation failed.
+[[noreturn]] void Raise(const arrow::Status& status) {
+  if (status.IsOutOfMemory()) throw std::bad_alloc();
+  PyErr_SetObject(
+      PyExc_ValueError,
+      nb::make_tuple(static_cast<int>(skyhook::CodeOf(status)), status.message()).ptr());
+  throw nb::python_error();
+}
+
+template <typename T>
+T Checked(arrow::Result<T> result) {
+  if (!result.ok()) Raise(result.status());
+  return std::move(*result);
+}
+
+nb::bytes ToBytes(const arrow::Buffer& buffer) {
+  return nb::bytes(reinterpret_cast<const char*>(buffer.data()),
+                   static_cast<size_t>(buffer.size()));
+}
+
+// A Python object's bytes, held (and the object kept alive) while in use.
+class HeldBuffer : public arrow::Buffer {
+ public:
+  explicit HeldBuffer(nb::handle object) : arrow::Buffer(nullptr, 0) {
+    if (PyObject_GetBuffer(object.ptr(), &view_, PyBUF_SIMPLE) != 0) throw nb::python_error();
+    data_ = static_cast<const uint8_t*>(view_.buf);
+    size_ = capacity_ = static_cast<int64_t>(view_.len);
+  }
+  ~HeldBuffer() override {
+    nb::gil_scoped_acquire acquire;
+    PyBuffer_Release(&view_);
+  }
+
+ private:
+  Py_buffer view_{};
+};
+
+// The parts of an object that the client read (byte ranges and attributes):
+// reads outside them fail, as a read past an object would.
+class ReadParts : public skyhook::ObjectContext {
+ public:
+  ReadParts(uint64_t size, std::optional<std::string> design, std::optional<std::string> format)
+      : size_(size), design_(std::move(design)), format_(std::move(format)) {}
+
+  void Add(uint64_t offset, std::shared_ptr<arrow::Buffer> bytes) {
+    parts_.emplace_back(offset, std::move(bytes));
+  }
+
+  arrow::Result<uint64_t> Size() override { return size_; }
+
+  arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset, uint64_t length) override {
+    for (const auto& [start, bytes] : parts_) {
+      const auto end = start + static_cast<uint64_t>(bytes->size());
+      if (offset >= start && (offset < end || (offset == end && length == 0))) {
+        const uint64_t available = std::min(length, end - offset);
+        return arrow::SliceBuffer(bytes, static_cast<int64_t>(offset - start),
+                                  static_cast<int64_t>(available));
+      }
+    }
+    return arrow::Status::IOError("bytes at ", offset, " of the object were not read");
+  }
+
+  arrow::Result<std::optional<std::string>> GetXattr(const std::string& name) override {
+    if (name == skyhook::kDesignAttribute) return design_;
+    if (name == skyhook::kFormatAttribute) return format_;
+    return std::nullopt;
+  }
+
+ private:
+  uint64_t size_;
+  std::optional<std::string> design_, format_;
+  std::vector<std::pair<uint64_t, std::shared_ptr<arrow::Buffer>>> parts_;
+};
+
+arrow::Result<std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::Buffer>>> Encode(
+    const std::shared_ptr<arrow::Buffer>& stream, const std::string& design) {
+  auto reader =
+      arrow::ipc::RecordBatchStreamReader::Open(std::make_shared<arrow::io::BufferReader>(stream));
+  if (!reader.ok()) {
+    return skyhook::Error(
+        skyhook::ErrorCode::kInvalidRequest,
+        "the data to encode is not an Arrow IPC stream: ", reader.status().message());
+  }
+  ARROW_ASSIGN_OR_RAISE(auto table, (*reader)->ToTable());
+  ARROW_ASSIGN_OR_RAISE(auto requested, skyhook::ParseDesign(design, 0));
+  ARROW_ASSIGN_OR_RAISE(auto encoded,
+                        skyhook::EncodeObject(table, requested, arrow::default_memory_pool()));
+  ARROW_ASSIGN_OR_RAISE(auto attribute, skyhook::SerializeDesign(encoded.design));
+  return std::make_pair(encoded.data, attribute);
+}
+
+std::pair<nb::bytes, nb::bytes> EncodeObject(nb::bytes stream, nb::bytes design) {
+  auto data = std::make_shared<arrow::Buffer>(reinterpret_cast<const uint8_t*>(stream.c_str()),
+                                              static_cast<int64_t>(stream.size()));
+  std::string requested(design.c_str(), design.size());
+  arrow::Result<std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::Buffer>>> encoded;
+  {
+    nb::gil_scoped_release release;
+    encoded = Encode(data, requested);
+  }
+  auto [object, attribute] = Checked(std::move(encoded));
+  return {ToBytes(*object), ToBytes(*attribute)};
+}
+
+arrow::Result<std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::Buffer>>> Decode(
+    ReadParts* object, const std::optional<std::vector<std::string>>& columns) {
+  ARROW_ASSIGN_OR_RAISE(auto reader,
+                        skyhook::ObjectReader::Open(object, arrow::default_memory_pool(),
+                                                    columns ? &*columns : nullptr));
+  auto schema = reader->schema();
+  std::vector<int> fields;
+  for (int index = 0; index < schema->num_fields(); ++index) {
+    const auto& name = schema->field(index)->name();
+    if (!columns || std::find(columns->begin(), columns->end(), name) != columns->end()) {
+      fields.push_back(index);
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(auto batches, reader->ReadFields(fields, 64 * 1024));
+  ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
+  ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(sink, batches->schema()));
+  while (true) {
+    ARROW_ASSIGN_OR_RAISE(auto batch, batches->Next());
+    if (batch == nullptr) break;
+    ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*batch));
+  }
+  ARROW_RETURN_NOT_OK(writer->Close());
+  ARROW_ASSIGN_OR_RAISE(auto stream, sink->Finish());
+  ARROW_ASSIGN_OR_RAISE(auto object_schema, arrow::ipc::SerializeSchema(*schema));
+  return std::make_pair(object_schema, stream);
+}
+
+std::pair<nb::bytes, nb::bytes> ReadObject(uint64_t size, std::optional<nb::bytes> design,
+                                           std::optional<nb::bytes> format, nb::list parts,
+                                           std::optional<std::vector<std::string>> columns) {
+  auto text = [](const std::optional<nb::bytes>& value) -> std::optional<std::string> {
+    if (!value) return std::nullopt;
+    return std::string(value->c_str(), value->size());
+  };
+  ReadParts object(size, text(design), text(format));
+  for (nb::handle part : parts) {
+    auto pair = nb::cast<nb::tuple>(part);
+    object.Add(nb::cast<uint64_t>(pair[0]), std::make_shared<HeldBuffer>(pair[1]));
+  }
+  arrow::Result<std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::Buffer>>> read;
+  {
+    nb::gil_scoped_release release;
+    read = Decode(&object, columns);
+  }
+  auto [schema, stream] = Checked(std::move(read));
+  return {ToBytes(*schema), ToBytes(*stream)};
+}
+
 std::vector<std::string> MethodNames() {
   std::vector<std::string> names;
   for (const auto& info : skyhook::kMethods) names.emplace_back(info.name);
@@ -54,4 +220,12 @@ NB_MODULE(_embedded, m) {
   m.def("call", &Call, nb::arg("object_path"), nb::arg("method"), nb::arg("request"),
         "Run a storage method on one object file; returns the encoded reply.");
   m.def("methods", &MethodNames, "Names of the storage-side methods.");
+  m.def("encode_object", &EncodeObject, nb::arg("stream"), nb::arg("design"),
+        "Encode an Arrow IPC stream as an object of a requested design (its attribute bytes); "
+        "returns (object bytes, the design built). Failures: ValueError(code, message).");
+  m.def("read_object", &ReadObject, nb::arg("size"), nb::arg("design").none(),
+        nb::arg("format").none(), nb::arg("parts"), nb::arg("columns").none(),
+        "Decode an object of size bytes from the parts read [(offset, buffer)] and its "
+        "attributes; columns: only these (None: all). Returns (the schema of the fields "
+        "read, an Arrow IPC stream). Failures: ValueError(code, message).");
 }

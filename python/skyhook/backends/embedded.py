@@ -16,6 +16,7 @@ when the writer dies, which is how fsck tells abandoned writes from live ones.
 from __future__ import annotations
 
 import fcntl
+import mmap
 import os
 import re
 import tempfile
@@ -28,7 +29,7 @@ import pyarrow as pa
 
 from skyhook import _embedded
 from skyhook.backends.base import Backend
-from skyhook.backends.object_store import PendingWrite, PendingWriteRecord, StoredManifest
+from skyhook.backends.object_store import OpenedObject, PendingWrite, PendingWriteRecord, StoredManifest
 from skyhook.backends.parallel import ordered_map
 from skyhook.errors import InvalidRequestError, ObjectNotFoundError, SkyhookError, StoreNotFoundError
 from skyhook.names import check_dataset_name
@@ -62,7 +63,7 @@ class EmbeddedBackend(Backend):
     def uri(self) -> str:
         return self.root.as_uri()
 
-    def put_object(self, name: str, data: pa.Buffer, attributes: dict[str, str]) -> None:
+    def put_object(self, name: str, data: pa.Buffer, attributes: dict[str, bytes | str]) -> None:
         _atomic_write(self._object_path(name), data, attributes)
 
     def read_object(self, name: str) -> pa.Buffer:
@@ -71,6 +72,16 @@ class EmbeddedBackend(Backend):
                 return mapped.read_buffer()
         except FileNotFoundError:
             raise ObjectNotFoundError(f"object {name} is missing from {self.uri}") from None
+
+    def open_object(self, name: str) -> OpenedObject:
+        try:
+            descriptor = os.open(self._object_path(name), os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise ObjectNotFoundError(f"object {name} is missing from {self.uri}") from None
+        try:
+            return _OpenedFile(descriptor)
+        finally:
+            os.close(descriptor)
 
     def delete_object(self, name: str) -> None:
         self._object_path(name).unlink(missing_ok=True)
@@ -168,6 +179,25 @@ class EmbeddedBackend(Backend):
             os.close(descriptor)
 
 
+class _OpenedFile(OpenedObject):
+    """An object file as opened: attributes and bytes from the one descriptor,
+    so a file renamed over it meanwhile (a rewrite) is never mixed in; its
+    bytes are a read-only map of that file, and reads are views of the map."""
+
+    def __init__(self, descriptor: int) -> None:
+        self.size = os.fstat(descriptor).st_size
+        self.attributes = {
+            key.removeprefix("user."): os.getxattr(descriptor, key)
+            for key in os.listxattr(descriptor)
+            if key.startswith("user.")
+        }
+        mapped = mmap.mmap(descriptor, self.size, prot=mmap.PROT_READ) if self.size else b""
+        self._data = pa.py_buffer(mapped)
+
+    def read(self, ranges: list[tuple[int, int]]) -> list[pa.Buffer]:
+        return [self._data.slice(offset, length) for offset, length in ranges]
+
+
 class _LockedRecord(PendingWrite):
     """A pending-write record that is locked from the moment it has its name:
     created under a temporary name, locked, then renamed."""
@@ -214,13 +244,13 @@ def _abandoned(path: Path) -> bool:
         os.close(descriptor)
 
 
-def _atomic_write(path: Path, data: bytes | pa.Buffer, attributes: dict[str, str]) -> None:
+def _atomic_write(path: Path, data: bytes | pa.Buffer, attributes: dict[str, bytes | str]) -> None:
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(descriptor, "wb") as file:
             file.write(memoryview(data))
             for key, value in attributes.items():
-                os.setxattr(file.fileno(), f"user.{key}", value.encode())
+                os.setxattr(file.fileno(), f"user.{key}", value if isinstance(value, bytes) else value.encode())
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, path)

@@ -36,6 +36,26 @@ class PendingWrite(ABC):
     def finish(self) -> None: ...
 
 
+class ObjectChangedError(Exception):
+    """The object was replaced since it was opened (a transform rewrote it): open it again."""
+
+
+class OpenedObject(ABC):
+    """One version of an object, as it was when opened: its size and attributes,
+    and reads of byte ranges of that same version (never of a newer one)."""
+
+    size: int
+    #: Every attribute of that version (skyhook.design, or skyhook.format before designs).
+    attributes: dict[str, bytes]
+
+    @abstractmethod
+    def read(self, ranges: list[tuple[int, int]]) -> list[pa.Buffer]:
+        """The bytes of each (offset, length); ObjectChangedError if the object was replaced meanwhile."""
+
+    def close(self) -> None:
+        """Release what the opened object holds."""
+
+
 class ObjectStore(ABC):
     @property
     @abstractmethod
@@ -44,12 +64,16 @@ class ObjectStore(ABC):
     # Objects: put, read, delete and list, with attributes (the object's format).
 
     @abstractmethod
-    def put_object(self, name: str, data: pa.Buffer, attributes: dict[str, str]) -> None:
+    def put_object(self, name: str, data: pa.Buffer, attributes: dict[str, bytes | str]) -> None:
         """Create or replace an object and its attributes atomically."""
 
     @abstractmethod
     def read_object(self, name: str) -> pa.Buffer:
         """The whole object, as a plain read (no storage-side processing)."""
+
+    @abstractmethod
+    def open_object(self, name: str) -> OpenedObject:
+        """The object's current version, for reads of its attributes and byte ranges that agree."""
 
     @abstractmethod
     def delete_object(self, name: str) -> None:

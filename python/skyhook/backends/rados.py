@@ -28,7 +28,13 @@ from urllib.parse import quote
 import pyarrow as pa
 
 from skyhook.backends.base import Backend
-from skyhook.backends.object_store import PendingWrite, PendingWriteRecord, StoredManifest
+from skyhook.backends.object_store import (
+    ObjectChangedError,
+    OpenedObject,
+    PendingWrite,
+    PendingWriteRecord,
+    StoredManifest,
+)
 from skyhook.errors import (
     ClassCallsNotPermittedError,
     InvalidRequestError,
@@ -103,16 +109,20 @@ class RadosBackend(Backend):
             f"{key}={quote(value)}" for key, value in options.items() if value
         )
 
-    def put_object(self, name: str, data: pa.Buffer, attributes: dict[str, str]) -> None:
+    def put_object(self, name: str, data: pa.Buffer, attributes: dict[str, bytes | str]) -> None:
         if data.size > MAX_OBJECT_BYTES:
             raise InvalidRequestError(
                 f"object {name} would be {data.size:,} bytes, over the "
                 f"{MAX_OBJECT_BYTES:,}-byte limit: lower target_object_size"
             )
-        self._do(self._pool.put, name, data.to_pybytes(), attributes)
+        encoded = {key: value.encode() if isinstance(value, str) else value for key, value in attributes.items()}
+        self._do(self._pool.put, name, data.to_pybytes(), encoded)
 
     def read_object(self, name: str) -> pa.Buffer:
         return pa.py_buffer(self._do(self._pool.read, name))
+
+    def open_object(self, name: str) -> OpenedObject:
+        return _OpenedRadosObject(self, name, *self._do(self._pool.open, name))
 
     def delete_object(self, name: str) -> None:
         self._do(self._pool.remove, name)
@@ -255,6 +265,26 @@ class RadosBackend(Backend):
 
 def _manifest_object(dataset: str) -> str:
     return dataset + MANIFEST_SUFFIX
+
+
+class _OpenedRadosObject(OpenedObject):
+    """An object at the version its attributes were read at: ranged reads
+    assert that version, so a rewrite in between is noticed, never mixed in."""
+
+    def __init__(self, backend: RadosBackend, name: str, size: int, version: int, attributes: dict[str, bytes]) -> None:
+        self.backend, self.name, self.version = backend, name, version
+        self.size, self.attributes = size, attributes
+
+    def read(self, ranges: list[tuple[int, int]]) -> list[pa.Buffer]:
+        return [pa.py_buffer(part) for part in self.backend._do(self._read_ranges, ranges)]
+
+    def _read_ranges(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        try:
+            return self.backend._pool.read_ranges(self.name, self.version, ranges)
+        except OSError as error:
+            if error.errno in (errno.ERANGE, errno.EOVERFLOW):
+                raise ObjectChangedError(self.name) from None
+            raise
 
 
 class _HeartbeatRecord(PendingWrite):

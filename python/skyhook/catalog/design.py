@@ -183,6 +183,53 @@ class ObjectDesign:
             row["generation"],
         )
 
+    @property
+    def monolithic(self) -> bool:
+        """Every column in one extent."""
+        return len(self.column_groups) == 1
+
+    def groups_holding(self, columns: Sequence[str] | None) -> tuple[ColumnGroup, ...]:
+        """The groups a read of columns (None: all) opens, as the C++ reader
+        chooses them: those holding any of them, or the smallest for none."""
+        if columns is None or self.monolithic:
+            return self.column_groups
+        wanted = set(columns)
+        holding = tuple(group for group in self.column_groups if wanted.intersection(group.columns))
+        return holding or (min(self.column_groups, key=lambda group: group.length),)
+
+    def request_problem(self, columns: Sequence[str]) -> str | None:
+        """What makes this write design impossible for data of columns, or None."""
+        named = [column for group in self.column_groups for column in group.columns]
+        if self.format not in FORMATS or self.compression not in COMPRESSIONS:
+            return f"format {self.format!r}, compression {self.compression!r}"
+        if not 1 <= self.row_group_size <= _MAX_ROW_GROUP_SIZE:
+            return f"row group size {self.row_group_size}"
+        if (
+            not self.column_groups
+            or len(named) != len(set(named))
+            or (self.format == "rows" and len(self.column_groups) > 1)
+        ):
+            return "its column groups"
+        unknown = set(named).union(key.column for key in self.sort_by) - set(columns)
+        return f"it names unknown column {sorted(unknown)[0]!r}" if unknown else None
+
+    def object_problem(self, num_rows: int, size: int, columns: Sequence[str]) -> str | None:
+        """What makes this design disagree with an object of num_rows rows and
+        size bytes of a dataset of columns, or None."""
+        if self.format not in FORMATS or self.compression not in (*COMPRESSIONS, "unknown"):
+            return f"has format {self.format!r}, compression {self.compression!r}"
+        if self.num_rows not in (-1, num_rows):
+            return f"says {self.num_rows} rows"
+        extents = sorted((group.offset, group.offset + group.length) for group in self.column_groups)
+        if not extents or extents[0][0] < 0 or extents[-1][1] > size:
+            return "has extents outside its object"
+        if any(start < end for (_, end), (start, _) in zip(extents, extents[1:])):
+            return "has overlapping extents"
+        named = [column for group in self.column_groups for column in group.columns]
+        if (named or not self.monolithic) and sorted(named) != sorted(columns):
+            return "does not group the dataset's columns"
+        return None
+
     def describe_groups(self) -> str:
         """The column groups as one line: "(all)" or "a,b | c"."""
         if len(self.column_groups) == 1 and not self.column_groups[0].columns:

@@ -1,4 +1,5 @@
-"""The manifest of a dataset: schema, format and per-partition statistics.
+"""The manifest of a dataset: schema, its write design, and per partition the
+object's design and statistics.
 
 It is stored as one Arrow IPC file (a row per partition) and replaced
 atomically, so a reader always sees a complete version of the dataset. Before
@@ -8,6 +9,12 @@ Every publication has a generation of its own. A write names its objects after
 its generation; an append keeps the objects before it, so one manifest names
 objects of several generations, and its history says how many partitions each
 earlier version (since the last overwrite) had: those versions are prefixes.
+
+Each partition's design (version 3) is what its object was written or last
+transformed to, for planning and for ``ds.design()``; readers never decode an
+object by it (a transform may have rewritten the object since), only by the
+design attribute the object itself carries. The write design is what new
+objects (appends) are built as unless a write asks for another.
 """
 
 from __future__ import annotations
@@ -17,13 +24,14 @@ from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
-from skyhook.catalog.object_format import FORMATS
+from skyhook.catalog.design import FORMATS, Design, ObjectDesign
 from skyhook.errors import CorruptManifestError
 from skyhook.names import GENERATION, object_owner
 
-MANIFEST_VERSION = b"2"
-#: Version 1 (before appends) had no history and objects of one generation: still readable.
-READABLE_VERSIONS = (b"1", MANIFEST_VERSION)
+MANIFEST_VERSION = b"3"
+#: Version 1 (before appends) had no history and objects of one generation, versions 1
+#: and 2 one format for every object and no designs: still readable, as legacy designs.
+READABLE_VERSIONS = (b"1", b"2", MANIFEST_VERSION)
 
 
 def statistics_type(schema: pa.Schema) -> pa.StructType:
@@ -47,18 +55,25 @@ class Partition:
     object_name: str
     num_rows: int
     size_bytes: int
+    design: ObjectDesign
 
 
 @dataclass(frozen=True)
 class Manifest:
     dataset: str
     schema: pa.Schema
-    format: str
+    #: What new objects are built as (a request: extents and row count zero).
+    write_design: ObjectDesign
     generation: str
     partitions: tuple[Partition, ...]
     statistics: pa.StructArray  # one row per partition, of statistics_type(schema)
     #: (generation, number of partitions) of each earlier version this one appended to, oldest first.
     history: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def format(self) -> str:
+        """The format new objects are written in (objects may differ: see partitions' designs)."""
+        return self.write_design.format
 
     @property
     def num_rows(self) -> int:
@@ -75,6 +90,7 @@ class Manifest:
         )
         return replace(
             added,
+            write_design=self.write_design,
             partitions=partitions,
             statistics=pa.concat_arrays([self.statistics, added.statistics]),
             history=(*self.history, (self.generation, len(self.partitions))),
@@ -103,13 +119,14 @@ class Manifest:
                 "object": pa.array([p.object_name for p in self.partitions], pa.string()),
                 "num_rows": pa.array([p.num_rows for p in self.partitions], pa.int64()),
                 "size_bytes": pa.array([p.size_bytes for p in self.partitions], pa.int64()),
+                "design": pa.array([p.design.to_bytes() for p in self.partitions], pa.binary()),
                 "statistics": self.statistics,
             }
         ).replace_schema_metadata(
             {
                 b"skyhook.manifest_version": MANIFEST_VERSION,
                 b"skyhook.dataset": self.dataset.encode(),
-                b"skyhook.format": self.format.encode(),
+                b"skyhook.write_design": self.write_design.to_bytes(),
                 b"skyhook.generation": self.generation.encode(),
                 b"skyhook.schema": self.schema.serialize().to_pybytes(),
                 b"skyhook.history": json.dumps(self.history).encode(),
@@ -139,9 +156,17 @@ class Manifest:
         if metadata.get(b"skyhook.manifest_version") not in READABLE_VERSIONS:
             raise ValueError(f"unsupported manifest version {metadata.get(b'skyhook.manifest_version')!r}")
         schema = pa.ipc.read_schema(pa.py_buffer(metadata[b"skyhook.schema"]))
+        if metadata[b"skyhook.manifest_version"] == MANIFEST_VERSION:
+            write_design = ObjectDesign.from_bytes(metadata[b"skyhook.write_design"])
+            designs = [ObjectDesign.from_bytes(value) for value in table.column("design").to_pylist()]
+        else:  # one format for all, every object as one extent
+            format = metadata[b"skyhook.format"].decode()
+            write_design = ObjectDesign.request(Design(format if format in FORMATS else "parquet"), schema.names, 0)
+            write_design = replace(write_design, format=format)
+            designs = [ObjectDesign.legacy(format, size) for size in table.column("size_bytes").to_pylist()]
         partitions = tuple(
-            Partition(row["partition"], row["object"], row["num_rows"], row["size_bytes"])
-            for row in table.select(["partition", "object", "num_rows", "size_bytes"]).to_pylist()
+            Partition(row["partition"], row["object"], row["num_rows"], row["size_bytes"], design)
+            for row, design in zip(table.select(["partition", "object", "num_rows", "size_bytes"]).to_pylist(), designs)
         )
         statistics = table.column("statistics").combine_chunks()
         if len(statistics) == 0:
@@ -150,7 +175,7 @@ class Manifest:
         return cls(
             metadata[b"skyhook.dataset"].decode(),
             schema,
-            metadata[b"skyhook.format"].decode(),
+            write_design,
             metadata[b"skyhook.generation"].decode(),
             partitions,
             statistics,
@@ -165,8 +190,9 @@ class Manifest:
             raise corrupt(f"it belongs to dataset {self.dataset!r}")
         if not GENERATION.fullmatch(self.generation):
             raise corrupt(f"invalid generation {self.generation!r}")
-        if self.format not in FORMATS:
-            raise corrupt(f"unknown format {self.format!r}")
+        problem = self.write_design.request_problem(self.schema.names)
+        if problem:
+            raise corrupt(f"its write design is impossible: {problem}")
         if len(self.statistics) != len(self.partitions) or self.statistics.type != statistics_type(self.schema):
             raise corrupt("its statistics do not match its partitions")
         counts = [count for _, count in self.history]
@@ -198,3 +224,6 @@ class Manifest:
                 )
             if not all(isinstance(value, int) and value >= 0 for value in (partition.num_rows, partition.size_bytes)):
                 raise corrupt(f"partition {index} has invalid sizes")
+            problem = partition.design.object_problem(partition.num_rows, partition.size_bytes, self.schema.names)
+            if problem:
+                raise corrupt(f"partition {index} has a design that {problem}")

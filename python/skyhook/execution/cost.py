@@ -7,6 +7,8 @@ reply is as large as the object (measured: at 100 % pushdown is 14-30 %
 slower). When partition statistics prove that every row passes, the decoded
 sizes of the wanted columns predict the reply; otherwise the first object is
 pushed down as a sample and its reply-to-object size ratio decides the rest.
+An object whose design keeps its columns in several groups is read only in the
+extents of the groups that hold the needed columns: those are its bytes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pyarrow.compute as pc
 
 from skyhook.catalog.manifest import Manifest, Partition
 from skyhook.catalog.pruning import matching_partitions
+from skyhook.plan.expressions import columns_read
 
 #: Push down while a reply, as sent (compressed), is expected to be at most this
 #: fraction of its object. Pushdown stops paying when the *decoded* reply nears a
@@ -47,4 +50,13 @@ def predicted_reply_ratio(
     kept = {p.number for p in partitions}
     statistics = [row for partition, row in zip(manifest.partitions, manifest.statistics) if partition.number in kept]
     reply = sum(row[name]["bytes"].as_py() or 0 for row in statistics for name in names)
-    return reply / max(1, sum(p.size_bytes for p in partitions))
+    needed = columns_read(manifest.schema, columns, filter)
+    return reply / max(1, sum(bytes_read(p, needed) for p in partitions))
+
+
+def bytes_read(partition: Partition, columns: list[str] | None) -> int:
+    """The bytes of an object that a read of columns (None: all) reads: the
+    extents of the column groups that hold them, or the whole object."""
+    if partition.design.monolithic:
+        return partition.size_bytes
+    return sum(group.length for group in partition.design.groups_holding(columns))

@@ -1,9 +1,14 @@
-"""The plain path: read a whole object and let pyarrow decode and filter it at
-the client (pushdown off, chosen by the cost model, or pushed back).
+"""The plain path: read an object at the client and let pyarrow filter it
+(pushdown off, chosen by the cost model, or pushed back).
 
-Every failure is a SkyhookError naming the object: pyarrow's own errors never
-escape. Parquet page checksums are verified, so a damaged page is an error
-rather than a wrong answer."""
+The object is decoded by the design attribute it carries, read together with
+its bytes from one version of it (a transform may rewrite it at any time, and
+the manifest's design may be older or newer than the object), with the C++
+core's reader: the same code storage runs, for objects of any design. Of an
+object in several column groups only the extents of the groups holding the
+needed columns are read (ranged reads). Every failure is a SkyhookError naming
+the object: pyarrow's own errors never escape. Parquet page checksums are
+verified, so a damaged page is an error rather than a wrong answer."""
 
 from __future__ import annotations
 
@@ -14,7 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from skyhook.catalog.object_format import stored_schema
+from skyhook.backends.object_codec import decode_object
+from skyhook.backends.object_store import ObjectChangedError, OpenedObject
+from skyhook.catalog.design import DESIGN_ATTRIBUTE, ObjectDesign
+from skyhook.catalog.object_format import FORMAT_ATTRIBUTE, stored_schema
 from skyhook.errors import (
     ClassCallsNotPermittedError,
     CorruptObjectError,
@@ -24,19 +32,16 @@ from skyhook.errors import (
     StorageError,
     first_line,
 )
+from skyhook.plan.expressions import columns_read
 
 if TYPE_CHECKING:
     from skyhook.catalog.manifest import Partition
     from skyhook.execution.dataset_objects import DatasetObjects
 
-_FILE_FORMATS = {
-    "parquet": pads.ParquetFileFormat(
-        default_fragment_scan_options=pads.ParquetFragmentScanOptions(page_checksum_verification=True)
-    ),
-    "ipc": pads.IpcFileFormat(),
-}
-# pyarrow reports damaged data as ArrowException subclasses or as OSError (IOError).
+# pyarrow reports failures as ArrowException subclasses or as OSError (IOError).
 _ARROW_ERRORS = (pa.ArrowException, OSError)
+#: Opening again an object that a transform replaced while it was read.
+_ATTEMPTS = 5
 
 
 def read_partition(
@@ -44,34 +49,24 @@ def read_partition(
 ) -> tuple[int, int, pa.Table]:
     """(object bytes moved, rows in the object, the filtered and projected table)."""
     name = partition.object_name
-    try:
-        data = source.backend.read_object(name)
-    except SkyhookError:
-        raise
-    except OSError as error:
-        raise StorageError(f"reading object {name} failed: {error}") from None
-    format = source.manifest.format
-    try:
-        fragment = _FILE_FORMATS[format].make_fragment(pa.BufferReader(data))
-        rows = fragment.count_rows()
-        _check_schema(fragment.physical_schema, stored_schema(source.schema, format), name)
-        return (
-            data.size,
-            rows,
-            fragment.to_table(schema=source.schema, columns=columns, filter=filter, use_threads=False),
-        )
-    except SkyhookError:
-        raise
-    except _ARROW_ERRORS as error:
-        if isinstance(error, MemoryError) or (columns is None and filter is None):
-            raise _read_error(name, format, error) from None
-        try:  # the data itself, or the expressions?
-            fragment.to_table(schema=source.schema, use_threads=False)
-        except _ARROW_ERRORS as data_error:
-            raise _read_error(name, format, data_error) from None
-        raise InvalidRequestError(
-            f"evaluating the filter or projection on object {name} failed: {first_line(error)}"
-        ) from None
+    wanted = columns_read(source.schema, columns, filter)
+    for _ in range(_ATTEMPTS):
+        try:
+            opened = source.backend.open_object(name)
+        except SkyhookError:
+            raise
+        except OSError as error:
+            raise StorageError(f"reading object {name} failed: {error}") from None
+        try:
+            moved, table = _decoded(opened, source.schema, wanted, name)
+            break
+        except ObjectChangedError:
+            continue
+        finally:
+            opened.close()
+    else:
+        raise StorageError(f"object {name} was rewritten {_ATTEMPTS} times while it was read")
+    return moved, table.num_rows, _evaluated(table, columns, filter, name)
 
 
 def warn_class_calls_refused(refusal: ClassCallsNotPermittedError) -> None:
@@ -80,11 +75,61 @@ def warn_class_calls_refused(refusal: ClassCallsNotPermittedError) -> None:
     warnings.warn(f"{refusal}; reading whole objects at the client instead", RuntimeWarning, stacklevel=3)
 
 
-def _check_schema(physical: pa.Schema, expected: pa.Schema, name: str) -> None:
-    """An object must have the columns its manifest promises: never a silent cast."""
+def _decoded(opened: OpenedObject, schema: pa.Schema, wanted: list[str] | None, name: str) -> tuple[int, pa.Table]:
+    """(bytes read, the wanted columns in the dataset's types) of one opened object."""
+    design_bytes = opened.attributes.get(DESIGN_ATTRIBUTE)
+    format_bytes = opened.attributes.get(FORMAT_ATTRIBUTE)
+    try:
+        design = ObjectDesign.from_bytes(design_bytes) if design_bytes is not None else None
+    except ValueError:
+        design = None  # the C++ reader says what is wrong with it
+    ranges = [(0, opened.size)]
+    if design is not None and not design.monolithic:
+        groups = design.groups_holding(wanted)
+        if all(group.offset + group.length <= opened.size for group in groups):
+            ranges = [(group.offset, group.length) for group in groups]
+    parts = opened.read(ranges)
+    object_schema, table = decode_object(
+        opened.size,
+        design_bytes,
+        format_bytes,
+        list(zip([offset for offset, _ in ranges], parts)),
+        wanted,
+        f"object {name}",
+    )
+    format = design.format if design is not None else (format_bytes or b"").decode(errors="replace")
+    all_columns = None if design is None or design.monolithic else [c for g in design.column_groups for c in g.columns]
+    _check_schema(object_schema, stored_schema(schema, format), all_columns, name)
+    try:
+        table = table.cast(pa.schema([schema.field(column) for column in table.column_names]))
+    except _ARROW_ERRORS as error:
+        raise _read_error(name, error) from None
+    return sum(part.size for part in parts), table
+
+
+def _evaluated(table: pa.Table, columns, filter: pc.Expression | None, name: str) -> pa.Table:
+    if columns is None and filter is None:
+        return table
+    try:
+        return pads.dataset(table).to_table(columns=columns, filter=filter, use_threads=False)
+    except _ARROW_ERRORS as error:
+        if isinstance(error, MemoryError):
+            raise _read_error(name, error) from None
+        raise InvalidRequestError(
+            f"evaluating the filter or projection on object {name} failed: {first_line(error)}"
+        ) from None
+
+
+def _check_schema(physical: pa.Schema, expected: pa.Schema, all_columns: list[str] | None, name: str) -> None:
+    """An object must have the columns its manifest promises: never a silent cast.
+    physical holds every column of the object, or (all_columns given: the
+    object's column groups) the columns of the groups read."""
     stored = {field.name: field.type for field in physical}
     wanted = {field.name: field.type for field in expected}
-    if stored == wanted and len(physical) == len(expected):
+    if all_columns is not None:
+        stored = {column: stored.get(column, "unread") for column in all_columns}
+        wanted = {column: wanted[column] if stored.get(column) != "unread" else "unread" for column in wanted}
+    if stored == wanted and len(physical) == len(set(physical.names)):
         return
     differences = [
         f"{column}: {stored.get(column, 'missing')} in the object, {wanted.get(column, 'absent')} expected"
@@ -94,7 +139,7 @@ def _check_schema(physical: pa.Schema, expected: pa.Schema, name: str) -> None:
     raise CorruptObjectError(f"object {name} is inconsistent with its dataset's schema ({'; '.join(differences)})")
 
 
-def _read_error(name: str, format: str, error: BaseException) -> SkyhookError:
+def _read_error(name: str, error: BaseException) -> SkyhookError:
     if isinstance(error, MemoryError):
         return OutOfMemoryError(f"out of memory decoding object {name}: {first_line(error)}")
-    return CorruptObjectError(f"object {name} is not a readable {format} partition: {first_line(error)}")
+    return CorruptObjectError(f"object {name} does not hold its dataset's types: {first_line(error)}")

@@ -17,11 +17,18 @@ import pyarrow.dataset as pads
 
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, first_line
-from skyhook.execution.cost import predicted_reply_ratio
+from skyhook.execution.cost import bytes_read, predicted_reply_ratio
 from skyhook.execution.placement import Decision, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.plan.carried_types import as_dataset_types, is_carried
-from skyhook.plan.expressions import Columns, filter_columns, output_expressions, projected_schema, to_substrait
+from skyhook.plan.expressions import (
+    Columns,
+    columns_read,
+    filter_columns,
+    output_expressions,
+    projected_schema,
+    to_substrait,
+)
 from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import ScanRequest
 from skyhook.rpc.result_options import PushbackLimits, ResultOptions, checked_compression
@@ -292,7 +299,8 @@ class ScanExecution:
         if self.stats.objects_over_object > before[2]:
             decision = Decision(False, f"{basis}: its reply would pass its size: plain reads for {len(rest)} objects")
         else:
-            ratio = (self.stats.bytes_returned - before[0]) / max(1, sample.size_bytes)
+            needed = columns_read(self.source.schema, self.columns, self.filter)
+            ratio = (self.stats.bytes_returned - before[0]) / max(1, bytes_read(sample, needed))
             decision = self.policy.by_ratio(basis, ratio, len(rest))
         self.stats.cost_model = decision.reason
         self.sampled = decision

@@ -58,12 +58,12 @@ def publish(
 
 
 def _appendable(current: Manifest, added: Manifest) -> Manifest:
-    """current, if added's objects (written in its schema and format) fit it: a
-    racing overwrite may have changed either."""
-    if current.format != added.format or not current.schema.equals(added.schema):
+    """current, if added's objects (written in its schema) fit it: a racing
+    overwrite may have changed it. Objects of any design mix."""
+    if not current.schema.equals(added.schema):
         raise SchemaMismatchError(
             f"dataset {current.dataset!r} was replaced while appending to it, by one of another "
-            f"{'format' if current.format != added.format else 'schema'}: nothing was appended"
+            "schema: nothing was appended"
         )
     return current
 

@@ -21,6 +21,10 @@ def describe_object(caller: MethodCaller, object_name: str) -> tuple[pa.StructAr
 def partition_statistics(caller: MethodCaller, object_name: str, schema: pa.Schema) -> pa.StructArray:
     """The manifest's statistics row of one partition object of a dataset of schema."""
     row, _ = describe_object(caller, object_name)
+    # An object's columns are in the order of its column groups: take the dataset's.
+    names = [field.name for field in row.type]
+    if names != schema.names and sorted(names) == sorted(schema.names):
+        row = pa.StructArray.from_arrays([row.field(name) for name in schema.names], schema.names)
     return row.cast(statistics_type(schema))
 
 

@@ -1,5 +1,6 @@
-"""Writing a dataset: the source split into partitions, one encoded object
-each, described in storage, then the manifest published by compare-and-swap.
+"""Writing a dataset: the source split into partitions, one object each, built
+by the C++ core's one writer in the write's design and stored with its design
+attribute, described in storage, then the manifest published by compare-and-swap.
 A failed write deletes its own objects; a successful one deletes those of the
 manifest it replaced (Store.write_dataset states the guarantees). An append
 replaces nothing: its manifest names the objects before it and its own."""
@@ -12,8 +13,9 @@ from typing import Any
 import pyarrow as pa
 
 from skyhook.backends.base import Backend
+from skyhook.backends.object_codec import encode_object
+from skyhook.catalog.design import DESIGN_ATTRIBUTE, Design, ObjectDesign
 from skyhook.catalog.manifest import Manifest, Partition
-from skyhook.catalog.object_format import DEFAULT_ROW_GROUP_SIZE, FORMAT_ATTRIBUTE, check_format, encode_partition
 from skyhook.errors import DatasetNotFoundError, InvalidRequestError
 from skyhook.ingest.csv_options import CsvOptions
 from skyhook.ingest.files import Partitioning
@@ -27,7 +29,6 @@ from skyhook.names import check_dataset_name, new_generation, object_name
 #: Called after each object is stored with the rows and bytes (Arrow, in memory)
 #: of input it consumed: progress through the input, whatever the encoding made of it.
 Progress = Callable[[int, int], None]
-DEFAULT_FORMAT = "parquet"
 
 
 def write_dataset(
@@ -35,11 +36,12 @@ def write_dataset(
     name: str,
     data: DataSource,
     *,
+    design: Design | None = None,
     format: str | None = None,
     target_object_size: int = DEFAULT_TARGET_OBJECT_SIZE,
     rows_per_object: int | None = None,
-    row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
-    compression: str = "zstd",
+    row_group_size: int | None = None,
+    compression: str | None = None,
     mode: str = "create",
     progress: Progress | None = None,
     partitioning: Partitioning = "hive",
@@ -47,22 +49,25 @@ def write_dataset(
     must_exist: bool = False,
 ) -> Manifest:
     """Store data as the dataset name (see Store.write_dataset); returns its
-    published manifest. must_exist: an append fails if the dataset is gone."""
+    published manifest. must_exist: an append fails if the dataset is gone.
+    design (or its shorthand format, row_group_size, compression) is what the
+    new objects are built as; by default a new dataset's Design() and an
+    append's the dataset's write design."""
     check_dataset_name(name)
     check_mode(mode)
+    design = _asked_design(design, format, row_group_size, compression)
     if mode == "create" and backend.get_manifest(name) is not None:
         raise exists_error(name)  # early, before any work; the publish decides for sure
     current = _current_manifest(backend, name) if mode == "append" else None
     if must_exist and current is None:
         raise DatasetNotFoundError(f"no dataset named {name!r} in {backend.uri}")
     source = open_source(data, partitioning, csv_options)
-    if current is not None:  # an append: the rows take the dataset's schema and format
+    if current is not None:  # an append: the rows take the dataset's schema and its write design
         source = conform(source, current.schema, name)
-        if format not in (None, current.format):
-            raise InvalidRequestError(f"dataset {name!r} is stored as {current.format}, not {format}")
-        format = current.format
-    format = format or DEFAULT_FORMAT
-    check_format(format)
+    # Checked against the columns before anything is read or written.
+    requested = current.write_design if current is not None and design is None else None
+    if requested is None:
+        requested = ObjectDesign.request(design or Design(), source.schema.names, 0)
     # A fresh generation names the new objects, so readers of the previous
     # manifest keep reading complete, unchanged objects until it is replaced.
     generation = new_generation()
@@ -77,16 +82,22 @@ def write_dataset(
             for table in split_partitions(source.schema, source.batches, target_object_size, rows_per_object):
                 number = len(partitions)
                 partition_object = object_name(name, generation, number)
-                encoded = encode_partition(table, format, row_group_size, compression)
+                encoded, attribute = encode_object(table, requested.to_bytes())
                 written.append(partition_object)  # before the put: a failed put may have stored it
-                backend.put_object(partition_object, encoded, {FORMAT_ATTRIBUTE: format})
+                backend.put_object(partition_object, encoded, {DESIGN_ATTRIBUTE: attribute})
                 statistics.append(partition_statistics(backend, partition_object, source.schema))
-                partitions.append(Partition(number, partition_object, table.num_rows, encoded.size))
+                object_design = ObjectDesign.from_bytes(attribute)
+                partitions.append(Partition(number, partition_object, table.num_rows, encoded.size, object_design))
                 pending.heartbeat()
                 if progress:
                     progress(table.num_rows, table.nbytes)
             manifest = Manifest(
-                name, source.schema, format, generation, tuple(partitions), concat_statistics(statistics, source.schema)
+                name,
+                source.schema,
+                requested,
+                generation,
+                tuple(partitions),
+                concat_statistics(statistics, source.schema),
             )
             manifest, replaced = publish(backend, manifest, mode, must_exist)
         except BaseException:
@@ -98,6 +109,22 @@ def write_dataset(
     finally:
         pending.finish()
     return manifest
+
+
+def _asked_design(
+    design: Design | None, format: str | None, row_group_size: int | None, compression: str | None
+) -> Design | None:
+    """The design a write asks for: design=, or a Design of the shorthand arguments given."""
+    shorthand = {
+        key: value
+        for key, value in (("format", format), ("row_group_size", row_group_size), ("compression", compression))
+        if value is not None
+    }
+    if design is not None and shorthand:
+        raise InvalidRequestError(f"give design= or {', '.join(shorthand)}, not both")
+    if design is not None and not isinstance(design, Design):
+        raise InvalidRequestError(f"design must be a skyhook.Design, not {type(design).__name__}")
+    return Design(**shorthand) if shorthand else design
 
 
 def _current_manifest(backend: Backend, name: str) -> Manifest | None:

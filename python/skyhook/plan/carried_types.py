@@ -63,7 +63,10 @@ def is_carried(field: pa.Field) -> bool:
 
 
 def as_dataset_types(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """table's columns (carriers, or types as stored) as schema's types (ValueError: other columns)."""
+    """table's columns (carriers, or types as stored) as schema's types (ValueError: other columns).
+    An object in column groups holds its columns in the groups' order: they are put in schema's."""
+    if table.column_names != schema.names and sorted(table.column_names) == sorted(schema.names):
+        table = table.select(schema.names)
     if table.column_names != schema.names:
         raise ValueError(f"columns {table.column_names} where {schema.names} were expected")
     columns = [_converted(column, field.type) for column, field in zip(table.columns, schema)]

@@ -164,6 +164,18 @@ def filter_columns(filter: pc.Expression, schema: pa.Schema) -> set[str]:
     return {field.name for field in _read_fields(message, schema)}
 
 
+def columns_read(schema: pa.Schema, columns: Columns, filter: pc.Expression | None) -> list[str] | None:
+    """The columns a scan of columns with filter decodes, in the schema's order
+    (None: every one)."""
+    if columns is None:
+        return None
+    expressions = list(columns.values()) if isinstance(columns, Mapping) else []
+    names = set() if isinstance(columns, Mapping) else set(columns)
+    for expression in [*expressions, *([filter] if filter is not None else [])]:
+        names |= filter_columns(expression, schema)
+    return [name for name in schema.names if name in names]
+
+
 def output_expressions(columns: Columns) -> tuple[list[pc.Expression], list[str]]:
     if isinstance(columns, Mapping):
         return list(columns.values()), list(columns)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include <arrow/buffer.h>
 #include <arrow/util/future.h>
@@ -10,7 +11,19 @@ namespace skyhook {
 
 arrow::Result<std::shared_ptr<ObjectFile>> ObjectFile::Open(ObjectContext* object) {
   ARROW_ASSIGN_OR_RAISE(uint64_t size, object->Size());
-  return std::shared_ptr<ObjectFile>(new ObjectFile(object, static_cast<int64_t>(size)));
+  return OpenExtent(object, 0, size);
+}
+
+arrow::Result<std::shared_ptr<ObjectFile>> ObjectFile::OpenExtent(ObjectContext* object,
+                                                                  uint64_t offset,
+                                                                  uint64_t length) {
+  ARROW_ASSIGN_OR_RAISE(uint64_t size, object->Size());
+  if (length > size || offset > size - length ||
+      length > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return arrow::Status::IOError("extent of ", length, " bytes at ", offset,
+                                  " ends past the object's ", size, " bytes");
+  }
+  return std::shared_ptr<ObjectFile>(new ObjectFile(object, offset, static_cast<int64_t>(length)));
 }
 
 arrow::Status ObjectFile::Close() {
@@ -41,7 +54,8 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadAt(int64_t positio
   int64_t available = std::max<int64_t>(0, size_ - position);
   int64_t length = std::min(nbytes, available);
   if (length == 0) return std::make_shared<arrow::Buffer>(nullptr, 0);
-  ARROW_ASSIGN_OR_RAISE(auto buffer, object_->Read(position, length));
+  ARROW_ASSIGN_OR_RAISE(auto buffer,
+                        object_->Read(start_ + static_cast<uint64_t>(position), length));
   bytes_read_ += buffer->size();
   return buffer;
 }

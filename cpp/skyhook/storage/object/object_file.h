@@ -1,6 +1,8 @@
-// A read-only arrow::io::RandomAccessFile view of one object, so that Arrow's
-// Parquet and IPC readers can read it through the ObjectContext. It counts the
-// bytes the readers actually pulled from storage.
+// A read-only arrow::io::RandomAccessFile view of one object, or of one extent
+// (byte range) of it, so that Arrow's Parquet and IPC readers can read it
+// through the ObjectContext: a read of the view is a ranged read of the object
+// (cls_cxx_read in the OSD, a view of the mapped file in the embedded store).
+// It counts the bytes the readers actually pulled from storage.
 #pragma once
 
 #include <memory>
@@ -14,6 +16,9 @@ namespace skyhook {
 class ObjectFile : public arrow::io::RandomAccessFile {
  public:
   static arrow::Result<std::shared_ptr<ObjectFile>> Open(ObjectContext* object);
+  /// The view of [offset, offset + length); IOError if it ends past the object.
+  static arrow::Result<std::shared_ptr<ObjectFile>> OpenExtent(ObjectContext* object,
+                                                               uint64_t offset, uint64_t length);
 
   arrow::Status Close() override;
   bool closed() const override;
@@ -41,9 +46,11 @@ class ObjectFile : public arrow::io::RandomAccessFile {
   int64_t bytes_read() const { return bytes_read_; }
 
  private:
-  ObjectFile(ObjectContext* object, int64_t size) : object_(object), size_(size) {}
+  ObjectFile(ObjectContext* object, uint64_t start, int64_t size)
+      : object_(object), start_(start), size_(size) {}
 
   ObjectContext* object_;
+  uint64_t start_;  // of the view in the object
   int64_t size_;
   int64_t position_ = 0;
   int64_t bytes_read_ = 0;

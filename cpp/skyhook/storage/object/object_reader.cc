@@ -9,10 +9,17 @@
 #include <parquet/arrow/schema.h>
 
 #include "skyhook/protocol/error.h"
+#include "skyhook/storage/object/column_groups_reader.h"
 #include "skyhook/storage/object/ipc_blocks.h"
 
 namespace skyhook {
 namespace {
+
+// Parquet's footer is read as its 8-byte tail (the footer's length and the
+// magic), then exactly the footer: Arrow's default first read (64 KiB) would
+// pull most of a column extent's bytes for nothing when a scan opens every
+// column group's footer but reads one group.
+constexpr size_t kFooterReadSize = 8;
 
 arrow::Status Corrupt(const std::string& format, const arrow::Status& cause) {
   if (CodeOf(cause) != ErrorCode::kInternal) return cause;  // a node limit, say
@@ -115,6 +122,7 @@ class ParquetObjectReader : public ObjectReader {
     properties.set_pre_buffer(false);   // pre-buffering reads on an I/O thread
     properties.set_use_threads(false);  // storage methods run on the caller's thread
     parquet::ReaderProperties file_properties(pool);
+    file_properties.set_footer_read_size(kFooterReadSize);
     file_properties.set_page_checksum_verification(
         true);  // a flipped bit: an error, not a wrong answer
     parquet::arrow::FileReaderBuilder builder;
@@ -265,27 +273,36 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ObjectReader::FieldsSchema(
   return arrow::schema(std::move(fields));
 }
 
-arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(ObjectContext* object,
-                                                                arrow::MemoryPool* pool) {
-  auto file = ObjectFile::Open(object);
-  if (!file.ok()) {
-    return Error(ErrorCode::kNotFound, "object cannot be opened: ", file.status().message());
-  }
-  ARROW_ASSIGN_OR_RAISE(auto design, ReadDesign(object));
-  if (!design.monolithic() || design.column_groups[0].offset != 0) {
-    return Error(ErrorCode::kCorruptObject,
-                 "object has column extents, which this reader cannot read");
-  }
-  switch (design.format) {
+arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::OpenFormat(
+    ObjectFormat format, std::shared_ptr<ObjectFile> extent, arrow::MemoryPool* pool) {
+  switch (format) {
     case ObjectFormat::kParquet:
-      return ParquetObjectReader::Open(std::move(*file), pool);
+      return ParquetObjectReader::Open(std::move(extent), pool);
     case ObjectFormat::kIpc:
-      return IpcObjectReader::Open(std::move(*file), pool);
+      return IpcObjectReader::Open(std::move(extent), pool);
     case ObjectFormat::kRows:
       break;
   }
-  return Error(ErrorCode::kCorruptObject, "object has format '", FormatName(design.format),
+  return Error(ErrorCode::kCorruptObject, "object has format '", FormatName(format),
                "', which this reader cannot read");
+}
+
+arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(
+    ObjectContext* object, arrow::MemoryPool* pool, const std::vector<std::string>* only_columns) {
+  auto size = object->Size();
+  if (!size.ok()) {
+    return Error(ErrorCode::kNotFound, "object cannot be opened: ", size.status().message());
+  }
+  ARROW_ASSIGN_OR_RAISE(auto design, ReadDesign(object));
+  if (!design.monolithic()) {
+    return OpenColumnGroups(object, only_columns ? GroupsHolding(design, *only_columns) : design,
+                            pool);
+  }
+  const ColumnGroup& extent = design.column_groups[0];
+  ARROW_ASSIGN_OR_RAISE(auto file, ObjectFile::OpenExtent(object, extent.offset, extent.length));
+  ARROW_ASSIGN_OR_RAISE(auto reader, OpenFormat(design.format, std::move(file), pool));
+  ARROW_RETURN_NOT_OK(CheckExtent(*reader, design, extent));
+  return reader;
 }
 
 }  // namespace skyhook

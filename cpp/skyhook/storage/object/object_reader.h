@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <arrow/memory_pool.h>
@@ -23,8 +24,18 @@ class ObjectReader {
   /// Errors: kNotFound when the object is missing, kCorruptObject when it is
   /// not a readable partition of the format it claims.
   /// Everything the reader decodes is allocated from `pool`.
-  static arrow::Result<std::unique_ptr<ObjectReader>> Open(ObjectContext* object,
-                                                           arrow::MemoryPool* pool);
+  /// With `only_columns`, an object of several column groups opens just the
+  /// groups that hold them (the schema then has only their fields; the
+  /// smallest group when none does), so the other extents are never read.
+  static arrow::Result<std::unique_ptr<ObjectReader>> Open(
+      ObjectContext* object, arrow::MemoryPool* pool,
+      const std::vector<std::string>* only_columns = nullptr);
+
+  /// A reader of one extent that holds a file of the given format (a whole
+  /// object before designs, or one column group of a design).
+  static arrow::Result<std::unique_ptr<ObjectReader>> OpenFormat(ObjectFormat format,
+                                                                 std::shared_ptr<ObjectFile> extent,
+                                                                 arrow::MemoryPool* pool);
 
   virtual std::shared_ptr<arrow::Schema> schema() const = 0;
   virtual int64_t num_rows() const = 0;
@@ -34,7 +45,8 @@ class ObjectReader {
   virtual arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
       const std::vector<int>& field_indices, int64_t batch_size, int64_t start_row = 0) = 0;
 
-  int64_t bytes_read() const { return file_->bytes_read(); }
+  /// Bytes pulled from storage so far.
+  virtual int64_t bytes_read() const { return file_ ? file_->bytes_read() : 0; }
 
  protected:
   explicit ObjectReader(std::shared_ptr<ObjectFile> file) : file_(std::move(file)) {}

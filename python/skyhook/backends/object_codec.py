@@ -1,0 +1,56 @@
+"""The C++ core's object writer and reader, lent to the client by the
+embedded extension: ingest builds every object with the same code that
+storage transforms run, and plain reads decode an object of any design with
+the reader that storage scans run (cpp/skyhook/storage/object/)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from skyhook import _embedded
+from skyhook.errors import OutOfMemoryError, SkyhookError, StorageError
+from skyhook.rpc.error_codes import ERROR_BY_CODE
+
+
+def encode_object(table: pa.Table, requested_design: bytes) -> tuple[pa.Buffer, bytes]:
+    """(the object's bytes, its design attribute as built) for a table and a
+    requested design (an ObjectDesign's bytes, extents left at zero)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    try:
+        data, design = _embedded.encode_object(sink.getvalue().to_pybytes(), requested_design)
+    except (ValueError, MemoryError) as error:
+        raise _skyhook_error(error, "encoding an object") from None
+    return pa.py_buffer(data), design
+
+
+def decode_object(
+    size: int,
+    design: bytes | None,
+    format: bytes | None,
+    parts: Sequence[tuple[int, pa.Buffer]],
+    columns: Sequence[str] | None,
+    context: str,
+) -> tuple[pa.Schema, pa.Table]:
+    """(the schema of the object's fields as opened, a table of the columns asked
+    for) of an object of size bytes from its attributes and the byte ranges read:
+    all of it, or the extents of the column groups holding columns."""
+    try:
+        schema, stream = _embedded.read_object(
+            size, design, format, list(parts), None if columns is None else list(columns)
+        )
+    except (ValueError, MemoryError) as error:
+        raise _skyhook_error(error, context) from None
+    return pa.ipc.read_schema(pa.py_buffer(schema)), pa.ipc.open_stream(pa.py_buffer(stream)).read_all()
+
+
+def _skyhook_error(error: ValueError | MemoryError, context: str) -> SkyhookError:
+    if isinstance(error, MemoryError):
+        return OutOfMemoryError(f"{context}: out of memory ({error})")
+    if len(error.args) == 2 and isinstance(error.args[0], int):
+        code, message = error.args
+        return ERROR_BY_CODE.get(code, StorageError)(f"{context}: {message}")
+    return StorageError(f"{context}: {error}")
