@@ -24,7 +24,8 @@ FUZZ = ROOT / "cpp/fuzz"
 METHODS = ["scan", "describe", "execute_plan"]  # the order of kMethods: the selector byte's meaning
 FORMATS = {".parquet": "parquet", ".arrow": "ipc"}
 # fuzz_objects' selector byte: format attribute (kFormats in fuzz_objects.cc) and fixed request
-OBJECT_FORMATS = ["parquet", "ipc", "parquet", "ipc", "parquet", "ipc", None, "csv"]
+# kFormats of fuzz_objects.cc; "design": a length, a skyhook.design attribute, then the object.
+OBJECT_FORMATS = ["parquet", "ipc", "parquet", "ipc", "parquet", "design", None, "csv"]
 SECONDS = 45
 CALL_TIMEOUT_SECONDS = 15
 
@@ -84,7 +85,12 @@ def replay_object_regressions(backend: RadosBackend) -> None:
     for path in sorted((FUZZ / "regressions/fuzz_objects").glob("*")):
         data = path.read_bytes()
         format, request = OBJECT_FORMATS[data[0] % 8], fixed[data[0] // 8 % len(fixed)]
-        backend.put_object(path.name, pa.py_buffer(data[1:]), {"skyhook.format": format} if format else {})
+        if format == "design":
+            length = min(int.from_bytes(data[1:5], "little"), max(0, len(data) - 5))
+            attributes, data = {"skyhook.design": data[5 : 5 + length]}, data[4 + length :]
+        else:
+            attributes = {"skyhook.format": format} if format else {}
+        backend.put_object(path.name, pa.py_buffer(data[1:]), attributes)
         decode_reply(backend.call(path.name, request.suffix[1:], request.read_bytes()))
 
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <arrow/buffer.h>
+#include <arrow/c/bridge.h>
 #include <arrow/io/memory.h>
 #include <arrow/ipc/reader.h>
 #include <arrow/ipc/writer.h>
@@ -74,7 +75,8 @@ nb::bytes ToBytes(const arrow::Buffer& buffer) {
                    static_cast<size_t>(buffer.size()));
 }
 
-// A Python object's bytes, held (and the object kept alive) while in use.
+// A Python object's bytes, held (and the object kept alive) while in use: as
+// long as decoded columns that are views of them live, wherever they are freed.
 class HeldBuffer : public arrow::Buffer {
  public:
   explicit HeldBuffer(nb::handle object) : arrow::Buffer(nullptr, 0) {
@@ -158,8 +160,10 @@ std::pair<nb::bytes, nb::bytes> EncodeObject(nb::bytes stream, nb::bytes design)
   return {ToBytes(*object), ToBytes(*attribute)};
 }
 
-arrow::Result<std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::Buffer>>> Decode(
-    ReadParts* object, const std::optional<std::vector<std::string>>& columns) {
+// The object's schema as opened and its batches, decoded here (so every error
+// carries its code); the batches may be views of the parts read.
+arrow::Result<std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::RecordBatchReader>>>
+Decode(ReadParts* object, const std::optional<std::vector<std::string>>& columns) {
   ARROW_ASSIGN_OR_RAISE(auto reader,
                         skyhook::ObjectReader::Open(object, arrow::default_memory_pool(),
                                                     columns ? &*columns : nullptr));
@@ -172,22 +176,29 @@ arrow::Result<std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::B
     }
   }
   ARROW_ASSIGN_OR_RAISE(auto batches, reader->ReadFields(fields, 64 * 1024));
-  ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
-  ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(sink, batches->schema()));
-  while (true) {
-    ARROW_ASSIGN_OR_RAISE(auto batch, batches->Next());
-    if (batch == nullptr) break;
-    ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*batch));
-  }
-  ARROW_RETURN_NOT_OK(writer->Close());
-  ARROW_ASSIGN_OR_RAISE(auto stream, sink->Finish());
+  ARROW_ASSIGN_OR_RAISE(auto decoded, batches->ToRecordBatches());
   ARROW_ASSIGN_OR_RAISE(auto object_schema, arrow::ipc::SerializeSchema(*schema));
+  ARROW_ASSIGN_OR_RAISE(auto stream,
+                        arrow::RecordBatchReader::Make(std::move(decoded), batches->schema()));
   return std::make_pair(object_schema, stream);
 }
 
-std::pair<nb::bytes, nb::bytes> ReadObject(uint64_t size, std::optional<nb::bytes> design,
-                                           std::optional<nb::bytes> format, nb::list parts,
-                                           std::optional<std::vector<std::string>> columns) {
+// An Arrow C stream in a capsule (the PyCapsule interface pyarrow imports);
+// released here if nobody took it.
+nb::capsule StreamCapsule(const std::shared_ptr<arrow::RecordBatchReader>& batches) {
+  auto stream = std::make_unique<ArrowArrayStream>();
+  auto exported = arrow::ExportRecordBatchReader(batches, stream.get());
+  if (!exported.ok()) Raise(exported);
+  return nb::capsule(stream.release(), "arrow_array_stream", [](void* pointer) noexcept {
+    auto* stream = static_cast<ArrowArrayStream*>(pointer);
+    if (stream->release != nullptr) stream->release(stream);
+    delete stream;
+  });
+}
+
+std::pair<nb::bytes, nb::capsule> ReadObject(uint64_t size, std::optional<nb::bytes> design,
+                                             std::optional<nb::bytes> format, nb::list parts,
+                                             std::optional<std::vector<std::string>> columns) {
   auto text = [](const std::optional<nb::bytes>& value) -> std::optional<std::string> {
     if (!value) return std::nullopt;
     return std::string(value->c_str(), value->size());
@@ -197,13 +208,15 @@ std::pair<nb::bytes, nb::bytes> ReadObject(uint64_t size, std::optional<nb::byte
     auto pair = nb::cast<nb::tuple>(part);
     object.Add(nb::cast<uint64_t>(pair[0]), std::make_shared<HeldBuffer>(pair[1]));
   }
-  arrow::Result<std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::Buffer>>> read;
+  arrow::Result<
+      std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::RecordBatchReader>>>
+      read;
   {
     nb::gil_scoped_release release;
     read = Decode(&object, columns);
   }
-  auto [schema, stream] = Checked(std::move(read));
-  return {ToBytes(*schema), ToBytes(*stream)};
+  auto [schema, batches] = Checked(std::move(read));
+  return {ToBytes(*schema), StreamCapsule(batches)};
 }
 
 std::vector<std::string> MethodNames() {
@@ -226,6 +239,7 @@ NB_MODULE(_embedded, m) {
   m.def("read_object", &ReadObject, nb::arg("size"), nb::arg("design").none(),
         nb::arg("format").none(), nb::arg("parts"), nb::arg("columns").none(),
         "Decode an object of size bytes from the parts read [(offset, buffer)] and its "
-        "attributes; columns: only these (None: all). Returns (the schema of the fields "
-        "read, an Arrow IPC stream). Failures: ValueError(code, message).");
+        "attributes; columns: only these (None: all). Returns (the object's schema as "
+        "opened, as an Arrow IPC schema; the columns, as an Arrow C stream capsule). "
+        "Failures: ValueError(code, message).");
 }

@@ -44,7 +44,17 @@ def decode_object(
         )
     except (ValueError, MemoryError) as error:
         raise _skyhook_error(error, context) from None
-    return pa.ipc.read_schema(pa.py_buffer(schema)), pa.ipc.open_stream(pa.py_buffer(stream)).read_all()
+    return pa.ipc.read_schema(pa.py_buffer(schema)), pa.RecordBatchReader.from_stream(_CapsuleStream(stream)).read_all()
+
+
+class _CapsuleStream:
+    """An Arrow C stream capsule, offered through the PyCapsule interface."""
+
+    def __init__(self, capsule: object) -> None:
+        self.capsule = capsule
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        return self.capsule
 
 
 def _skyhook_error(error: ValueError | MemoryError, context: str) -> SkyhookError:
