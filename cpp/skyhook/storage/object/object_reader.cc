@@ -10,6 +10,7 @@
 
 #include "skyhook/protocol/error.h"
 #include "skyhook/storage/object/ipc_blocks.h"
+#include "skyhook/storage/object/row_object_reader.h"
 
 namespace skyhook {
 namespace {
@@ -278,6 +279,7 @@ arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(ObjectContext* o
   }
   if (*format == "parquet") return ParquetObjectReader::Open(std::move(*file), pool);
   if (*format == "ipc") return IpcObjectReader::Open(std::move(*file), pool);
+  if (*format == kRowFormat) return OpenRowObject(std::move(*file), pool);
   return Error(ErrorCode::kCorruptObject, "object has unknown format '", *format, "'");
 }
 

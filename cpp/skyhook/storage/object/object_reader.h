@@ -1,6 +1,6 @@
-// Reads the partition stored in one object (Parquet or Arrow IPC file, named by
-// the object's skyhook.format attribute) slice by slice, decoding only the
-// columns asked for.
+// Reads the partition stored in one object (Parquet, Arrow IPC file or row
+// object, named by the object's skyhook.format attribute) slice by slice,
+// decoding only the columns asked for.
 #pragma once
 
 #include <memory>
