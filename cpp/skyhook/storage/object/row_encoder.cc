@@ -143,11 +143,12 @@ void AppendList(const ListArrayType& list, int64_t i, flexbuffers::Builder* out)
 arrow::Status CheckColumns(const arrow::Schema& schema) {
   for (const auto& field : schema.fields()) {
     auto supported = CheckRowValueType(*field->type());
-    if (!supported.ok()) {
-      return Error(ErrorCode::kInvalidRequest, "column '", field->name(), "' has type ",
-                   field->type()->ToString(), ", which the row format cannot store (",
-                   supported.message(), ")");
-    }
+    if (supported.ok()) continue;
+    const auto inside = supported.message().find(field->type()->ToString()) == std::string::npos
+                            ? " (in " + field->type()->ToString() + ")"
+                            : "";
+    return Error(ErrorCode::kInvalidRequest, "column '", field->name(), "': ", supported.message(),
+                 inside);
   }
   return arrow::Status::OK();
 }
