@@ -22,9 +22,10 @@ struct FixedRequest {
 
 std::vector<FixedRequest>* fixed_requests;
 
-// Mostly the two formats writers use; now and then no attribute or an unknown one.
-const std::optional<std::string> kFormats[8] = {"parquet", "ipc", "parquet",    "ipc",
-                                                "parquet", "ipc", std::nullopt, "csv"};
+// Mostly the formats writers use; now and then no attribute or an unknown one.
+// Index 0, 1 and 2 are what make_corpus.py's seeds select.
+const std::optional<std::string> kFormats[8] = {"parquet", "ipc",  "rows",       "ipc",
+                                                "parquet", "rows", std::nullopt, "csv"};
 
 // A fixed request's file is named <anything>.<method>.
 const skyhook::MethodInfo* MethodOf(const std::string& file_name) {
