@@ -1,11 +1,13 @@
 #include "skyhook/storage/object/row_encoder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 #include <vector>
 
 #include <arrow/array.h>
 #include <arrow/ipc/writer.h>
+#include <arrow/util/byte_size.h>
 #include <flatbuffers/flexbuffers.h>
 
 #include "skyhook/protocol/error.h"
@@ -156,6 +158,11 @@ arrow::Status CheckColumns(const arrow::Schema& schema) {
 // Builds the object bottom-up: rows into blocks, blocks into the root.
 class RowObjectBuilder {
  public:
+  // Sized for the table up front: growing by doubling would copy the object
+  // about twice over and fault in every page again.
+  explicit RowObjectBuilder(const arrow::Table& table)
+      : object_(std::min<size_t>(EstimatedSize(table), FLATBUFFERS_MAX_BUFFER_SIZE / 2)) {}
+
   arrow::Status Add(const arrow::RecordBatch& batch) {
     for (int64_t i = 0; i < batch.num_rows(); ++i) {
       row_.Clear();
@@ -192,6 +199,13 @@ class RowObjectBuilder {
   }
 
  private:
+  // The Arrow bytes plus FlexBuffers' type bytes and FlatBuffers' per-row table.
+  static size_t EstimatedSize(const arrow::Table& table) {
+    const int64_t per_row = table.num_columns() + 24;
+    return static_cast<size_t>(arrow::util::TotalBufferSize(table) + table.num_rows() * per_row) +
+           1024;
+  }
+
   static arrow::Status TooLarge() {
     return Error(ErrorCode::kInvalidRequest,
                  "the rows exceed the 2 GiB a row object can hold: write smaller partitions");
@@ -218,7 +232,7 @@ class RowObjectBuilder {
 arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeRows(const arrow::Table& table,
                                                          arrow::MemoryPool* pool) {
   ARROW_RETURN_NOT_OK(CheckColumns(*table.schema()));
-  RowObjectBuilder builder;
+  RowObjectBuilder builder(table);
   arrow::TableBatchReader batches(table);
   std::shared_ptr<arrow::RecordBatch> batch;
   while (true) {
