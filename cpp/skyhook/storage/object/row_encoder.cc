@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <arrow/array.h>
@@ -22,32 +23,20 @@ const ArrayType& As(const arrow::Array& array) {
   return static_cast<const ArrayType&>(array);
 }
 
-// Integers and the temporal types (their physical value), widened.
-int64_t SignedAt(const arrow::Array& array, int64_t i) {
+// An integer or temporal column's physical value, widened to int64_t or uint64_t.
+template <typename Wide>
+Wide IntegerAt(const arrow::Array& array, int64_t i) {
+  constexpr bool kSigned = std::is_signed_v<Wide>;
   const auto& data = *array.data();
   switch (array.type()->byte_width()) {
     case 1:
-      return data.GetValues<int8_t>(1)[i];
+      return data.GetValues<std::conditional_t<kSigned, int8_t, uint8_t>>(1)[i];
     case 2:
-      return data.GetValues<int16_t>(1)[i];
+      return data.GetValues<std::conditional_t<kSigned, int16_t, uint16_t>>(1)[i];
     case 4:
-      return data.GetValues<int32_t>(1)[i];
+      return data.GetValues<std::conditional_t<kSigned, int32_t, uint32_t>>(1)[i];
     default:
-      return data.GetValues<int64_t>(1)[i];
-  }
-}
-
-uint64_t UnsignedAt(const arrow::Array& array, int64_t i) {
-  const auto& data = *array.data();
-  switch (array.type()->byte_width()) {
-    case 1:
-      return data.GetValues<uint8_t>(1)[i];
-    case 2:
-      return data.GetValues<uint16_t>(1)[i];
-    case 4:
-      return data.GetValues<uint32_t>(1)[i];
-    default:
-      return data.GetValues<uint64_t>(1)[i];
+      return data.GetValues<Wide>(1)[i];
   }
 }
 
@@ -74,7 +63,7 @@ void AppendValue(const arrow::Array& array, int64_t i, flexbuffers::Builder* out
     case arrow::Type::UINT32:
     case arrow::Type::UINT64:
     case arrow::Type::HALF_FLOAT:
-      out->UInt(UnsignedAt(array, i));
+      out->UInt(IntegerAt<uint64_t>(array, i));
       return;
     case arrow::Type::FLOAT:
       out->Float(As<arrow::FloatArray>(array).Value(i));
@@ -128,7 +117,7 @@ void AppendValue(const arrow::Array& array, int64_t i, flexbuffers::Builder* out
       return;
     }
     default:  // the signed integers and temporal types
-      out->Int(SignedAt(array, i));
+      out->Int(IntegerAt<int64_t>(array, i));
       return;
   }
 }
