@@ -129,11 +129,12 @@ class RowBatchReader : public arrow::RecordBatchReader {
       ARROW_ASSIGN_OR_RAISE(auto values, RowValues(block.rows()->Get(i), row));
       for (size_t k = 0; k < fields.size(); ++k) {
         auto status = DecodeValue(values[field_indices_[k]], *fields[k], builders[k].get());
-        if (!status.ok()) {
+        if (CodeOf(status) == ErrorCode::kCorruptObject) {  // not a node limit, say
           return WithContext(status, "object is not a readable row object: row " +
                                          std::to_string(row) + ", column '" + fields[k]->name() +
                                          "'");
         }
+        ARROW_RETURN_NOT_OK(status);
       }
     }
     arrow::ArrayVector columns;
