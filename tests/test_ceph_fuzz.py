@@ -22,9 +22,9 @@ from skyhook.rpc.reply import decode_reply
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ = ROOT / "cpp/fuzz"
 METHODS = ["scan", "describe", "execute_plan"]  # the order of kMethods: the selector byte's meaning
-FORMATS = {".parquet": "parquet", ".arrow": "ipc"}
+FORMATS = {".parquet": "parquet", ".arrow": "ipc", ".rows": "rows"}
 # fuzz_objects' selector byte: format attribute (kFormats in fuzz_objects.cc) and fixed request
-OBJECT_FORMATS = ["parquet", "ipc", "parquet", "ipc", "parquet", "ipc", None, "csv"]
+OBJECT_FORMATS = ["parquet", "ipc", "rows", "ipc", "parquet", "rows", None, "csv"]
 SECONDS = 45
 CALL_TIMEOUT_SECONDS = 15
 
