@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the C++ build needs: protobuf (the storage side
 # parses Substrait with generated classes before Arrow sees a request), SQLite
-# (the embedded store's omaps), GoogleTest (the C++ unit tests) and, with
+# (the embedded store's omaps), FlatBuffers (the row format: flatc generates
+# its classes), GoogleTest (the C++ unit tests) and, with
 # --fuzz, clang with its sanitizer and libFuzzer runtimes.
 set -euo pipefail
-PACKAGES="protobuf-compiler libprotobuf-dev libsqlite3-dev libgtest-dev"
+PACKAGES="protobuf-compiler libprotobuf-dev libsqlite3-dev libflatbuffers-dev flatbuffers-compiler
+  libgtest-dev"
 if [ "${1:-}" = "--fuzz" ]; then
   PACKAGES="$PACKAGES clang libclang-rt-14-dev"
 fi

@@ -22,10 +22,10 @@ from skyhook.rpc.reply import decode_reply
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ = ROOT / "cpp/fuzz"
 METHODS = ["scan", "describe", "execute_plan"]  # the order of kMethods: the selector byte's meaning
-FORMATS = {".parquet": "parquet", ".arrow": "ipc"}
+FORMATS = {".parquet": "parquet", ".arrow": "ipc", ".rows": "rows"}
 # fuzz_objects' selector byte: format attribute (kFormats in fuzz_objects.cc) and fixed request
 # kFormats of fuzz_objects.cc; "design": a length, a skyhook.design attribute, then the object.
-OBJECT_FORMATS = ["parquet", "ipc", "parquet", "ipc", "parquet", "design", None, "csv"]
+OBJECT_FORMATS = ["parquet", "ipc", "rows", "ipc", "parquet", "design", None, "csv"]
 SECONDS = 45
 CALL_TIMEOUT_SECONDS = 15
 

@@ -25,10 +25,11 @@ struct FixedRequest {
 
 std::vector<FixedRequest>* fixed_requests;
 
-// Mostly the two formats writers used before designs, a design attribute,
-// now and then no attribute or an unknown one.
+// Mostly the formats writers use (the two written before designs and rows),
+// a design attribute, now and then no attribute or an unknown one.
+// Index 0, 1 and 2 are what make_corpus.py's seeds select.
 constexpr char kDesign[] = "design";
-const std::optional<std::string> kFormats[8] = {"parquet", "ipc",   "parquet",    "ipc",
+const std::optional<std::string> kFormats[8] = {"parquet", "ipc",   "rows",       "ipc",
                                                 "parquet", kDesign, std::nullopt, "csv"};
 
 // A fixed request's file is named <anything>.<method>.

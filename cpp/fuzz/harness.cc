@@ -73,6 +73,7 @@ std::optional<std::string> FormatOf(const std::string& file_name) {
   const auto extension = std::filesystem::path(file_name).extension().string();
   if (extension == ".parquet") return "parquet";
   if (extension == ".arrow") return "ipc";
+  if (extension == ".rows") return "rows";
   return std::nullopt;
 }
 

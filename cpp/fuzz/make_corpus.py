@@ -1,11 +1,11 @@
 """Regenerates the fuzzing seeds under cpp/fuzz from real client requests.
 
 Writes a small table of every type the storage methods handle into an embedded
-store (Parquet and Arrow IPC), runs scans, counts, aggregates and describes
+store (Parquet and Arrow IPC; row objects beside them), runs scans, counts, aggregates and describes
 through the client with the backend's calls wrapped, and saves:
 
   objects/               the seed objects fuzz_requests runs against
-                         (extension .parquet or .arrow gives the format attribute)
+                         (extension .parquet, .arrow or .rows gives the format attribute)
   fixed_requests/        the valid requests fuzz_objects sends to mutated objects
                          (<n>-<what>.<method>)
   corpus/fuzz_requests/  selector byte (method, object) + a captured request
@@ -38,7 +38,8 @@ sys.path.insert(0, str(HERE.parent.parent / "tests"))
 from support.tables import make_typed_table  # noqa: E402  (the suite's typed data; a tool, not a test)
 
 METHODS = ["scan", "describe", "execute_plan"]  # the order of kMethods in method.h
-FORMATS_OF_OBJECTS_TARGET = ["parquet", "ipc"]  # kFormats[0] and [1] in fuzz_objects.cc
+FORMATS_OF_OBJECTS_TARGET = ["parquet", "ipc", "rows"]  # kFormats[0], [1] and [2] in fuzz_objects.cc
+FORMAT_OF_EXTENSION = {".parquet": "parquet", ".arrow": "ipc", ".rows": "rows"}  # harness.cc's FormatOf
 DESIGN_SLOT = 5  # kFormats[5] in fuzz_objects.cc: the input carries a design attribute
 F = pc.field
 
@@ -198,6 +199,9 @@ def main() -> None:
         "typed-zstd.arrow": encode_partition(table, "ipc", 50, "zstd"),
         "empty.parquet": encode_partition(table.slice(0, 0), "parquet", 40, "zstd"),
         "retyped.parquet": encode_partition(retyped(table), "parquet", 64, "snappy"),
+        # Named to sort after the others: fuzz_requests' inputs select objects by position.
+        "typed.rows": encoded(table, Design("rows"))[0],
+        "zero.rows": encoded(table.slice(0, 0), Design("rows"))[0],
     }
     for name, data in objects.items():
         write_file(HERE / "objects", name, data.to_pybytes())
@@ -247,7 +251,7 @@ def main() -> None:
                 write_file(HERE / "fixed_requests", f"{name}.{method}", request)
     write_file(HERE / "fixed_requests", "fixed-describe.describe", captured["parquet:describe"][0][1])
     # A few requests against the objects that are not the dataset's own.
-    for other in ("empty.parquet", "retyped.parquet", "typed-zstd.arrow"):
+    for other in ("empty.parquet", "retyped.parquet", "typed-zstd.arrow", "typed.rows", "zero.rows"):
         for method, request in (
             captured["parquet:fixed-scan-filter-projection"]
             + captured["parquet:fixed-plan-group-by"]
@@ -258,7 +262,7 @@ def main() -> None:
 
     fixed = sorted(path.name for path in (HERE / "fixed_requests").iterdir())
     for number, (name, data) in enumerate(objects.items()):  # each object under two of the requests
-        format = "parquet" if name.endswith(".parquet") else "ipc"
+        format = FORMAT_OF_EXTENSION[Path(name).suffix]
         for request in (number % len(fixed), (number + len(objects)) % len(fixed)):
             selector = FORMATS_OF_OBJECTS_TARGET.index(format) + 8 * request
             entry = bytes([selector]) + data.to_pybytes()

@@ -11,6 +11,7 @@
 #include "skyhook/protocol/error.h"
 #include "skyhook/storage/object/column_groups_reader.h"
 #include "skyhook/storage/object/ipc_blocks.h"
+#include "skyhook/storage/object/row_object_reader.h"
 
 namespace skyhook {
 namespace {
@@ -281,10 +282,9 @@ arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::OpenFormat(
     case ObjectFormat::kIpc:
       return IpcObjectReader::Open(std::move(extent), pool);
     case ObjectFormat::kRows:
-      break;
+      return OpenRowObject(std::move(extent), pool);
   }
-  return Error(ErrorCode::kCorruptObject, "object has format '", FormatName(format),
-               "', which this reader cannot read");
+  return Error(ErrorCode::kCorruptObject, "object has an unknown format");
 }
 
 arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(

@@ -14,6 +14,7 @@
 #include <parquet/properties.h>
 
 #include "skyhook/protocol/error.h"
+#include "skyhook/storage/object/row_encoder.h"
 
 namespace skyhook {
 namespace {
@@ -111,6 +112,20 @@ arrow::Status WriteIpc(const arrow::Table& table, const ObjectDesign& design,
   return writer->Close();
 }
 
+arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeGroup(const arrow::Table& table,
+                                                          const ObjectDesign& design,
+                                                          arrow::MemoryPool* pool) {
+  // Rows go in fixed blocks of kRowsPerBlock (row_encoder.h), without compression.
+  if (design.format == ObjectFormat::kRows) return EncodeRows(table, pool);
+  ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create(4096, pool));
+  if (design.format == ObjectFormat::kParquet) {
+    ARROW_RETURN_NOT_OK(WriteParquet(table, design, pool, sink.get()));
+  } else {
+    ARROW_RETURN_NOT_OK(WriteIpc(table, design, pool, sink.get()));
+  }
+  return sink->Finish();
+}
+
 }  // namespace
 
 arrow::Result<EncodedObject> EncodeObject(const std::shared_ptr<arrow::Table>& table,
@@ -118,9 +133,6 @@ arrow::Result<EncodedObject> EncodeObject(const std::shared_ptr<arrow::Table>& t
   ARROW_RETURN_NOT_OK(CheckDesignRequest(design));
   ARROW_ASSIGN_OR_RAISE(auto groups, ResolveGroups(*table->schema(), design));
   ARROW_ASSIGN_OR_RAISE(auto sorted, Sorted(table, design.sort_by, pool));
-  if (design.format == ObjectFormat::kRows) {
-    return Error(ErrorCode::kInvalidRequest, "the rows format cannot be written yet");
-  }
 
   EncodedObject encoded{nullptr, design};
   encoded.design.column_groups.clear();
@@ -130,13 +142,7 @@ arrow::Result<EncodedObject> EncodeObject(const std::shared_ptr<arrow::Table>& t
   uint64_t offset = 0;
   for (const auto& indices : groups) {
     ARROW_ASSIGN_OR_RAISE(auto group_table, sorted->SelectColumns(indices));
-    ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create(4096, pool));
-    if (design.format == ObjectFormat::kParquet) {
-      ARROW_RETURN_NOT_OK(WriteParquet(*group_table, design, pool, sink.get()));
-    } else {
-      ARROW_RETURN_NOT_OK(WriteIpc(*group_table, design, pool, sink.get()));
-    }
-    ARROW_ASSIGN_OR_RAISE(auto extent, sink->Finish());
+    ARROW_ASSIGN_OR_RAISE(auto extent, EncodeGroup(*group_table, design, pool));
     ColumnGroup group{{}, offset, static_cast<uint64_t>(extent->size())};
     offset += group.length;
     // A single group of every column stays "every column" for readers.
