@@ -6,7 +6,7 @@ from __future__ import annotations
 from skyhook.errors import DatasetNotFoundError
 from skyhook.expression.catalog import Catalog, MatrixEntry, load_catalog, update_catalog
 from skyhook.expression.errors import DomainExistsError, DomainNotFoundError, MatrixNotFoundError
-from skyhook.expression.names import check_domain_name, check_matrix_name, domain_of_catalog
+from skyhook.expression.names import DEFAULT_DOMAIN, check_domain_name, check_matrix_name, domain_of_catalog
 from skyhook.store import Store
 
 
@@ -27,7 +27,10 @@ def create_domain(store: Store, domain: str) -> None:
 
 def delete_domain(store: Store, domain: str) -> None:
     """Delete the domain and every matrix in it."""
-    replaced, _ = update_catalog(store.backend, domain, lambda current: _existing(current, domain) and None)
+    def deleted(current: Catalog | None) -> None:
+        _existing(current, domain)  # raises if there is no such domain
+
+    replaced, _ = update_catalog(store.backend, check_domain_name(domain), deleted)
     for entry in replaced.matrices.values():
         delete_parts(store, entry)
 
@@ -36,11 +39,11 @@ def domain_catalog(store: Store, domain: str) -> Catalog:
     return _existing(load_catalog(store.backend, check_domain_name(domain)), domain)
 
 
-def list_matrices(store: Store, domain: str) -> list[MatrixEntry]:
+def list_matrices(store: Store, domain: str = DEFAULT_DOMAIN) -> list[MatrixEntry]:
     return sorted(domain_catalog(store, domain).matrices.values(), key=lambda entry: entry.name)
 
 
-def matrix_entry(store: Store, name: str, domain: str) -> MatrixEntry:
+def matrix_entry(store: Store, name: str, domain: str = DEFAULT_DOMAIN) -> MatrixEntry:
     """The catalog entry of a matrix; a name found only in other domains says where it is."""
     check_matrix_name(name)
     catalog = domain_catalog(store, domain)
@@ -51,7 +54,7 @@ def matrix_entry(store: Store, name: str, domain: str) -> MatrixEntry:
     raise MatrixNotFoundError(f"no matrix {name!r} in domain {domain!r}{hint}")
 
 
-def delete_matrix(store: Store, name: str, domain: str) -> None:
+def delete_matrix(store: Store, name: str, domain: str = DEFAULT_DOMAIN) -> None:
     check_matrix_name(name)
 
     def without(current: Catalog | None) -> Catalog:
