@@ -161,7 +161,12 @@ def test_bad_input_writes_nothing(store):
         (duplicated, "duplicate gene 'same'"),
         (nan, "must be finite"),
         (reserved, "reserved name"),
-        (ex.ExpressionData(np.zeros((3, 2)), pa.table({"cell_id": ["a", "b"]}), pa.table({"gene_name": ["x", "y"]}), "table"), "2 rows for 3 cells"),
+        (
+            ex.ExpressionData(
+                np.zeros((3, 2)), pa.table({"cell_id": ["a", "b"]}), pa.table({"gene_name": ["x", "y"]}), "table"
+            ),
+            "2 rows for 3 cells",
+        ),
     ]:
         with pytest.raises(InvalidInputError, match=message):
             ex.write_matrix(store, "m", data)

@@ -40,7 +40,10 @@ def matrices(module_store):
     for layout in LAYOUTS:
         ex.write_matrix(module_store, f"pbmc_{layout}", pbmc(), layout=layout, metadata={"study": "pbmc68k"})
         ex.write_matrix(module_store, f"nb_{layout}", generated(), layout=layout, domain="synthetic")
-        written[layout] = (ex.open_matrix(module_store, f"pbmc_{layout}"), ex.open_matrix(module_store, f"nb_{layout}", "synthetic"))
+        written[layout] = (
+            ex.open_matrix(module_store, f"pbmc_{layout}"),
+            ex.open_matrix(module_store, f"nb_{layout}", "synthetic"),
+        )
     return written
 
 
@@ -62,7 +65,9 @@ def test_pbmc_one_vs_rest_equals_scipy(matrices, layout, method):
     chosen = names if genes is None else genes
     columns = [names.index(name) for name in chosen]
     for group in sorted(set(labels)):
-        assert_ttest_matches(result, group, chosen, x[labels == group][:, columns], x[labels != group][:, columns], method)
+        assert_ttest_matches(
+            result, group, chosen, x[labels == group][:, columns], x[labels != group][:, columns], method
+        )
     assert result.schema.metadata[b"skyhook.expression.metadata"] == b'{"study": "pbmc68k"}'
     assert result.num_rows == len(set(labels)) * len(chosen)
 
@@ -79,7 +84,9 @@ def test_pbmc_agrees_with_scanpy(matrices):
         names = list(ranked["names"][group])
         # scanpy squares float32 values in float32 and stores scores as float32.
         np.testing.assert_allclose(mine.loc[names, "t"], ranked["scores"][group], rtol=2e-4, atol=2e-4)
-        np.testing.assert_allclose(mine.loc[names, "log2_fold_change"], ranked["logfoldchanges"][group], rtol=1e-3, atol=1e-3)
+        np.testing.assert_allclose(
+            mine.loc[names, "log2_fold_change"], ranked["logfoldchanges"][group], rtol=1e-3, atol=1e-3
+        )
         np.testing.assert_allclose(mine.loc[names, "p_adj"], ranked["pvals_adj"][group], rtol=1e-3, atol=1e-6)
 
 
@@ -109,7 +116,13 @@ def test_reference_group_groups_cells_and_genes(matrices, layout):
     cells = "percent_mito < 0.05 and batch == 'a'"
     selected = (adata.obs.percent_mito.to_numpy() < 0.05) & (adata.obs.batch.to_numpy() == "a")
     result = matrix.ttest(
-        "group", method="student", reference="group0", groups=["group2", "group3"], genes=genes, cells=cells, pushdown=True
+        "group",
+        method="student",
+        reference="group0",
+        groups=["group2", "group3"],
+        genes=genes,
+        cells=cells,
+        pushdown=True,
     )
     _in_storage(matrix)
     assert set(result["group"].to_pylist()) == {"group2", "group3"}
@@ -139,7 +152,9 @@ def test_layouts_give_identical_group_stats(matrices):
     x, labels = dense64(adata, use_raw=False), labels_of(adata, "group")
     tables = [matrices[layout][1].group_stats("group", cells="batch == 'b'", pushdown=True) for layout in LAYOUTS]
     sparse, dense = (table.to_pandas() for table in tables)
-    np.testing.assert_allclose(sparse[["n", "mean", "variance"]], dense[["n", "mean", "variance"]], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        sparse[["n", "mean", "variance"]], dense[["n", "mean", "variance"]], rtol=1e-12, atol=1e-15
+    )
     in_b = adata.obs.batch.to_numpy() == "b"
     row = sparse[(sparse.group == "group2") & (sparse.gene == "gene5")].iloc[0]
     values = x[in_b & (labels == "group2"), 5]
@@ -158,7 +173,9 @@ def test_two_matrices_one_domain(module_store, matrices, layout):
     ex.write_matrix(module_store, f"second_{layout}", second, domain="synthetic", layout=layout, mode="overwrite")
     a = ex.open_matrix(module_store, f"first_{layout}", "synthetic")
     b = ex.open_matrix(module_store, f"second_{layout}", "synthetic")
-    result = ex.ttest_between(a, b, cells="batch == 'a'", other_cells="group == 'group1'", method="welch", pushdown=True)
+    result = ex.ttest_between(
+        a, b, cells="batch == 'a'", other_cells="group == 'group1'", method="welch", pushdown=True
+    )
     chosen_a = x[:150][first.obs.batch.to_numpy() == "a"]
     chosen_b = x[150:][second.obs.group.astype(object).to_numpy() == "group1"]
     assert_ttest_matches(result, a.name, list(adata.var_names[2:]), chosen_a[:, 2:], chosen_b[:, 2:], "welch")

@@ -46,7 +46,9 @@ def scipy_ttest(a: np.ndarray, b: np.ndarray, method: str) -> tuple[np.ndarray, 
     return np.where(undefined, 0.0, t), np.asarray(df, dtype=np.float64), np.where(undefined | np.isnan(p), 1.0, p)
 
 
-def assert_ttest_matches(result: pa.Table, group: str, gene_names: list[str], a: np.ndarray, b: np.ndarray, method: str) -> None:
+def assert_ttest_matches(
+    result: pa.Table, group: str, gene_names: list[str], a: np.ndarray, b: np.ndarray, method: str
+) -> None:
     """The rows of group in result equal SciPy's test of a against b (columns = genes)."""
     frame = result.to_pandas()
     frame = frame[frame.group == group].set_index("gene").loc[gene_names]

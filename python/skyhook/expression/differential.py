@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -17,17 +17,15 @@ from skyhook.errors import InvalidRequestError
 from skyhook.expression.errors import GroupError, UnknownGeneError
 from skyhook.expression.moments import Moments
 from skyhook.expression.selection import CellSelection, GeneSelection
+from skyhook.expression.stored_matrix import StoredMatrix
 from skyhook.expression.ttest import benjamini_hochberg, check_method, log2_fold_change, t_test
-
-if TYPE_CHECKING:
-    from skyhook.expression.matrix import Matrix
 
 REST = "rest"
 OTHER_METADATA_KEY = b"skyhook.expression.reference_metadata"
 
 
 def rank_genes(
-    matrix: Matrix,
+    matrix: StoredMatrix,
     groupby: str,
     *,
     method: str = "welch",
@@ -64,8 +62,8 @@ def rank_genes(
 
 
 def ttest_between(
-    first: Matrix,
-    second: Matrix,
+    first: StoredMatrix,
+    second: StoredMatrix,
     *,
     cells: CellSelection = None,
     other_cells: CellSelection = None,
@@ -93,9 +91,13 @@ def ttest_between(
     first.last_stats = stats + second.last_stats
     # Both are in each matrix's gene order: line the second up with the first by name.
     names = first.gene_names.take(pa.array(mine.genes)).to_pylist()
-    position = {name: index for index, name in enumerate(second.gene_names.take(pa.array(theirs_moments.genes)).to_pylist())}
+    position = {
+        name: index for index, name in enumerate(second.gene_names.take(pa.array(theirs_moments.genes)).to_pylist())
+    }
     order = [position[name] for name in names]
-    other = Moments([None], mine.genes, theirs_moments.count[:, order], theirs_moments.mean[:, order], theirs_moments.m2[:, order])
+    other = Moments(
+        [None], mine.genes, theirs_moments.count[:, order], theirs_moments.mean[:, order], theirs_moments.m2[:, order]
+    )
     _check_size(mine.count[0], f"the cells of {first.name!r}")
     _check_size(other.count[0], f"the cells of {second.name!r}")
     result = _compared(mine, 0, other, first.name, second.name, method, first)
@@ -105,7 +107,9 @@ def ttest_between(
     )
 
 
-def _compared(moments: Moments, row: int, other: Moments, group: str, reference: str, method: str, matrix: Matrix) -> pa.Table:
+def _compared(
+    moments: Moments, row: int, other: Moments, group: str, reference: str, method: str, matrix: StoredMatrix
+) -> pa.Table:
     n1, mean1, var1 = moments.count[row], moments.mean[row], moments.variance(1)[row]
     n2, mean2, var2 = other.count[0], other.mean[0], other.variance(1)[0]
     test = t_test(n1, mean1, var1, n2, mean2, var2, method)
@@ -138,10 +142,18 @@ def _empty() -> pa.Table:
         {
             name: pa.array([], kind)
             for name, kind in [
-                ("group", pa.string()), ("reference", pa.string()), ("gene", pa.string()), ("t", pa.float64()),
-                ("df", pa.float64()), ("p", pa.float64()), ("p_adj", pa.float64()),
-                ("log2_fold_change", pa.float64()), ("mean_group", pa.float64()), ("mean_reference", pa.float64()),
-                ("n_group", pa.int64()), ("n_reference", pa.int64()),
+                ("group", pa.string()),
+                ("reference", pa.string()),
+                ("gene", pa.string()),
+                ("t", pa.float64()),
+                ("df", pa.float64()),
+                ("p", pa.float64()),
+                ("p_adj", pa.float64()),
+                ("log2_fold_change", pa.float64()),
+                ("mean_group", pa.float64()),
+                ("mean_reference", pa.float64()),
+                ("n_group", pa.int64()),
+                ("n_reference", pa.int64()),
             ]
         }
     )

@@ -27,6 +27,7 @@ def create_domain(store: Store, domain: str) -> None:
 
 def delete_domain(store: Store, domain: str) -> None:
     """Delete the domain and every matrix in it."""
+
     def deleted(current: Catalog | None) -> None:
         _existing(current, domain)  # raises if there is no such domain
 

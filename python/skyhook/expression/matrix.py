@@ -115,7 +115,9 @@ class Matrix:
         table = pa.table(
             {
                 "group": pa.array(np.repeat(np.array(moments.groups, dtype=object), genes_count)).cast(pa.string()),
-                "gene": pa.array(np.tile(self.gene_names.take(pa.array(moments.genes)).to_numpy(zero_copy_only=False), groups)),
+                "gene": pa.array(
+                    np.tile(self.gene_names.take(pa.array(moments.genes)).to_numpy(zero_copy_only=False), groups)
+                ),
                 "n": pa.array(moments.count.ravel().astype(np.int64)),
                 "mean": pa.array(moments.mean.ravel()),
                 "variance": pa.array(moments.variance(1).ravel()),
@@ -124,7 +126,7 @@ class Matrix:
         return self.with_metadata(table)
 
     def ttest(self, groupby: str, **arguments: Any) -> pa.Table:
-        """Differential expression between groups of cells: see skyhook.expression.ttest.rank_genes."""
+        """Differential expression between groups of cells: see skyhook.expression.differential.rank_genes (method, reference, groups, genes, cells, options)."""
         from skyhook.expression.differential import rank_genes
 
         return rank_genes(self, groupby, **arguments)
@@ -151,5 +153,3 @@ class Matrix:
             raise UnknownColumnError(
                 f"no cell metadata column {groupby!r} to group by; the matrix has {', '.join(names) or 'none'}"
             )
-
-

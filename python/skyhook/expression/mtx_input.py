@@ -35,9 +35,7 @@ def read_10x_mtx(directory: str | Path) -> ExpressionData:
     var = {GENE_NAME: [row[1] if len(row) > 1 else row[0] for row in features], "gene_id": [row[0] for row in features]}
     if all(len(row) > 2 for row in features):
         var["feature_type"] = [row[2] for row in features]
-    return ExpressionData(
-        matrix.T.tocsc(), pa.table({CELL_ID: barcodes}), pa.table(var), "mtx"
-    )
+    return ExpressionData(matrix.T.tocsc(), pa.table({CELL_ID: barcodes}), pa.table(var), "mtx")
 
 
 def _find(directory: Path, *names: str) -> Path:

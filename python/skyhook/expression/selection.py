@@ -50,7 +50,9 @@ def gene_indices(genes: GeneSelection, var: Dataset, names: pa.Array) -> np.ndar
     found = pc.index_in(wanted, value_set=names)
     if found.null_count:
         missing = [name for name, index in zip(genes, found.to_pylist()) if index is None]
-        raise UnknownGeneError(f"gene {missing[0]!r} is not in the matrix" + (f" ({len(missing)} unknown)" if len(missing) > 1 else ""))
+        raise UnknownGeneError(
+            f"gene {missing[0]!r} is not in the matrix" + (f" ({len(missing)} unknown)" if len(missing) > 1 else "")
+        )
     return np.unique(found.to_numpy().astype(np.int64))
 
 
@@ -77,5 +79,3 @@ def _balanced(items: list[pc.Expression], combine) -> pc.Expression:
         return items[0]
     middle = len(items) // 2
     return combine(_balanced(items[:middle], combine), _balanced(items[middle:], combine))
-
-

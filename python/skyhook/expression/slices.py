@@ -3,7 +3,7 @@ the values as stored, read with the selection pushed into storage."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -12,13 +12,11 @@ from skyhook.expression import sparse_layout
 from skyhook.expression.dense_layout import gene_column
 from skyhook.expression.selection import CellSelection, GeneSelection, cell_filter, gene_filter, gene_indices
 from skyhook.expression.source import CELL_ID, GENE_NAME
+from skyhook.expression.stored_matrix import StoredMatrix
 from skyhook.plan.expressions import conjunction
 
-if TYPE_CHECKING:
-    from skyhook.expression.matrix import Matrix
 
-
-def matrix_slice(matrix: Matrix, genes: GeneSelection, cells: CellSelection) -> Any:
+def matrix_slice(matrix: StoredMatrix, genes: GeneSelection, cells: CellSelection) -> Any:
     import anndata
     import scipy.sparse
 
@@ -50,6 +48,9 @@ def matrix_slice(matrix: Matrix, genes: GeneSelection, cells: CellSelection) -> 
     obs_frame = obs.drop_columns(["cell"]).to_pandas().set_index(CELL_ID)
     var_frame = var.drop_columns(["gene"]).to_pandas().set_index(GENE_NAME)
     obs_frame.index.name = var_frame.index.name = None
-    return anndata.AnnData(x, obs=obs_frame, var=var_frame, uns={"skyhook": {"matrix": f"{matrix.domain}/{matrix.name}", "metadata": matrix.metadata}})
-
-
+    return anndata.AnnData(
+        x,
+        obs=obs_frame,
+        var=var_frame,
+        uns={"skyhook": {"matrix": f"{matrix.domain}/{matrix.name}", "metadata": matrix.metadata}},
+    )

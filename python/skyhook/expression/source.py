@@ -59,7 +59,9 @@ def checked(data: ExpressionData) -> ExpressionData:
     _check_unique(data.var, GENE_NAME, "gene")
     for name in data.obs.column_names[1:]:
         if RESERVED.fullmatch(name):
-            raise InvalidInputError(f"cell metadata column {name!r} has a reserved name (cell, cell_id, gene, value, g<N>)")
+            raise InvalidInputError(
+                f"cell metadata column {name!r} has a reserved name (cell, cell_id, gene, value, g<N>)"
+            )
     kind = data.values.dtype.kind
     if kind in "iub":
         data.values = data.values.astype(np.float64)

@@ -70,7 +70,10 @@ def moments(
     group_sizes[size_rows] = sizes.column("count_all").to_numpy()
     column_of = np.full(int(genes.max(initial=-1)) + 1, -1)
     column_of[genes] = np.arange(len(genes))
-    rows = np.array([row_of[label] for label in partials.column(groupby).to_pylist()] if groupby else [0] * len(partials), dtype=np.int64)
+    rows = np.array(
+        [row_of[label] for label in partials.column(groupby).to_pylist()] if groupby else [0] * len(partials),
+        dtype=np.int64,
+    )
     columns = column_of[partials.column("gene").to_numpy()]
     shape = (len(labels), len(genes))
     count, mean, m2 = np.zeros(shape), np.zeros(shape), np.zeros(shape)

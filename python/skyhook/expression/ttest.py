@@ -33,7 +33,13 @@ def check_method(method: str) -> str:
 
 
 def t_test(
-    n1: np.ndarray, mean1: np.ndarray, var1: np.ndarray, n2: np.ndarray, mean2: np.ndarray, var2: np.ndarray, method: str
+    n1: np.ndarray,
+    mean1: np.ndarray,
+    var1: np.ndarray,
+    n2: np.ndarray,
+    mean2: np.ndarray,
+    var2: np.ndarray,
+    method: str,
 ) -> TTest:
     """Two-sided tests of equal means; variances are unbiased (ddof 1)."""
     from scipy.special import stdtr
@@ -54,7 +60,11 @@ def t_test(
         t = (mean1 - mean2) / denominator
         p = 2 * stdtr(df, -np.abs(t))
     undefined = np.isnan(t)
-    return TTest(np.where(undefined, 0.0, t), np.broadcast_to(df, np.shape(t)).astype(np.float64), np.where(undefined | np.isnan(p), 1.0, p))
+    return TTest(
+        np.where(undefined, 0.0, t),
+        np.broadcast_to(df, np.shape(t)).astype(np.float64),
+        np.where(undefined | np.isnan(p), 1.0, p),
+    )
 
 
 def log2_fold_change(mean1: np.ndarray, mean2: np.ndarray, log1p_base: float | None) -> np.ndarray:

@@ -101,7 +101,11 @@ def _write_parts(
     store.write_dataset(datasets["var"], var)
     cell_metadata = source.obs.drop_columns([CELL_ID])
     module = layout_module(layout)
-    total = cells if layout == "dense" else int(source.values.nnz if hasattr(source.values, "nnz") else np.count_nonzero(source.values))
+    total = (
+        cells
+        if layout == "dense"
+        else int(source.values.nnz if hasattr(source.values, "nnz") else np.count_nonzero(source.values))
+    )
     done = 0
 
     def stored(rows: int, _bytes: int) -> None:

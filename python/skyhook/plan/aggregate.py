@@ -12,7 +12,6 @@ each gets a sub-plan of its own grouped by the keys and that column.
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
