@@ -47,10 +47,11 @@ def test_import_ls_describe_ttest(files, tmp_path):
     assert "nb" in skyhook_cli("expression", "ls", "--store", store, "--domain", "lab").stdout
     described = skyhook_cli("expression", "describe", "nb", "--store", store, "-d", "lab").stdout
     assert '{"study": "test", "units": "log1p"}' in described and "percent_mito" in described
-    result = skyhook_cli(
+    result = CliRunner().invoke(app, [
         "expression", "ttest", "nb", "group", "--store", store, "-d", "lab", "--top", "3",
         "--output", str(tmp_path / "r.parquet"), "--plot", str(tmp_path / "volcano.png"),
-    )  # fmt: skip
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.stdout + result.stderr
     assert "group0 vs rest" in result.stdout and "group3 vs rest" in result.stdout
     table = pq.read_table(tmp_path / "r.parquet")
     expected = ex.open_matrix(skyhook.connect(store), "nb", "lab").ttest("group")

@@ -1,7 +1,7 @@
 """The dense layout: a row per cell, its metadata and then one column per
 gene (g<position>), zeros included. Storage groups the cells by their label
-and returns, per group, the count and each selected gene's mean and
-variance; columns storage does not need are not read (Parquet reads columns
+(its code, label_codes.py) and returns, per group, each selected gene's
+mean and variance; columns storage does not need are not read (Parquet reads columns
 separately), and genes go in chunks so that one plan stays small."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.dataset import Dataset
-from skyhook.expression.moments import Moments, sorted_labels
+from skyhook.expression.label_codes import group_key, group_sizes
+from skyhook.expression.moments import Moments
 
 NAME = "dense"
 #: Cells of one batch handed to the writer.
@@ -46,32 +47,28 @@ def batches(values: Any, cell_metadata: pa.Table) -> Iterator[pa.Table]:
 
 def moments(
     values: Dataset,
+    obs: Dataset,
     groupby: str | None,
     genes: np.ndarray,
     cells: pc.Expression | None,
     options: dict[str, Any],
     record: list,
 ) -> Moments:
-    keys = [groupby] if groupby else []
-    parts: list[pa.Table] = []
-    for start in range(0, max(len(genes), 1), GENES_PER_PLAN):
+    labels, row_of, sizes = group_sizes(obs, groupby, cells, options, record)
+    key = [group_key(values.schema, groupby)] if groupby else []
+    shape = (len(labels), len(genes))
+    mean, m2 = np.zeros(shape), np.zeros(shape)
+    for start in range(0, len(genes), GENES_PER_PLAN):
         chunk = [gene_column(int(j)) for j in genes[start : start + GENES_PER_PLAN]]
         aggregates = [([], "count_all")] + [(name, "mean") for name in chunk]
         aggregates += [(name, "variance", _VARIANCE) for name in chunk]
-        parts.append(values.group_by(keys).aggregate(aggregates, filter=cells, **options))
+        part = values.group_by(key).aggregate(aggregates, filter=cells, **options)
         record.append(values.last_aggregate.stats)
-    labels = sorted_labels(parts[0].column(groupby).to_pylist()) if groupby else [None]
-    shape = (len(labels), len(genes))
-    count, mean, m2 = np.zeros(shape), np.zeros(shape), np.zeros(shape)
-    for part_index, part in enumerate(parts):
-        if groupby:
-            order = {label: index for index, label in enumerate(part.column(groupby).to_pylist())}
-            part = part.take(pa.array([order[label] for label in labels], pa.int64()))
+        keys = part.column(key[0]).to_pylist() if key else [None] * part.num_rows
+        rows = np.array([row_of[value] for value in keys], dtype=np.int64)
         n = part.column("count_all").to_numpy().astype(np.float64)
-        first = part_index * GENES_PER_PLAN
-        for offset, j in enumerate(genes[first : first + GENES_PER_PLAN]):
-            column = first + offset
-            count[:, column] = n
-            mean[:, column] = part.column(f"{gene_column(int(j))}_mean").to_numpy(zero_copy_only=False)
-            m2[:, column] = part.column(f"{gene_column(int(j))}_variance").to_numpy(zero_copy_only=False) * n
+        for offset, name in enumerate(chunk):
+            mean[rows, start + offset] = part.column(f"{name}_mean").to_numpy(zero_copy_only=False)
+            m2[rows, start + offset] = part.column(f"{name}_variance").to_numpy(zero_copy_only=False) * n
+    count = np.repeat(sizes[:, None], len(genes), axis=1)
     return Moments(labels, genes, count, mean, np.nan_to_num(m2))

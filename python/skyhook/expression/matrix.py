@@ -17,8 +17,15 @@ from skyhook.expression.catalog import MatrixEntry
 from skyhook.expression.domains import matrix_entry
 from skyhook.expression.moments import Moments
 from skyhook.expression.names import DEFAULT_DOMAIN
-from skyhook.expression.selection import CellSelection, GeneSelection, cell_filter, gene_filter, gene_indices
-from skyhook.expression.source import CELL_ID, GENE_NAME
+from skyhook.expression.selection import (
+    CellSelection,
+    GeneSelection,
+    cell_filter,
+    cell_metadata_columns,
+    gene_filter,
+    gene_indices,
+)
+from skyhook.expression.source import GENE_NAME
 from skyhook.store import Store
 
 METADATA_KEY = b"skyhook.expression.metadata"
@@ -104,7 +111,9 @@ class Matrix:
                 options,
                 self.last_stats,
             )
-        return dense_layout.moments(self.values, groupby, positions, selected_cells, options, self.last_stats)
+        return dense_layout.moments(
+            self.values, self.obs_dataset, groupby, positions, selected_cells, options, self.last_stats
+        )
 
     def group_stats(
         self, groupby: str | None = None, genes: GeneSelection = None, cells: CellSelection = None, **options: Any
@@ -148,7 +157,7 @@ class Matrix:
         )
 
     def _check_groupby(self, groupby: str) -> None:
-        names = [name for name in self.obs_dataset.schema.names if name not in ("cell", CELL_ID)]
+        names = cell_metadata_columns(self.obs_dataset.schema)
         if groupby not in names:
             raise UnknownColumnError(
                 f"no cell metadata column {groupby!r} to group by; the matrix has {', '.join(names) or 'none'}"

@@ -50,10 +50,3 @@ def with_zeros(groups: list[Any], genes: np.ndarray, sizes: np.ndarray, nonzero:
         mean = np.where(n > 0, k * nonzero.mean / n, 0.0)
         m2 = nonzero.m2 + np.where(n > 0, k * (n - k) / n, 0.0) * nonzero.mean**2
     return Moments(groups, genes, np.broadcast_to(n, k.shape).copy(), mean, m2)
-
-
-def sorted_labels(labels: list[Any]) -> list[Any]:
-    """Group labels in order, the unlabelled (None) last."""
-    return sorted((label for label in labels if label is not None), key=lambda x: (str(type(x)), x)) + (
-        [None] if None in labels else []
-    )

@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 
 from skyhook.dataset import Dataset
 from skyhook.expression.errors import UnknownGeneError
+from skyhook.expression.label_codes import SUFFIX
 from skyhook.expression.source import CELL_ID
 from skyhook.plan.expressions import projected_schema
 from skyhook.plan.where import parse_where
@@ -26,12 +27,17 @@ GeneSelection = Union[str, pc.Expression, Sequence[str], None]
 def cell_filter(cells: CellSelection, obs_schema: pa.Schema) -> pc.Expression | None:
     """cells as a filter on the cell metadata columns (what every layout stores
     with the values; a cell's id is not among them)."""
-    schema = pa.schema([field for field in obs_schema if field.name not in ("cell", CELL_ID)])
+    schema = pa.schema([obs_schema.field(name) for name in cell_metadata_columns(obs_schema)])
     if isinstance(cells, str):
         cells = parse_where(cells, schema)
     if cells is not None:
         projected_schema(schema, [], cells)  # an unknown column or a non-boolean filter is refused here
     return cells
+
+
+def cell_metadata_columns(obs_schema: pa.Schema) -> list[str]:
+    """The cell metadata as the user gave it: not the position, id or label codes."""
+    return [name for name in obs_schema.names if name not in ("cell", CELL_ID) and not name.endswith(SUFFIX)]
 
 
 def gene_indices(genes: GeneSelection, var: Dataset, names: pa.Array) -> np.ndarray:

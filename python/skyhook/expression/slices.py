@@ -10,7 +10,14 @@ import pyarrow as pa
 
 from skyhook.expression import sparse_layout
 from skyhook.expression.dense_layout import gene_column
-from skyhook.expression.selection import CellSelection, GeneSelection, cell_filter, gene_filter, gene_indices
+from skyhook.expression.selection import (
+    CellSelection,
+    GeneSelection,
+    cell_filter,
+    cell_metadata_columns,
+    gene_filter,
+    gene_indices,
+)
 from skyhook.expression.source import CELL_ID, GENE_NAME
 from skyhook.expression.stored_matrix import StoredMatrix
 from skyhook.plan.expressions import conjunction
@@ -45,7 +52,7 @@ def matrix_slice(matrix: StoredMatrix, genes: GeneSelection, cells: CellSelectio
         rows = row_of[values.column("cell").to_numpy()]
         for index, name in enumerate(names):
             x[rows, index] = values.column(name).to_numpy()
-    obs_frame = obs.drop_columns(["cell"]).to_pandas().set_index(CELL_ID)
+    obs_frame = obs.select([CELL_ID, *cell_metadata_columns(obs.schema)]).to_pandas().set_index(CELL_ID)
     var_frame = var.drop_columns(["gene"]).to_pandas().set_index(GENE_NAME)
     obs_frame.index.name = var_frame.index.name = None
     return anndata.AnnData(

@@ -17,7 +17,7 @@ from skyhook.errors import InvalidInputError
 CELL_ID = "cell_id"
 GENE_NAME = "gene_name"
 #: Columns the layouts add next to the obs columns (layouts.py); obs may not use them.
-RESERVED = re.compile(r"cell|cell_id|gene|value|g[0-9]+")
+RESERVED = re.compile(r"cell|cell_id|gene|value|g[0-9]+|.*__code")
 
 
 @dataclass
@@ -60,7 +60,7 @@ def checked(data: ExpressionData) -> ExpressionData:
     for name in data.obs.column_names[1:]:
         if RESERVED.fullmatch(name):
             raise InvalidInputError(
-                f"cell metadata column {name!r} has a reserved name (cell, cell_id, gene, value, g<N>)"
+                f"cell metadata column {name!r} has a reserved name (cell, cell_id, gene, value, g<N>, *__code)"
             )
     kind = data.values.dtype.kind
     if kind in "iub":

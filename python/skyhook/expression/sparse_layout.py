@@ -3,7 +3,8 @@ the cell's metadata beside it, sorted by gene so that a gene filter prunes
 objects by their statistics. Storage groups the rows by (group label, gene)
 and returns count, mean and variance of the non-zeros; the zeros are folded
 back in at the client from the group sizes (moments.with_zeros), which
-storage counts on the cell table."""
+storage counts on the cell table. Text labels are grouped by their codes
+(label_codes.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.dataset import Dataset
-from skyhook.expression.moments import Moments, sorted_labels, with_zeros
+from skyhook.expression.label_codes import group_key, group_sizes
+from skyhook.expression.moments import Moments, with_zeros
 from skyhook.plan.expressions import conjunction
 
 NAME = "sparse"
@@ -56,24 +58,16 @@ def moments(
     options: dict[str, Any],
     record: list,
 ) -> Moments:
-    keys = [groupby] if groupby else []
-    sizes = obs.group_by(keys).aggregate([([], "count_all")], filter=cells, **options)
-    record.append(obs.last_aggregate.stats)
-    partials = values.group_by([*keys, "gene"]).aggregate(
+    labels, row_of, sizes = group_sizes(obs, groupby, cells, options, record)
+    key = [group_key(values.schema, groupby)] if groupby else []
+    partials = values.group_by([*key, "gene"]).aggregate(
         _MOMENT_AGGREGATES, filter=conjunction(cells, gene_filter), **options
     )
     record.append(values.last_aggregate.stats)
-    labels = sorted_labels(sizes.column(groupby).to_pylist()) if groupby else [None]
-    row_of = {label: index for index, label in enumerate(labels)}
-    group_sizes = np.zeros(len(labels))
-    size_rows = [row_of[label] for label in sizes.column(groupby).to_pylist()] if groupby else [0]
-    group_sizes[size_rows] = sizes.column("count_all").to_numpy()
+    keys = partials.column(key[0]).to_pylist() if key else [None] * partials.num_rows
+    rows = np.array([row_of[value] for value in keys], dtype=np.int64)
     column_of = np.full(int(genes.max(initial=-1)) + 1, -1)
     column_of[genes] = np.arange(len(genes))
-    rows = np.array(
-        [row_of[label] for label in partials.column(groupby).to_pylist()] if groupby else [0] * len(partials),
-        dtype=np.int64,
-    )
     columns = column_of[partials.column("gene").to_numpy()]
     shape = (len(labels), len(genes))
     count, mean, m2 = np.zeros(shape), np.zeros(shape), np.zeros(shape)
@@ -81,4 +75,4 @@ def moments(
     count[rows, columns] = nonzero_count
     mean[rows, columns] = partials.column("value_mean").to_numpy(zero_copy_only=False)
     m2[rows, columns] = partials.column("value_variance").to_numpy(zero_copy_only=False) * nonzero_count
-    return with_zeros(labels, genes, group_sizes, Moments(labels, genes, count, mean, m2))
+    return with_zeros(labels, genes, sizes, Moments(labels, genes, count, mean, m2))

@@ -18,6 +18,7 @@ from skyhook.expression.anndata_input import read_anndata
 from skyhook.expression.catalog import Catalog, MatrixEntry, load_catalog, update_catalog
 from skyhook.expression.domains import delete_parts
 from skyhook.expression.errors import MatrixExistsError
+from skyhook.expression.label_codes import with_codes
 from skyhook.expression.layouts import choose_layout, layout_module
 from skyhook.expression.mtx_input import read_10x_mtx
 from skyhook.expression.names import DEFAULT_DOMAIN, check_domain_name, check_matrix_name, part_datasets
@@ -95,11 +96,12 @@ def _write_parts(
     store: Store, source: ExpressionData, layout: str, datasets: dict[str, str], progress: Progress | None
 ) -> None:
     cells, genes = source.shape
-    obs = source.obs.add_column(0, "cell", pa.array(np.arange(cells, dtype=np.int32)))
+    cell_metadata = with_codes(source.obs.drop_columns([CELL_ID]))
+    positions = {"cell": pa.array(np.arange(cells, dtype=np.int32)), CELL_ID: source.obs.column(CELL_ID)}
+    obs = pa.table({**positions, **dict(zip(cell_metadata.column_names, cell_metadata.columns))})
     var = source.var.add_column(0, "gene", pa.array(np.arange(genes, dtype=np.int32)))
     store.write_dataset(datasets["obs"], obs)
     store.write_dataset(datasets["var"], var)
-    cell_metadata = source.obs.drop_columns([CELL_ID])
     module = layout_module(layout)
     total = (
         cells
