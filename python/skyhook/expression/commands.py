@@ -50,7 +50,9 @@ def import_(
     path: Path,
     store: StoreOption = DEFAULT_STORE,
     domain: DomainOption = DEFAULT_DOMAIN,
-    layout: Annotated[str, typer.Option(help="sparse, dense or auto (by the share of non-zeros).")] = "auto",
+    layout: Annotated[
+        str, typer.Option(help="sparse, dense or auto (sparse: faster at every density measured).")
+    ] = "auto",
     layer: Annotated[Optional[str], typer.Option(help="AnnData: this layer's values.")] = None,
     raw: Annotated[
         Optional[bool], typer.Option("--raw/--no-raw", help="AnnData: .raw (default: if set, as scanpy) or .X.")

@@ -74,7 +74,7 @@ def write_matrix(
     if mode == "create":
         _refuse_existing(store, domain, name)  # early, before any work; the publish decides for sure
     source = checked(read_input(data, layer, use_raw))
-    chosen = choose_layout(layout, source.density)
+    chosen = choose_layout(layout)
     datasets = part_datasets(domain, name)
     cells, genes = source.shape
     entry = MatrixEntry(
