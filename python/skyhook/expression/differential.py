@@ -44,6 +44,8 @@ def rank_genes(
     labelled = [label for label in moments.groups if label is not None]
     if reference != REST and reference not in labelled:
         raise GroupError(f"reference group {reference!r} has no selected cells in {groupby!r}")
+    if isinstance(groups, str):
+        groups = [groups]
     tested = list(groups) if groups is not None else [label for label in labelled if label != reference]
     for group in tested:
         if group not in labelled:
