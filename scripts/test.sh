@@ -7,5 +7,6 @@ cd "$(dirname "$0")/.."
 if [ "${SKYHOOK_TEST_CEPH:-1}" != 0 ]; then
   scripts/install-ceph.sh
 fi
+scripts/install-r.sh   # R and reticulate for the gene-expression R wrapper's test
 scripts/setup.sh --fuzz
 exec .venv/bin/python -m pytest "$@"

@@ -30,6 +30,9 @@ LIBRARY: dict[str, set[str]] = {
     "dataset": {"native", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
     "store": {"dataset", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
     "skyhook": {"store", "dataset", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
+    # The gene-expression use case (issue 12), over the whole client; only the CLI uses it.
+    "expression": {"skyhook", "store", "dataset", "execution", "plan", "ingest", "catalog", "backends", "rpc"}
+    | FOUNDATION,
 }
 # The command line and the developer tooling (dev cluster, TPC-H, demo) may use
 # anything; the library never imports either of them.

@@ -36,6 +36,7 @@ from skyhook.errors import (
     StoreNotFoundError,
     first_line,
 )
+from skyhook.expression.commands import expression_app
 from skyhook.ingest.files import file_format, input_files
 from skyhook.store import DEFAULT_FSCK_GRACE_SECONDS
 
@@ -448,6 +449,7 @@ cluster_app = typer.Typer(
     help="A local Ceph cluster (1 mon, 1 mgr, N OSDs) with the skyhook object class.", no_args_is_help=True
 )
 app.add_typer(cluster_app, name="cluster")
+app.add_typer(expression_app, name="expression")
 ClusterDir = Annotated[Path, typer.Argument(help="Cluster directory.")]
 DEFAULT_CLUSTER_DIR = Path("skyhook-cluster")
 NODE_LIMITS = (

@@ -14,6 +14,7 @@ ScalarAggregateOptions, TDigestOptions) add the states their semantics need
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -45,9 +46,18 @@ class Measure:
     def output_type(self, input_type: pa.DataType) -> pa.DataType:
         """What Acero returns for this measure over input_type, with a key
         (grouped output types can differ: tdigest is a list per group)."""
+        return _output_type(self, input_type)
+
+    def _computed_output_type(self, input_type: pa.DataType) -> pa.DataType:
         empty = pa.table({"k": pa.array([], pa.int8()), "x": pa.array([], input_type)})
         result = empty.group_by("k", use_threads=False).aggregate([("x", *self.pyarrow_aggregate)])
         return result.schema.field(f"x_{self.pyarrow_name}").type
+
+
+@functools.lru_cache(maxsize=1024)
+def _output_type(measure: Measure, input_type: pa.DataType) -> pa.DataType:
+    # Asked once per measure of a plan: wide plans (a matrix's genes) ask thousands of times.
+    return measure._computed_output_type(input_type)
 
 
 COUNT = Measure(GENERIC, "count", "count")

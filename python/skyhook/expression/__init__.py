@@ -1,0 +1,57 @@
+"""Gene expression (MSG Express): expression matrices with cell and gene
+metadata in domains, group statistics computed in storage, t-tests.
+
+    import skyhook, skyhook.expression as ex
+    store = skyhook.connect("file:///abs/store")
+    ex.write_matrix(store, "pbmc", adata, domain="blood", metadata={"study": "..."})
+    m = ex.open_matrix(store, "pbmc", domain="blood")
+    m.ttest("bulk_labels", method="welch")          # an Arrow table, a row per (group, gene)
+
+A use-case layer over the client: nothing below it imports it."""
+
+from skyhook.expression.anndata_input import read_anndata
+from skyhook.expression.catalog import MatrixEntry
+from skyhook.expression.differential import rank_genes, ttest_between
+from skyhook.expression.domains import create_domain, delete_domain, delete_matrix, list_domains, list_matrices
+from skyhook.expression.errors import (
+    DomainExistsError,
+    DomainNotFoundError,
+    GroupError,
+    MatrixExistsError,
+    MatrixNotFoundError,
+    UnknownGeneError,
+)
+from skyhook.expression.matrix import Matrix, open_matrix
+from skyhook.expression.moments import Moments
+from skyhook.expression.mtx_input import read_10x_mtx
+from skyhook.expression.names import DEFAULT_DOMAIN
+from skyhook.expression.source import ExpressionData
+from skyhook.expression.table_input import read_tables
+from skyhook.expression.write import read_input, write_matrix
+
+__all__ = [
+    "DEFAULT_DOMAIN",
+    "DomainExistsError",
+    "DomainNotFoundError",
+    "ExpressionData",
+    "GroupError",
+    "Matrix",
+    "MatrixEntry",
+    "MatrixExistsError",
+    "MatrixNotFoundError",
+    "Moments",
+    "UnknownGeneError",
+    "create_domain",
+    "delete_domain",
+    "delete_matrix",
+    "list_domains",
+    "list_matrices",
+    "open_matrix",
+    "rank_genes",
+    "read_10x_mtx",
+    "read_anndata",
+    "read_input",
+    "read_tables",
+    "ttest_between",
+    "write_matrix",
+]

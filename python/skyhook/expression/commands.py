@@ -1,0 +1,221 @@
+"""``skyhook expression ...``: import, list, describe and test expression
+matrices. Mistakes are one line, as everywhere in the CLI (skyhook.cli runs
+these commands and turns errors into messages and exit codes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+from rich.text import Text
+
+import skyhook
+from skyhook.errors import InvalidRequestError, StoreNotFoundError
+from skyhook.expression.differential import REST
+from skyhook.expression.domains import domain_catalog, list_domains, list_matrices
+from skyhook.expression.matrix import open_matrix
+from skyhook.expression.names import DEFAULT_DOMAIN
+from skyhook.expression.table_input import read_tables
+from skyhook.expression.volcano import volcano_plot
+from skyhook.expression.write import read_input, write_matrix
+
+expression_app = typer.Typer(help="Gene-expression matrices: import, list, describe, t-tests.", no_args_is_help=True)
+console = Console(highlight=False)
+
+StoreOption = Annotated[
+    str, typer.Option("--store", "-s", envvar="SKYHOOK_STORE", help="Store URI (file:///path or a directory).")
+]
+DomainOption = Annotated[str, typer.Option("--domain", "-d", help="The matrix's domain.")]
+DEFAULT_STORE = "skyhook-store"
+
+
+def _open(store: str, create: bool = False) -> skyhook.Store:
+    try:
+        return skyhook.connect(store, create=create)
+    except StoreNotFoundError as error:
+        raise StoreNotFoundError(f"{error} (a mistyped --store?)") from None
+
+
+@expression_app.command("import")
+def import_(
+    matrix: str,
+    path: Path,
+    store: StoreOption = DEFAULT_STORE,
+    domain: DomainOption = DEFAULT_DOMAIN,
+    layout: Annotated[
+        str, typer.Option(help="sparse, dense or auto (sparse: faster at every density measured).")
+    ] = "auto",
+    layer: Annotated[Optional[str], typer.Option(help="AnnData: this layer's values.")] = None,
+    raw: Annotated[
+        Optional[bool], typer.Option("--raw/--no-raw", help="AnnData: .raw (default: if set, as scanpy) or .X.")
+    ] = None,
+    cells: Annotated[Optional[Path], typer.Option(help="CSV/Parquet values: the cell table (ids first).")] = None,
+    genes: Annotated[Optional[Path], typer.Option(help="CSV/Parquet values: the gene table (names first).")] = None,
+    rows: Annotated[
+        str, typer.Option(help="CSV/Parquet values: what a row is, genes (the seed's) or cells.")
+    ] = "genes",
+    metadata: Annotated[Optional[list[str]], typer.Option(help="KEY=VALUE custom metadata (repeat).")] = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing matrix.")] = False,
+) -> None:
+    """Import an .h5ad file, a 10x directory or a CSV / Parquet table of values
+    as MATRIX; creates the store and the domain if needed."""
+    pairs = dict(_pair(item) for item in metadata or [])
+    if path.suffix in (".csv", ".parquet") and (cells or genes or rows != "genes"):
+        data = read_tables(path, cells, genes, rows)
+    else:
+        data = read_input(path, layer, raw)
+    with _open(store, create=True) as target, _LazyProgress() as progress:
+        entry = write_matrix(
+            target,
+            matrix,
+            data,
+            domain=domain,
+            metadata=pairs,
+            layout=layout,
+            mode="overwrite" if overwrite else "create",
+            progress=progress.update,
+        )
+    console.print(
+        f"{domain}/{matrix}: {entry.n_cells:,} cells x {entry.n_genes:,} genes, {entry.layout} layout, "
+        f"{entry.dtype} from {entry.source}",
+        markup=False,
+    )
+
+
+@expression_app.command("ls")
+def list_(
+    store: StoreOption = DEFAULT_STORE, domain: Annotated[Optional[str], typer.Option("--domain", "-d")] = None
+) -> None:
+    """The domains of the store, or the matrices of one domain."""
+    with _open(store) as source:
+        if domain is None:
+            table = Table("domain", "matrices")
+            for name in list_domains(source):
+                table.add_row(Text(name), str(len(domain_catalog(source, name).matrices)))
+        else:
+            table = Table("matrix", "cells", "genes", "layout", "values", "source")
+            for entry in list_matrices(source, domain):
+                table.add_row(
+                    Text(entry.name),
+                    f"{entry.n_cells:,}",
+                    f"{entry.n_genes:,}",
+                    entry.layout,
+                    entry.dtype,
+                    Text(entry.source),
+                )
+        console.print(table)
+
+
+@expression_app.command()
+def describe(matrix: str, store: StoreOption = DEFAULT_STORE, domain: DomainOption = DEFAULT_DOMAIN) -> None:
+    """Shape, layout, custom metadata, cell and gene columns and datasets of a matrix."""
+    with _open(store) as source:
+        opened = open_matrix(source, matrix, domain)
+        entry = opened.entry
+        console.print(
+            Text.assemble(
+                (f"{domain}/{matrix}", "bold"),
+                f": {entry.n_cells:,} cells x {entry.n_genes:,} genes, "
+                f"{entry.layout} layout, {entry.dtype} values from {entry.source}",
+            )
+        )
+        console.print(Text(f"metadata: {json.dumps(entry.metadata)}"))
+        for title, schema in (("cell columns", opened.obs_dataset.schema), ("gene columns", opened.var_dataset.schema)):
+            columns = Table("column", "type", title=title)
+            for field in schema:
+                columns.add_row(Text(field.name), Text(str(field.type)))
+            console.print(columns)
+        for part, dataset in entry.datasets.items():
+            console.print(Text(f"{part}: dataset {dataset}"))
+
+
+@expression_app.command()
+def ttest(
+    matrix: str,
+    groupby: str,
+    store: StoreOption = DEFAULT_STORE,
+    domain: DomainOption = DEFAULT_DOMAIN,
+    method: Annotated[str, typer.Option(help="welch (scanpy's t-test), student or overestim_var.")] = "welch",
+    reference: Annotated[str, typer.Option(help="rest, or the label of a reference group.")] = REST,
+    group: Annotated[Optional[list[str]], typer.Option(help="Test only this group (repeat).")] = None,
+    genes: Annotated[Optional[str], typer.Option(help="Gene names, comma-separated.")] = None,
+    gene_filter: Annotated[
+        Optional[str], typer.Option(help="A filter on the gene table, e.g. highly_variable.")
+    ] = None,
+    cells: Annotated[
+        Optional[str], typer.Option(help='A filter on the cell table, e.g. "percent_mito < 0.05".')
+    ] = None,
+    top: Annotated[int, typer.Option(help="Genes shown per group.")] = 10,
+    output: Annotated[Optional[Path], typer.Option(help="Write the whole result (.parquet or .csv).")] = None,
+    plot: Annotated[Optional[Path], typer.Option(help="Write a volcano plot (.png).")] = None,
+) -> None:
+    """t-tests of each group of GROUPBY against the rest (or --reference),
+    computed from statistics that storage computes; prints the top genes."""
+    if genes and gene_filter:
+        raise InvalidRequestError("--genes and --gene-filter exclude each other")
+    for path, suffixes in ((output, (".parquet", ".csv")), (plot, (".png",))):
+        if path is not None and path.suffix.lower() not in suffixes:
+            raise InvalidRequestError(f"cannot write {path}: use a {' or '.join(suffixes)} file name")
+    with _open(store) as source:
+        opened = open_matrix(source, matrix, domain)
+        result = opened.ttest(
+            groupby,
+            method=method,
+            reference=reference,
+            groups=group,
+            genes=genes.split(",") if genes else gene_filter,
+            cells=cells,
+        )
+    for label in dict.fromkeys(result.column("group").to_pylist()):
+        part = result.filter(pc.equal(result.column("group"), label)).slice(0, top)
+        shown = Table("gene", "t", "p_adj", "log2 FC", title=Text(f"{label} vs {part.column('reference')[0]}"))
+        for row in part.select(["gene", "t", "p_adj", "log2_fold_change"]).to_pylist():
+            shown.add_row(Text(row["gene"]), f"{row['t']:.3f}", f"{row['p_adj']:.3g}", f"{row['log2_fold_change']:.3f}")
+        console.print(shown)
+    if output is not None:
+        (pacsv.write_csv if output.suffix.lower() == ".csv" else pq.write_table)(result, output)
+    if plot is not None:
+        volcano_plot(result, plot, title=f"{domain}/{matrix} by {groupby} ({method})")
+
+
+class _LazyProgress:
+    """A progress bar on stderr that appears with the first stored object, so
+    that a mistake found before any writing stays one line."""
+
+    def __init__(self) -> None:
+        self.bar: Progress | None = None
+
+    def __enter__(self) -> _LazyProgress:
+        return self
+
+    def update(self, done: int, total: int) -> None:
+        if self.bar is None:
+            columns = (
+                TextColumn("importing"),
+                BarColumn(),
+                TextColumn("{task.percentage:>3.0f}%"),
+                TimeRemainingColumn(),
+            )
+            self.bar = Progress(*columns, console=Console(stderr=True), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("import", total=total)
+        self.bar.update(self.task, completed=done, total=total)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _pair(item: str) -> tuple[str, str]:
+    key, separator, value = item.partition("=")
+    if not separator or not key:
+        raise InvalidRequestError(f"--metadata {item!r}: expected KEY=VALUE")
+    return key, value

@@ -1,0 +1,161 @@
+"""Differential expression: each group of cells against the rest (scanpy's
+convention: every other selected cell, unlabelled ones included), against a
+reference group, or one cell set of a matrix against one of another matrix.
+Results are Arrow tables, a row per (group, gene), ordered by group and then
+by t (largest first, as scanpy ranks), carrying the matrix's metadata."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from skyhook.errors import InvalidRequestError
+from skyhook.expression.errors import GroupError, UnknownGeneError
+from skyhook.expression.moments import Moments
+from skyhook.expression.selection import CellSelection, GeneSelection
+from skyhook.expression.stored_matrix import StoredMatrix
+from skyhook.expression.ttest import benjamini_hochberg, check_method, log2_fold_change, t_test
+
+REST = "rest"
+OTHER_METADATA_KEY = b"skyhook.expression.reference_metadata"
+
+
+def rank_genes(
+    matrix: StoredMatrix,
+    groupby: str,
+    *,
+    method: str = "welch",
+    reference: Any = REST,
+    groups: Sequence[Any] | None = None,
+    genes: GeneSelection = None,
+    cells: CellSelection = None,
+    **options: Any,
+) -> pa.Table:
+    """t-tests of each group of groupby (or of groups) against reference: "rest"
+    or a group's label. method: "welch" (scanpy's "t-test"), "student" or
+    "overestim_var" (scanpy's "t-test_overestim_var"). options go to the
+    storage aggregates (pushdown=True, ...)."""
+    check_method(method)
+    moments = matrix.moments(groupby, genes, cells, **options)
+    labelled = [label for label in moments.groups if label is not None]
+    if reference != REST and reference not in labelled:
+        raise GroupError(f"reference group {reference!r} has no selected cells in {groupby!r}")
+    if isinstance(groups, str):
+        groups = [groups]
+    tested = list(groups) if groups is not None else [label for label in labelled if label != reference]
+    for group in tested:
+        if group not in labelled:
+            raise GroupError(f"group {group!r} has no selected cells in {groupby!r} (groups: {labelled[:20]})")
+        if group == reference:
+            raise GroupError(f"group {group!r} is the reference group: it cannot be tested against itself")
+    parts = []
+    for group in tested:
+        row = moments.row(group)
+        others = [moments.row(reference)] if reference != REST else [i for i in range(len(moments.groups)) if i != row]
+        other = moments.merged(others)
+        _check_size(moments.count[row], f"group {group!r}")
+        _check_size(other.count[0], "the rest" if reference == REST else f"reference group {reference!r}")
+        parts.append(_compared(moments, row, other, str(group), str(reference), method, matrix))
+    return matrix.with_metadata(pa.concat_tables(parts) if parts else _empty())
+
+
+def ttest_between(
+    first: StoredMatrix,
+    second: StoredMatrix,
+    *,
+    cells: CellSelection = None,
+    other_cells: CellSelection = None,
+    genes: Sequence[str] | None = None,
+    method: str = "welch",
+    **options: Any,
+) -> pa.Table:
+    """t-tests of the cells of first (selected by cells) against those of second
+    (by other_cells), gene by gene, matched by name: genes (names), or every
+    gene of first that second has. Both matrices must be in one domain."""
+    check_method(method)
+    if first.domain != second.domain:
+        raise InvalidRequestError(
+            f"matrix {first.name!r} is in domain {first.domain!r} and {second.name!r} in {second.domain!r}: "
+            "only matrices of one domain are compared"
+        )
+    if genes is None:
+        theirs = set(second.gene_names.to_pylist())
+        genes = [name for name in first.gene_names.to_pylist() if name in theirs]
+        if not genes:
+            raise UnknownGeneError(f"matrices {first.name!r} and {second.name!r} have no gene in common")
+    mine = first.moments(None, genes, cells, **options)
+    stats = list(first.last_stats)
+    theirs_moments = second.moments(None, genes, other_cells, **options)
+    first.last_stats = stats + second.last_stats
+    # Both are in each matrix's gene order: line the second up with the first by name.
+    names = first.gene_names.take(pa.array(mine.genes)).to_pylist()
+    position = {
+        name: index for index, name in enumerate(second.gene_names.take(pa.array(theirs_moments.genes)).to_pylist())
+    }
+    order = [position[name] for name in names]
+    other = Moments(
+        [None], mine.genes, theirs_moments.count[:, order], theirs_moments.mean[:, order], theirs_moments.m2[:, order]
+    )
+    _check_size(mine.count[0], f"the cells of {first.name!r}")
+    _check_size(other.count[0], f"the cells of {second.name!r}")
+    result = _compared(mine, 0, other, first.name, second.name, method, first)
+    result = first.with_metadata(result)
+    return result.replace_schema_metadata(
+        {**result.schema.metadata, OTHER_METADATA_KEY: json.dumps(second.metadata).encode()}
+    )
+
+
+def _compared(
+    moments: Moments, row: int, other: Moments, group: str, reference: str, method: str, matrix: StoredMatrix
+) -> pa.Table:
+    n1, mean1, var1 = moments.count[row], moments.mean[row], moments.variance(1)[row]
+    n2, mean2, var2 = other.count[0], other.mean[0], other.variance(1)[0]
+    test = t_test(n1, mean1, var1, n2, mean2, var2, method)
+    order = np.argsort(-test.t, kind="stable")
+    columns = {
+        "group": pa.array([group] * len(order), pa.string()),
+        "reference": pa.array([reference] * len(order), pa.string()),
+        "gene": matrix.gene_names.take(pa.array(moments.genes[order])),
+        "t": test.t[order],
+        "df": test.df[order],
+        "p": test.p[order],
+        "p_adj": benjamini_hochberg(test.p)[order],
+        "log2_fold_change": log2_fold_change(mean1, mean2, matrix.entry.log1p_base)[order],
+        "mean_group": mean1[order],
+        "mean_reference": mean2[order],
+        "n_group": n1[order].astype(np.int64),
+        "n_reference": n2[order].astype(np.int64),
+    }
+    return pa.table(columns)
+
+
+def _check_size(count: np.ndarray, what: str) -> None:
+    cells = int(count[0]) if len(count) else 0
+    if cells < 2:
+        raise GroupError(f"{what} has {cells} selected cell{'s' if cells != 1 else ''}: a t-test needs at least 2")
+
+
+def _empty() -> pa.Table:
+    return pa.table(
+        {
+            name: pa.array([], kind)
+            for name, kind in [
+                ("group", pa.string()),
+                ("reference", pa.string()),
+                ("gene", pa.string()),
+                ("t", pa.float64()),
+                ("df", pa.float64()),
+                ("p", pa.float64()),
+                ("p_adj", pa.float64()),
+                ("log2_fold_change", pa.float64()),
+                ("mean_group", pa.float64()),
+                ("mean_reference", pa.float64()),
+                ("n_group", pa.int64()),
+                ("n_reference", pa.int64()),
+            ]
+        }
+    )

@@ -1,0 +1,54 @@
+"""Text labels of cells also stored as integer codes, ``<column>__code``: the
+layouts group by the code (storage hashes and decodes integers about twice
+as fast as strings: 42 M rows of a sparse matrix) and filter by the text
+(what users write). The cell table holds both, so one count there maps codes
+to labels and gives each group's size."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from skyhook.dataset import Dataset
+
+SUFFIX = "__code"
+
+
+def with_codes(cell_metadata: pa.Table) -> pa.Table:
+    """cell_metadata plus an int32 code column per text column (null stays null)."""
+    for name in list(cell_metadata.column_names):
+        column = cell_metadata.column(name)
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            labels = pc.unique(column.drop_null()).sort()
+            codes = pc.index_in(column, value_set=labels).cast(pa.int32())
+            cell_metadata = cell_metadata.append_column(name + SUFFIX, codes)
+    return cell_metadata
+
+
+def group_key(schema: pa.Schema, groupby: str) -> str:
+    """The column to group by for groupby: its codes if it has them."""
+    return groupby + SUFFIX if schema.get_field_index(groupby + SUFFIX) >= 0 else groupby
+
+
+def group_sizes(
+    obs: Dataset, groupby: str | None, cells: pc.Expression | None, options: dict, record: list
+) -> tuple[list, dict, np.ndarray]:
+    """(labels, {group key value: row}, sizes) of the selected cells, counted
+    in storage; labels[row] is the text of each group (None: unlabelled)."""
+    if groupby is None:
+        counted = obs.aggregate([([], "count_all")], filter=cells, **options)
+        record.append(obs.last_aggregate.stats)
+        return [None], {None: 0}, counted.column("count_all").to_numpy().astype(np.float64)
+    key = group_key(obs.schema, groupby)
+    keys = list(dict.fromkeys([key, groupby]))
+    counted = obs.group_by(keys).aggregate([([], "count_all")], filter=cells, **options)
+    record.append(obs.last_aggregate.stats)
+    labels = counted.column(groupby).to_pylist()
+    order = sorted(
+        range(len(labels)),
+        key=lambda i: (labels[i] is None, str(type(labels[i])), "" if labels[i] is None else labels[i]),
+    )
+    key_values = counted.column(key).to_pylist()
+    rows = {key_values[i]: row for row, i in enumerate(order)}
+    return [labels[i] for i in order], rows, counted.column("count_all").to_numpy()[order].astype(np.float64)

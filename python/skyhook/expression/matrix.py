@@ -1,0 +1,164 @@
+"""A stored expression matrix: its cell and gene tables, group statistics
+computed in storage, t-tests and slices for scanpy."""
+
+from __future__ import annotations
+
+import json
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from skyhook.dataset import Dataset
+from skyhook.errors import UnknownColumnError
+from skyhook.expression import dense_layout, sparse_layout
+from skyhook.expression.catalog import MatrixEntry
+from skyhook.expression.domains import matrix_entry
+from skyhook.expression.moments import Moments
+from skyhook.expression.names import DEFAULT_DOMAIN
+from skyhook.expression.selection import (
+    CellSelection,
+    GeneSelection,
+    cell_filter,
+    cell_metadata_columns,
+    gene_filter,
+    gene_indices,
+)
+from skyhook.expression.source import GENE_NAME
+from skyhook.store import Store
+
+METADATA_KEY = b"skyhook.expression.metadata"
+MATRIX_KEY = b"skyhook.expression.matrix"
+
+
+def open_matrix(store: Store, name: str, domain: str = DEFAULT_DOMAIN) -> Matrix:
+    return Matrix(store, domain, matrix_entry(store, name, domain))
+
+
+class Matrix:
+    def __init__(self, store: Store, domain: str, entry: MatrixEntry) -> None:
+        self.store = store
+        self.domain = domain
+        self.entry = entry
+        #: The storage statistics of the last computation's aggregates (where they ran, bytes returned).
+        self.last_stats: list = []
+
+    def __repr__(self) -> str:
+        cells, genes = self.shape
+        return f"skyhook.expression.Matrix({self.domain}/{self.name}: {cells} cells x {genes} genes, {self.layout})"
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def layout(self) -> str:
+        return self.entry.layout
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        return self.entry.metadata
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.entry.n_cells, self.entry.n_genes
+
+    @cached_property
+    def values(self) -> Dataset:
+        return self.store.dataset(self.entry.datasets["values"])
+
+    @cached_property
+    def obs_dataset(self) -> Dataset:
+        return self.store.dataset(self.entry.datasets["obs"])
+
+    @cached_property
+    def var_dataset(self) -> Dataset:
+        return self.store.dataset(self.entry.datasets["var"])
+
+    @property
+    def obs(self) -> pa.Table:
+        """The cell table: cell (position), cell_id, then the cell metadata."""
+        return self.obs_dataset.to_table()
+
+    @property
+    def var(self) -> pa.Table:
+        """The gene table: gene (position), gene_name, then the gene metadata."""
+        return self.var_dataset.to_table()
+
+    @cached_property
+    def gene_names(self) -> pa.Array:
+        return self.var_dataset.to_table(columns=[GENE_NAME]).column(GENE_NAME).combine_chunks()
+
+    def moments(
+        self, groupby: str | None = None, genes: GeneSelection = None, cells: CellSelection = None, **options: Any
+    ) -> Moments:
+        """Per (group, gene) count, mean and M2 over the selected cells, from
+        partials computed in storage. options go to the aggregates (pushdown, ...)."""
+        if groupby is not None:
+            self._check_groupby(groupby)
+        selected_cells = cell_filter(cells, self.obs_dataset.schema)
+        positions = gene_indices(genes, self.var_dataset, self.gene_names)
+        self.last_stats = []
+        if self.layout == sparse_layout.NAME:
+            return sparse_layout.moments(
+                self.values,
+                self.obs_dataset,
+                groupby,
+                positions,
+                selected_cells,
+                gene_filter(positions, self.shape[1]),
+                options,
+                self.last_stats,
+            )
+        return dense_layout.moments(
+            self.values, self.obs_dataset, groupby, positions, selected_cells, options, self.last_stats
+        )
+
+    def group_stats(
+        self, groupby: str | None = None, genes: GeneSelection = None, cells: CellSelection = None, **options: Any
+    ) -> pa.Table:
+        """A row per (group, gene): n, mean and variance (ddof 1) over the selected cells."""
+        moments = self.moments(groupby, genes, cells, **options)
+        groups, genes_count = len(moments.groups), len(moments.genes)
+        table = pa.table(
+            {
+                "group": pa.array(np.repeat(np.array(moments.groups, dtype=object), genes_count)).cast(pa.string()),
+                "gene": pa.array(
+                    np.tile(self.gene_names.take(pa.array(moments.genes)).to_numpy(zero_copy_only=False), groups)
+                ),
+                "n": pa.array(moments.count.ravel().astype(np.int64)),
+                "mean": pa.array(moments.mean.ravel()),
+                "variance": pa.array(moments.variance(1).ravel()),
+            }
+        )
+        return self.with_metadata(table)
+
+    def ttest(self, groupby: str, **arguments: Any) -> pa.Table:
+        """Differential expression between groups of cells: see skyhook.expression.differential.rank_genes (method, reference, groups, genes, cells, options)."""
+        from skyhook.expression.differential import rank_genes
+
+        return rank_genes(self, groupby, **arguments)
+
+    def to_anndata(self, genes: GeneSelection = None, cells: CellSelection = None) -> Any:
+        """The selected cells and genes as an AnnData (values as stored), for scanpy."""
+        from skyhook.expression.slices import matrix_slice
+
+        return matrix_slice(self, genes, cells)
+
+    def with_metadata(self, table: pa.Table) -> pa.Table:
+        """table carrying the matrix's name and custom metadata in its schema."""
+        return table.replace_schema_metadata(
+            {
+                **(table.schema.metadata or {}),
+                MATRIX_KEY: f"{self.domain}/{self.name}".encode(),
+                METADATA_KEY: json.dumps(self.metadata).encode(),
+            }
+        )
+
+    def _check_groupby(self, groupby: str) -> None:
+        names = cell_metadata_columns(self.obs_dataset.schema)
+        if groupby not in names:
+            raise UnknownColumnError(
+                f"no cell metadata column {groupby!r} to group by; the matrix has {', '.join(names) or 'none'}"
+            )

@@ -1,0 +1,52 @@
+"""Per (group, gene) moments, the partial statistics a t-test needs: count,
+mean and M2 (the sum of squared deviations from the mean), all float64.
+
+Groups merge with Chan's formula around the merged mean (no sum-of-squares
+cancellation), so "the rest" of a one-vs-rest test is the exact merge of every
+other group, and zeros a sparse layout leaves out fold back in as a block of
+(count, mean 0, M2 0)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass
+class Moments:
+    #: Group labels (None: cells without a label), one row each.
+    groups: list[Any]
+    #: Gene positions in the matrix, one column each.
+    genes: np.ndarray
+    count: np.ndarray  # (groups, genes)
+    mean: np.ndarray
+    m2: np.ndarray
+
+    def row(self, group: Any) -> int:
+        return self.groups.index(group)
+
+    def variance(self, ddof: int = 1) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.count > ddof, self.m2 / (self.count - ddof), np.nan)
+
+    def merged(self, rows: list[int]) -> Moments:
+        """The moments of the union of the groups in rows (one group, no label)."""
+        count = self.count[rows].sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(count > 0, (self.count[rows] * self.mean[rows]).sum(axis=0) / count, 0.0)
+        spread = (self.count[rows] * (self.mean[rows] - mean) ** 2).sum(axis=0)
+        return Moments([None], self.genes, count[None], mean[None], (self.m2[rows].sum(axis=0) + spread)[None])
+
+
+def with_zeros(groups: list[Any], genes: np.ndarray, sizes: np.ndarray, nonzero: Moments) -> Moments:
+    """Moments over every cell from those over the non-zero values: each group
+    of sizes[g] cells has sizes[g] - count zeros (Chan's merge with a block of
+    mean 0 and M2 0)."""
+    n = sizes.astype(np.float64)[:, None]
+    k = nonzero.count
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(n > 0, k * nonzero.mean / n, 0.0)
+        m2 = nonzero.m2 + np.where(n > 0, k * (n - k) / n, 0.0) * nonzero.mean**2
+    return Moments(groups, genes, np.broadcast_to(n, k.shape).copy(), mean, m2)

@@ -1,0 +1,79 @@
+"""What the R wrapper (r/skyhook_expression.R) calls through reticulate.
+
+Debian's reticulate 1.28 cannot convert NumPy 2 arrays (they arrive as Python
+objects, and pandas frames become corrupt data.frames), so every result
+crosses as plain Python lists, one per column, which R turns into vectors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+import skyhook
+from skyhook.expression.differential import REST
+from skyhook.expression.domains import list_domains, list_matrices
+from skyhook.expression.matrix import open_matrix
+from skyhook.expression.names import DEFAULT_DOMAIN
+from skyhook.expression.write import write_matrix
+
+
+def ttest(
+    uri: str,
+    matrix: str,
+    groupby: str,
+    domain: str = DEFAULT_DOMAIN,
+    method: str = "welch",
+    reference: Any = REST,
+    groups: Any = None,
+    genes: Any = None,
+    cells: str | None = None,
+) -> dict[str, list]:
+    with skyhook.connect(uri, create=False) as store:
+        result = open_matrix(store, matrix, domain).ttest(
+            groupby, method=method, reference=reference, groups=_listed(groups), genes=_listed(genes), cells=cells
+        )
+    return _columns(result)
+
+
+def group_stats(
+    uri: str,
+    matrix: str,
+    groupby: str | None = None,
+    domain: str = DEFAULT_DOMAIN,
+    genes: Any = None,
+    cells: str | None = None,
+) -> dict[str, list]:
+    with skyhook.connect(uri, create=False) as store:
+        return _columns(open_matrix(store, matrix, domain).group_stats(groupby, _listed(genes), cells))
+
+
+def domains(uri: str) -> list[str]:
+    with skyhook.connect(uri, create=False) as store:
+        return list_domains(store)
+
+
+def matrices(uri: str, domain: str = DEFAULT_DOMAIN) -> dict[str, list]:
+    with skyhook.connect(uri, create=False) as store:
+        entries = list_matrices(store, domain)
+    return {
+        "matrix": [entry.name for entry in entries],
+        "cells": [entry.n_cells for entry in entries],
+        "genes": [entry.n_genes for entry in entries],
+        "layout": [entry.layout for entry in entries],
+    }
+
+
+def import_matrix(uri: str, name: str, path: str, domain: str = DEFAULT_DOMAIN, metadata: Any = None) -> None:
+    with skyhook.connect(uri) as store:
+        write_matrix(store, name, path, domain=domain, metadata=dict(metadata or {}))
+
+
+def _listed(value: Any) -> Any:
+    """R passes a vector of one as a scalar: a name is a list of one name (a
+    gene or group), except a gene filter, which R callers give as filter=."""
+    return [value] if isinstance(value, str) else (list(value) if isinstance(value, (tuple, list)) else value)
+
+
+def _columns(table: pa.Table) -> dict[str, list]:
+    return table.to_pydict()

@@ -1,0 +1,78 @@
+"""The sparse long layout: a row per non-zero value, (gene, cell, value) and
+the cell's metadata beside it, sorted by gene so that a gene filter prunes
+objects by their statistics. Storage groups the rows by (group label, gene)
+and returns count, mean and variance of the non-zeros; the zeros are folded
+back in at the client from the group sizes (moments.with_zeros), which
+storage counts on the cell table. Text labels are grouped by their codes
+(label_codes.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from skyhook.dataset import Dataset
+from skyhook.expression.label_codes import group_key, group_sizes
+from skyhook.expression.moments import Moments, with_zeros
+from skyhook.plan.expressions import conjunction
+
+NAME = "sparse"
+#: Rows of one batch handed to the writer (it splits them into objects).
+BATCH_ROWS = 1 << 20
+_MOMENT_AGGREGATES = [("value", "count"), ("value", "mean"), ("value", "variance", pc.VarianceOptions(ddof=0))]
+
+
+def batches(values: Any, cell_metadata: pa.Table) -> Iterator[pa.Table]:
+    """values: cells x genes (scipy.sparse or NumPy); cell_metadata: a row per cell."""
+    import scipy.sparse
+
+    matrix = scipy.sparse.csc_matrix(values)
+    matrix.sort_indices()
+    matrix.eliminate_zeros()
+    pointers = matrix.indptr
+    start = 0
+    while start < matrix.shape[1]:
+        # Whole genes per batch, about BATCH_ROWS values.
+        stop = int(np.searchsorted(pointers, pointers[start] + BATCH_ROWS, side="right")) - 1
+        stop = min(max(stop, start + 1), matrix.shape[1])
+        first, last = pointers[start], pointers[stop]
+        cells = matrix.indices[first:last].astype(np.int32)
+        gene = np.repeat(np.arange(start, stop, dtype=np.int32), np.diff(pointers[start : stop + 1]))
+        columns = {"gene": pa.array(gene), "cell": pa.array(cells), "value": pa.array(matrix.data[first:last])}
+        taken = cell_metadata.take(pa.array(cells))
+        yield pa.table({**columns, **{name: taken.column(name) for name in taken.column_names}})
+        start = stop
+
+
+def moments(
+    values: Dataset,
+    obs: Dataset,
+    groupby: str | None,
+    genes: np.ndarray,
+    cells: pc.Expression | None,
+    gene_filter: pc.Expression | None,
+    options: dict[str, Any],
+    record: list,
+) -> Moments:
+    labels, row_of, sizes = group_sizes(obs, groupby, cells, options, record)
+    key = [group_key(values.schema, groupby)] if groupby else []
+    partials = values.group_by([*key, "gene"]).aggregate(
+        _MOMENT_AGGREGATES, filter=conjunction(cells, gene_filter), **options
+    )
+    record.append(values.last_aggregate.stats)
+    keys = partials.column(key[0]).to_pylist() if key else [None] * partials.num_rows
+    rows = np.array([row_of[value] for value in keys], dtype=np.int64)
+    column_of = np.full(int(genes.max(initial=-1)) + 1, -1)
+    column_of[genes] = np.arange(len(genes))
+    columns = column_of[partials.column("gene").to_numpy()]
+    shape = (len(labels), len(genes))
+    count, mean, m2 = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    nonzero_count = partials.column("value_count").to_numpy().astype(np.float64)
+    count[rows, columns] = nonzero_count
+    mean[rows, columns] = partials.column("value_mean").to_numpy(zero_copy_only=False)
+    m2[rows, columns] = partials.column("value_variance").to_numpy(zero_copy_only=False) * nonzero_count
+    return with_zeros(labels, genes, sizes, Moments(labels, genes, count, mean, m2))

@@ -1,0 +1,45 @@
+"""What computations over a stored matrix use of it (matrix.Matrix is one):
+the t-tests and slices take this, so that Matrix can offer them as methods
+without the modules importing each other."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from skyhook.dataset import Dataset
+from skyhook.expression.catalog import MatrixEntry
+from skyhook.expression.moments import Moments
+
+
+class StoredMatrix(Protocol):
+    name: str
+    domain: str
+    entry: MatrixEntry
+    last_stats: list
+
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+
+    @property
+    def layout(self) -> str: ...
+
+    @property
+    def shape(self) -> tuple[int, int]: ...
+
+    @property
+    def gene_names(self) -> pa.Array: ...
+
+    @property
+    def values(self) -> Dataset: ...
+
+    @property
+    def obs_dataset(self) -> Dataset: ...
+
+    @property
+    def var_dataset(self) -> Dataset: ...
+
+    def moments(self, groupby: str | None = None, genes: Any = None, cells: Any = None, **options: Any) -> Moments: ...
+
+    def with_metadata(self, table: pa.Table) -> pa.Table: ...

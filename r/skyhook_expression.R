@@ -1,0 +1,39 @@
+# The gene-expression API of skyhook from R, through reticulate: every
+# function returns a data.frame (or a character vector). Results cross from
+# Python as plain lists per column (reticulate 1.28 cannot convert NumPy 2).
+#
+#   source("r/skyhook_expression.R")
+#   skyhook_python("/path/to/skyhook/.venv/bin/python")
+#   top <- skyhook_ttest("file:///abs/store", "pbmc", "bulk_labels", method = "welch")
+
+skyhook_python <- function(python) {
+  reticulate::use_python(python, required = TRUE)
+  invisible(TRUE)
+}
+
+.skyhook_bridge <- function() reticulate::import("skyhook.expression.r_bridge")
+
+.skyhook_frame <- function(columns) {
+  frame <- as.data.frame(lapply(columns, function(column) unlist(column)), stringsAsFactors = FALSE)
+  rownames(frame) <- NULL
+  frame
+}
+
+skyhook_ttest <- function(store, matrix, groupby, domain = "default", method = "welch",
+                          reference = "rest", groups = NULL, genes = NULL, cells = NULL) {
+  .skyhook_frame(.skyhook_bridge()$ttest(store, matrix, groupby, domain = domain, method = method,
+                                         reference = reference, groups = groups, genes = genes, cells = cells))
+}
+
+skyhook_group_stats <- function(store, matrix, groupby = NULL, domain = "default", genes = NULL, cells = NULL) {
+  .skyhook_frame(.skyhook_bridge()$group_stats(store, matrix, groupby = groupby, domain = domain,
+                                               genes = genes, cells = cells))
+}
+
+skyhook_domains <- function(store) unlist(.skyhook_bridge()$domains(store))
+
+skyhook_matrices <- function(store, domain = "default") .skyhook_frame(.skyhook_bridge()$matrices(store, domain))
+
+skyhook_import <- function(store, name, path, domain = "default", metadata = list()) {
+  invisible(.skyhook_bridge()$import_matrix(store, name, path, domain = domain, metadata = metadata))
+}

@@ -1,0 +1,94 @@
+"""``skyhook expression ...`` as a user runs it: through the real entry point
+(import, ls, describe, ttest with a volcano plot) and, for the wrong inputs,
+typer's CliRunner; every mistake is one line and writes nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+import skyhook
+import skyhook.expression as ex
+from skyhook.cli import app
+from skyhook.expression.synthetic import generate_anndata
+
+
+def skyhook_cli(*args: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [sys.executable, "-m", "skyhook.cli", *args],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("expression-cli")
+    generate_anndata(300, 25, groups=4, seed=5).write_h5ad(directory / "m.h5ad")
+    return directory
+
+
+def test_import_ls_describe_ttest(files, tmp_path):
+    store = str(tmp_path / "store")
+    out = skyhook_cli(
+        "expression", "import", "nb", str(files / "m.h5ad"), "--store", store, "--domain", "lab",
+        "--metadata", "study=test", "--metadata", "units=log1p",
+    )  # fmt: skip
+    assert "lab/nb: 300 cells x 25 genes, sparse layout, float32 from X" in out.stdout
+    assert "lab" in skyhook_cli("expression", "ls", "--store", store).stdout
+    assert "nb" in skyhook_cli("expression", "ls", "--store", store, "--domain", "lab").stdout
+    described = skyhook_cli("expression", "describe", "nb", "--store", store, "-d", "lab").stdout
+    assert '{"study": "test", "units": "log1p"}' in described and "percent_mito" in described
+    result = CliRunner().invoke(app, [
+        "expression", "ttest", "nb", "group", "--store", store, "-d", "lab", "--top", "3",
+        "--output", str(tmp_path / "r.parquet"), "--plot", str(tmp_path / "volcano.png"),
+    ])  # fmt: skip
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "group0 vs rest" in result.stdout and "group3 vs rest" in result.stdout
+    table = pq.read_table(tmp_path / "r.parquet")
+    expected = ex.open_matrix(skyhook.connect(store), "nb", "lab").ttest("group")
+    assert table.select(["group", "gene", "t", "p"]).equals(expected.select(["group", "gene", "t", "p"]))
+    assert (tmp_path / "volcano.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert np.isclose(table.column("t")[0].as_py(), expected.column("t")[0].as_py())
+
+
+WRONG = [
+    (["import", "m", "{dir}/nothing.h5ad"], "no such .h5ad file"),
+    (["import", "m", "{dir}/nothing.txt"], "no such file or directory"),
+    (["import", "m", "{dir}/m.h5ad", "--layer", "counts"], "no layer 'counts'"),
+    (["import", "m", "{dir}/m.h5ad", "--metadata", "novalue"], "expected KEY=VALUE"),
+    (["import", "bad-name", "{dir}/m.h5ad"], "invalid matrix name"),
+    (["import", "m", "{dir}/m.h5ad", "--layout", "wide"], "unknown layout 'wide'"),
+    (["import", "nb", "{dir}/m.h5ad"], "exists in domain 'default'"),
+    (["ls", "--domain", "nowhere"], "no domain 'nowhere'"),
+    (["describe", "nb", "--domain", "other"], "no matrix 'nb' in domain 'other' (it is in domain 'default')"),
+    (["ttest", "nb", "cluster"], "no cell metadata column 'cluster'"),
+    (["ttest", "nb", "group", "--genes", "gene1,FOO"], "gene 'FOO' is not in the matrix"),
+    (["ttest", "nb", "group", "--reference", "group9"], "reference group 'group9' has no selected cells"),
+    (["ttest", "nb", "group", "--method", "wilcoxon"], "unknown method 'wilcoxon'"),
+    (["ttest", "nb", "group", "--cells", "percent_mito <"], "percent_mito"),
+    (["ttest", "nb", "group", "--plot", "{dir}/plot.pdf"], "use a .png file name"),
+]
+
+
+@pytest.mark.parametrize(("args", "expected"), WRONG, ids=[" ".join(args)[:50] for args, _ in WRONG])
+def test_wrong_input_is_one_line(files, args, expected):
+    store = files / "store"
+    if not store.exists():
+        ex.write_matrix(skyhook.connect(str(store)), "nb", files / "m.h5ad")
+        ex.create_domain(skyhook.connect(str(store)), "other")
+    before = skyhook.connect(str(store)).list_datasets()
+    result = CliRunner().invoke(app, ["expression", *[arg.format(dir=files) for arg in args], "--store", str(store)])
+    assert "Traceback" not in result.stdout + result.stderr
+    assert result.exit_code == 1, (result.stdout, result.stderr)
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: "), result.stderr
+    assert expected in result.stderr
+    assert skyhook.connect(str(store)).list_datasets() == before
