@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from skyhook.backends.object_store import ObjectStore
+from skyhook.catalog.design import Design, ObjectDesign
 from skyhook.catalog.manifest import Manifest, statistics_type
 from skyhook.errors import CorruptManifestError
 from skyhook.expression.names import PARTS, catalog_dataset, check_matrix_name
@@ -62,7 +63,8 @@ class Catalog:
         ).encode()
         schema = _SCHEMA.with_metadata({CATALOG_KEY: text})
         empty = pa.array([], statistics_type(schema))
-        return Manifest(catalog_dataset(self.domain), schema, "parquet", new_generation(), (), empty)
+        write_design = ObjectDesign.request(Design(), schema.names, 0)
+        return Manifest(catalog_dataset(self.domain), schema, write_design, new_generation(), (), empty)
 
     @classmethod
     def from_bytes(cls, data: bytes, domain: str) -> Catalog:
