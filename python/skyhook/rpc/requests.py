@@ -1,5 +1,5 @@
 """Typed requests, one per storage-side method, mirroring cpp/skyhook/protocol/
-(scan_request.h, plan_request.h, describe_request.h) field for field."""
+(scan_request.h, plan_request.h, describe_request.h, column_request.h) field for field."""
 
 from __future__ import annotations
 
@@ -75,3 +75,32 @@ class DescribeRequest:
 
     def encode(self) -> bytes:
         return encode_request_frame({"method": self.METHOD})
+
+
+@dataclass(frozen=True)
+class AnalyzeRequest(DescribeRequest):
+    """Compute and keep the object's statistics per column and zone (writes its omap)."""
+
+    METHOD: ClassVar[str] = "analyze"
+
+
+@dataclass(frozen=True)
+class SecondaryDesignRequest(DescribeRequest):
+    """The statistics and indexes the object's omap holds for its current data."""
+
+    METHOD: ClassVar[str] = "secondary_design"
+
+
+@dataclass(frozen=True)
+class IndexRequest:
+    """Build (create_index) or remove (drop_index) the index of one column of an object."""
+
+    column: str
+    drop: bool = False
+
+    @property
+    def METHOD(self) -> str:  # noqa: N802 - the name every request has
+        return "drop_index" if self.drop else "create_index"
+
+    def encode(self) -> bytes:
+        return encode_request_frame({"method": self.METHOD, "column": self.column})

@@ -29,8 +29,6 @@ class MutableObjectContext : public ObjectContext {
   /// Set an extended attribute (the one GetXattr reads).
   virtual arrow::Status SetXattr(const std::string& name, const std::string& value) = 0;
 
-  /// The omap's value of `key`, or nullopt when it has none.
-  virtual arrow::Result<std::optional<std::string>> GetOmap(const std::string& key) = 0;
   virtual arrow::Status SetOmap(const std::string& key, const std::string& value) = 0;
   /// Remove `key` from the omap; removing an absent key is not an error.
   virtual arrow::Status RemoveOmap(const std::string& key) = 0;

@@ -36,6 +36,16 @@ class ObjectReader {
   virtual arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
       const std::vector<int>& field_indices, int64_t batch_size, int64_t start_row = 0) = 0;
 
+  /// Zones are the reader's natural units of rows, what statistics are kept
+  /// per and what a scan skips: Parquet row groups, IPC record batches, and
+  /// kDefaultZoneRows rows for formats without such units.
+  static constexpr int64_t kDefaultZoneRows = 64 * 1024;
+  virtual int num_zones() const;
+  /// The rows of the given zones (ascending), in batches of at most
+  /// batch_size rows that never span zones; fields as in ReadFields.
+  virtual arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadZones(
+      const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones);
+
   int64_t bytes_read() const { return file_->bytes_read(); }
 
  protected:

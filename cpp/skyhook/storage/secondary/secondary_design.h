@@ -24,6 +24,9 @@ constexpr char kIndexListKey[] = "skyhook.indexes.v1";  // indexed column names,
 /// The columns the object's omap lists as indexed (empty when none).
 arrow::Result<std::vector<std::string>> IndexedColumns(ObjectContext* object);
 
+/// The omap value of kIndexListKey for these columns.
+std::string JoinIndexedColumns(const std::vector<std::string>& columns);
+
 /// Recomputes the statistics (when the object had any) and every index the
 /// object's omap lists, after the object's data changed: a storage-side
 /// transform calls it at its end, in the same call (atomic in Ceph). All is
