@@ -1,9 +1,12 @@
 // A read-only arrow::io::RandomAccessFile view of one object, so that Arrow's
 // Parquet and IPC readers can read it through the ObjectContext. It counts the
-// bytes the readers actually pulled from storage.
+// bytes the readers actually pulled from storage, and reads small ranges
+// (footers, message headers) only once.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <utility>
 
 #include <arrow/io/interfaces.h>
 
@@ -43,8 +46,13 @@ class ObjectFile : public arrow::io::RandomAccessFile {
  private:
   ObjectFile(ObjectContext* object, int64_t size) : object_(object), size_(size) {}
 
+  static constexpr int64_t kSmallRead = 64 * 1024;
+  static constexpr int64_t kSmallReadsKept = 256 * 1024;
+
   ObjectContext* object_;
   int64_t size_;
+  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<arrow::Buffer>> small_reads_;
+  int64_t small_read_bytes_ = 0;
   int64_t position_ = 0;
   int64_t bytes_read_ = 0;
   bool closed_ = false;

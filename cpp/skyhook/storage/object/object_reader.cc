@@ -186,9 +186,12 @@ class IpcBatchReader : public arrow::RecordBatchReader {
  public:
   /// Reads the given record batches (all when nullopt), skipping the first rows_to_skip rows.
   IpcBatchReader(std::shared_ptr<arrow::ipc::RecordBatchFileReader> file,
+                 std::shared_ptr<ObjectFile> object_file, std::shared_ptr<const IpcLayout> layout,
                  std::shared_ptr<arrow::Schema> schema, std::vector<int> positions,
                  int64_t batch_size, std::optional<std::vector<int>> batches, int64_t rows_to_skip)
       : file_(std::move(file)),
+        object_file_(std::move(object_file)),
+        layout_(std::move(layout)),
         schema_(std::move(schema)),
         positions_(std::move(positions)),
         batch_size_(batch_size),
@@ -204,7 +207,13 @@ class IpcBatchReader : public arrow::RecordBatchReader {
         *out = nullptr;
         return arrow::Status::OK();
       }
-      auto batch = file_->ReadRecordBatch(batches_ ? (*batches_)[next_batch_++] : next_batch_++);
+      const int index = batches_ ? (*batches_)[next_batch_++] : next_batch_++;
+      if (index < static_cast<int>(layout_->record_batches.size())) {
+        auto checked = CheckIpcMessage(object_file_.get(), layout_->record_batches[index],
+                                       layout_->footer_start);
+        if (!checked.ok()) return Corrupt("Arrow IPC", checked);
+      }
+      auto batch = file_->ReadRecordBatch(index);
       if (!batch.ok()) return Corrupt("Arrow IPC", batch.status());
       auto valid = (*batch)->ValidateFull();  // corrupt offsets must not reach compute
       if (!valid.ok()) return Corrupt("Arrow IPC", valid);
@@ -219,6 +228,8 @@ class IpcBatchReader : public arrow::RecordBatchReader {
 
  private:
   std::shared_ptr<arrow::ipc::RecordBatchFileReader> file_;
+  std::shared_ptr<ObjectFile> object_file_;
+  std::shared_ptr<const IpcLayout> layout_;
   std::shared_ptr<arrow::Schema> schema_;
   std::vector<int> positions_;  // of the requested fields among those read
   int64_t batch_size_;
@@ -238,9 +249,11 @@ class IpcObjectReader : public ObjectReader {
     options.use_threads = false;
     auto reader = arrow::ipc::RecordBatchFileReader::Open(file, options);
     if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
-    auto blocks = CheckIpcBlocks(file.get());
-    if (!blocks.ok()) return Corrupt("Arrow IPC", blocks);
-    return std::unique_ptr<ObjectReader>(new IpcObjectReader(std::move(file), *reader, options));
+    auto layout = CheckIpcBlocks(file.get());
+    if (!layout.ok()) return Corrupt("Arrow IPC", layout.status());
+    return std::unique_ptr<ObjectReader>(
+        new IpcObjectReader(std::move(file), *reader, options,
+                            std::make_shared<const IpcLayout>(std::move(*layout))));
   }
 
   std::shared_ptr<arrow::Schema> schema() const override { return reader_->schema(); }
@@ -285,17 +298,22 @@ class IpcObjectReader : public ObjectReader {
     auto reader = arrow::ipc::RecordBatchFileReader::Open(file_, options);
     if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
     ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
-    return std::make_shared<IpcBatchReader>(*reader, std::move(schema), std::move(positions),
-                                            batch_size, std::move(batches), rows_to_skip);
+    return std::make_shared<IpcBatchReader>(*reader, file_, layout_, std::move(schema),
+                                            std::move(positions), batch_size, std::move(batches),
+                                            rows_to_skip);
   }
 
   IpcObjectReader(std::shared_ptr<ObjectFile> file,
                   std::shared_ptr<arrow::ipc::RecordBatchFileReader> reader,
-                  arrow::ipc::IpcReadOptions options)
-      : ObjectReader(std::move(file)), reader_(std::move(reader)), options_(std::move(options)) {}
+                  arrow::ipc::IpcReadOptions options, std::shared_ptr<const IpcLayout> layout)
+      : ObjectReader(std::move(file)),
+        reader_(std::move(reader)),
+        options_(std::move(options)),
+        layout_(std::move(layout)) {}
 
   std::shared_ptr<arrow::ipc::RecordBatchFileReader> reader_;
   arrow::ipc::IpcReadOptions options_;
+  std::shared_ptr<const IpcLayout> layout_;
 };
 
 }  // namespace

@@ -40,6 +40,9 @@ class ObjectReader {
   /// per and what a scan skips: Parquet row groups, IPC record batches, and
   /// kDefaultZoneRows rows for formats without such units.
   static constexpr int64_t kDefaultZoneRows = 64 * 1024;
+  /// A batch size for reading zones whole in a few batches: Arrow's readers
+  /// reserve for a batch's size up front, so "all at once" must stay finite.
+  static constexpr int64_t kZoneBatchRows = 64 * 1024;
   virtual int num_zones() const;
   /// The rows of the given zones (ascending), in batches of at most
   /// batch_size rows that never span zones; fields as in ReadFields.

@@ -1,7 +1,6 @@
 #include "skyhook/storage/secondary/column_index.h"
 
 #include <charconv>
-#include <limits>
 #include <numeric>
 
 #include <arrow/array/array_primitive.h>
@@ -119,7 +118,7 @@ arrow::Result<std::map<std::string, std::string>> BuildColumnIndex(ObjectReader*
                    resources->limits().max_call_ms, " ms limit per call");
     }
     ARROW_ASSIGN_OR_RAISE(auto batches,
-                          reader->ReadZones({column}, std::numeric_limits<int32_t>::max(), {zone}));
+                          reader->ReadZones({column}, ObjectReader::kZoneBatchRows, {zone}));
     ARROW_ASSIGN_OR_RAISE(auto list, batches->ToRecordBatches());
     int64_t rows = 0;
     for (const auto& batch : list) {
@@ -223,8 +222,8 @@ arrow::Result<std::optional<IndexMatches>> LookUpIndex(
     ARROW_ASSIGN_OR_RAISE(auto rows, arrow::compute::Filter(batch->column(1), keep,
                                                             arrow::compute::FilterOptions::Defaults(),
                                                             context));
-    const auto& kept = static_cast<const arrow::Int64Array&>(*rows.make_array());
-    for (int64_t i = 0; i < kept.length(); ++i) matches.rows.push_back(kept.Value(i));
+    auto kept = std::static_pointer_cast<arrow::Int64Array>(rows.make_array());
+    for (int64_t i = 0; i < kept->length(); ++i) matches.rows.push_back(kept->Value(i));
   }
   const int64_t total = std::accumulate(matches.zone_rows.begin(), matches.zone_rows.end(),
                                         int64_t{0});

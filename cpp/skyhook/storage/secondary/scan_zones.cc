@@ -1,7 +1,6 @@
 #include "skyhook/storage/secondary/scan_zones.h"
 
 #include <algorithm>
-#include <limits>
 
 #include <arrow/array/array_nested.h>
 #include <arrow/array/builder_primitive.h>
@@ -51,8 +50,14 @@ arrow::Result<bool> ZoneMayMatch(const arrow::RecordBatch& statistics, int64_t r
     if (stats.field(0)->IsNull(row) || stats.field(1)->IsNull(row)) continue;
     ARROW_ASSIGN_OR_RAISE(auto min, stats.field(0)->GetScalar(row));
     ARROW_ASSIGN_OR_RAISE(auto max, stats.field(1)->GetScalar(row));
-    known.push_back(arrow::compute::greater_equal(ref, arrow::compute::literal(min)));
-    known.push_back(arrow::compute::less_equal(ref, arrow::compute::literal(max)));
+    // A comparison known true implies a value: with nulls in the zone, each
+    // bound holds "or is null" (a form SimplifyWithGuarantee understands).
+    for (auto bound : {arrow::compute::greater_equal(ref, arrow::compute::literal(min)),
+                       arrow::compute::less_equal(ref, arrow::compute::literal(max))}) {
+      known.push_back(nulls.Value(row) == 0
+                          ? bound
+                          : arrow::compute::or_(bound, arrow::compute::is_null(ref)));
+    }
   }
   if (known.empty()) return true;
   ARROW_ASSIGN_OR_RAISE(auto guarantee,
@@ -137,7 +142,7 @@ arrow::Status ZoneBatches::OpenZone(const ZoneToRead& zone) {
     return arrow::Status::OK();
   }
   ARROW_ASSIGN_OR_RAISE(
-      auto whole, reader_->ReadZones(fields_, std::numeric_limits<int32_t>::max(), {zone.zone}));
+      auto whole, reader_->ReadZones(fields_, ObjectReader::kZoneBatchRows, {zone.zone}));
   ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatchReader(whole.get()));
   ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch(context_->memory_pool()));
   arrow::Int64Builder positions;

@@ -1,6 +1,5 @@
 #include "skyhook/storage/secondary/zone_statistics.h"
 
-#include <limits>
 #include <numeric>
 #include <optional>
 #include <vector>
@@ -168,7 +167,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ComputeZoneStatistics(
     for (int zone = 0; zone < zones; ++zone) {
       ARROW_RETURN_NOT_OK(CheckTime(*resources));
       ARROW_ASSIGN_OR_RAISE(auto batches,
-                            reader->ReadZones({column}, std::numeric_limits<int32_t>::max(), {zone}));
+                            reader->ReadZones({column}, ObjectReader::kZoneBatchRows, {zone}));
       ARROW_ASSIGN_OR_RAISE(auto batch_list, batches->ToRecordBatches());
       arrow::ArrayVector chunks;
       for (const auto& batch : batch_list) chunks.push_back(batch->column(0));
