@@ -12,6 +12,11 @@ from skyhook.rpc.result_options import PushbackLimits, ResultOptions
 
 _Request = TypeVar("_Request", bound="DataRequest")
 
+#: Methods that write their object (its omap): on RADOS they run as write
+#: operations, whose replies the OSD returns up to osd_max_write_op_reply_len
+#: (raised to 64 KiB by skyhook.dev.cluster; Pacific's default is 64 bytes).
+WRITING_METHODS = frozenset({"analyze", "create_index", "drop_index"})
+
 
 @dataclass(frozen=True, kw_only=True)
 class DataRequest(ABC):
