@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from harness import arguments, cluster_store
 
 import skyhook
-from harness import arguments, cluster_store
 from skyhook.dev.tpch import generate_lineitem
 
 #: Designs: dataset name -> write options (zones: row groups / record batches).

@@ -11,9 +11,11 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 import skyhook
 from skyhook.catalog.object_format import encode_partition
+from skyhook.cli import app
 from support.assertions import assert_same_table
 from support.oracle import expected
 from support.strategies import TABLE, filters
@@ -118,7 +120,9 @@ def test_stale_statistics_and_indexes_are_ignored(store):
     # index would find row 100, now id 399).
     name = dataset.manifest.partitions[0].object_name
     changed = TABLE.slice(0, 500).sort_by([("id", "descending")])
-    store.backend.put_object(name, encode_partition(changed, "parquet", ZONE_ROWS, "zstd"), {"skyhook.format": "parquet"})
+    store.backend.put_object(
+        name, encode_partition(changed, "parquet", ZONE_ROWS, "zstd"), {"skyhook.format": "parquet"}
+    )
     design = dataset.secondary_design()
     assert not design["statistics"][0].as_py()
     # A filter the stale statistics and index would answer with nothing.
@@ -163,3 +167,21 @@ def test_progress_counts_objects(store):
     seen = []
     dataset.compute_statistics(progress=lambda done, total: seen.append((done, total)))
     assert seen == [(i, 3) for i in range(1, 4)]
+
+
+def test_cli_design_analyze_and_index(tmp_path):
+    store = skyhook.connect(tmp_path.as_uri())
+    store.write_dataset("t", TABLE.slice(0, 300))
+    uri = tmp_path.as_uri()
+    analyzed = CliRunner().invoke(app, ["design", "analyze", "t", "--store", uri])
+    assert analyzed.exit_code == 0, analyzed.output
+    assert "statistics of t computed in 1 objects" in analyzed.output
+    indexed = CliRunner().invoke(app, ["design", "index", "t", "--column", "id", "--store", uri])
+    assert indexed.exit_code == 0, indexed.output
+    assert store.dataset("t").secondary_design()["indexes"].to_pylist() == [["id"]]
+    dropped = CliRunner().invoke(app, ["design", "index", "t", "-c", "id", "--drop", "--store", uri])
+    assert dropped.exit_code == 0, dropped.output
+    assert store.dataset("t").secondary_design()["indexes"].to_pylist() == [[]]
+    wrong = CliRunner().invoke(app, ["design", "index", "t", "-c", "f64", "--store", uri])
+    assert wrong.exit_code == 1
+    assert wrong.output.startswith("error: ") and "cannot be indexed" in wrong.output

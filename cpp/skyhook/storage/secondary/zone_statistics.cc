@@ -151,53 +151,59 @@ class ColumnStatisticsBuilder {
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ComputeZoneStatistics(
     ObjectReader* reader, CallResources* resources) {
   const auto& schema = reader->schema();
-  const int zones = reader->num_zones();
-  std::vector<int> all_zones(zones);
-  std::iota(all_zones.begin(), all_zones.end(), 0);
+  std::vector<int> all_fields(schema->num_fields());
+  std::iota(all_fields.begin(), all_fields.end(), 0);
+  // Arrow's builders inside must not move: one allocation each.
+  std::vector<std::unique_ptr<ColumnStatisticsBuilder>> builders;
+  for (const auto& field : schema->fields()) {
+    builders.push_back(std::make_unique<ColumnStatisticsBuilder>(field->type(), resources));
+  }
   arrow::Int32Builder zone_ids;
   arrow::Int64Builder first_rows, zone_rows;
-  arrow::ArrayVector columns(kLeadingColumns);
-  arrow::FieldVector fields = {arrow::field("zone", arrow::int32()),
-                               arrow::field("first_row", arrow::int64()),
-                               arrow::field("num_rows", arrow::int64())};
-  for (int column = 0; column < schema->num_fields(); ++column) {
-    const auto& type = schema->field(column)->type();
-    ColumnStatisticsBuilder builder(type, resources);
-    int64_t first_row = 0;
-    for (int zone = 0; zone < zones; ++zone) {
-      ARROW_RETURN_NOT_OK(CheckTime(*resources));
-      ARROW_ASSIGN_OR_RAISE(auto batches,
-                            reader->ReadZones({column}, ObjectReader::kZoneBatchRows, {zone}));
-      ARROW_ASSIGN_OR_RAISE(auto batch_list, batches->ToRecordBatches());
+  int64_t first_row = 0;
+  // A zone at a time, every column: one reader per zone, not per zone and column.
+  for (int zone = 0; zone < reader->num_zones(); ++zone) {
+    ARROW_RETURN_NOT_OK(CheckTime(*resources));
+    ARROW_ASSIGN_OR_RAISE(auto batches,
+                          reader->ReadZones(all_fields, ObjectReader::kZoneBatchRows, {zone}));
+    ARROW_ASSIGN_OR_RAISE(auto list, batches->ToRecordBatches());
+    int64_t rows = 0;
+    for (const auto& batch : list) rows += batch->num_rows();
+    for (int column = 0; column < schema->num_fields(); ++column) {
       arrow::ArrayVector chunks;
-      for (const auto& batch : batch_list) chunks.push_back(batch->column(0));
+      for (const auto& batch : list) chunks.push_back(batch->column(column));
       std::shared_ptr<arrow::Array> values;
       if (chunks.empty()) {
-        ARROW_ASSIGN_OR_RAISE(values, arrow::MakeEmptyArray(type, resources->pool()));
+        ARROW_ASSIGN_OR_RAISE(values,
+                              arrow::MakeEmptyArray(schema->field(column)->type(), resources->pool()));
       } else {
         ARROW_ASSIGN_OR_RAISE(values, arrow::Concatenate(chunks, resources->pool()));
       }
-      ARROW_RETURN_NOT_OK(builder.AddZone(values));
-      if (column == 0) {
-        ARROW_RETURN_NOT_OK(zone_ids.Append(zone));
-        ARROW_RETURN_NOT_OK(first_rows.Append(first_row));
-        ARROW_RETURN_NOT_OK(zone_rows.Append(values->length()));
-      }
-      first_row += values->length();
+      ARROW_RETURN_NOT_OK(builders[column]->AddZone(values));
     }
-    if (column == 0) {
-      ARROW_RETURN_NOT_OK(zone_ids.Append(-1));
-      ARROW_RETURN_NOT_OK(first_rows.Append(0));
-      ARROW_RETURN_NOT_OK(zone_rows.Append(first_row));
-    }
-    ARROW_ASSIGN_OR_RAISE(auto statistics, builder.Finish());
-    fields.push_back(arrow::field(schema->field(column)->name(), statistics->type()));
-    columns.push_back(std::move(statistics));
+    ARROW_RETURN_NOT_OK(zone_ids.Append(zone));
+    ARROW_RETURN_NOT_OK(first_rows.Append(first_row));
+    ARROW_RETURN_NOT_OK(zone_rows.Append(rows));
+    first_row += rows;
   }
+  ARROW_RETURN_NOT_OK(zone_ids.Append(-1));
+  ARROW_RETURN_NOT_OK(first_rows.Append(0));
+  ARROW_RETURN_NOT_OK(zone_rows.Append(first_row));
+  arrow::FieldVector fields = {arrow::field("zone", arrow::int32()),
+                               arrow::field("first_row", arrow::int64()),
+                               arrow::field("num_rows", arrow::int64())};
+  arrow::ArrayVector columns(kLeadingColumns);
   ARROW_ASSIGN_OR_RAISE(columns[0], zone_ids.Finish());
   ARROW_ASSIGN_OR_RAISE(columns[1], first_rows.Finish());
   ARROW_ASSIGN_OR_RAISE(columns[2], zone_rows.Finish());
-  return arrow::RecordBatch::Make(arrow::schema(fields), zones + 1, std::move(columns));
+  for (int column = 0; column < schema->num_fields(); ++column) {
+    ARROW_RETURN_NOT_OK(CheckTime(*resources));
+    ARROW_ASSIGN_OR_RAISE(auto statistics, builders[column]->Finish());
+    fields.push_back(arrow::field(schema->field(column)->name(), statistics->type()));
+    columns.push_back(std::move(statistics));
+  }
+  const int64_t rows = columns[0]->length();
+  return arrow::RecordBatch::Make(arrow::schema(fields), rows, std::move(columns));
 }
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> LoadZoneStatistics(
