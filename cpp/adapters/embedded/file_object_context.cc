@@ -220,4 +220,10 @@ arrow::Status FileObjectContext::RemoveOmap(const std::string& key) {
   return omap->Remove(Name(), key);
 }
 
+arrow::Status FileObjectContext::UpdateOmap(const std::vector<std::string>& remove,
+                                            const std::map<std::string, std::string>& set) {
+  ARROW_ASSIGN_OR_RAISE(auto omap, Omap());
+  return omap->Update(Name(), remove, set);
+}
+
 }  // namespace skyhook

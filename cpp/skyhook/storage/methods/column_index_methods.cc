@@ -26,10 +26,8 @@ class IndexExecution {
     int field = reader_->schema()->GetFieldIndex(column);
     ARROW_ASSIGN_OR_RAISE(auto indexed, IndexedColumns(object));
     indexed.erase(std::remove(indexed.begin(), indexed.end(), column), indexed.end());
-    if (!create_) {
-      ARROW_RETURN_NOT_OK(RemoveColumnIndex(object, column));
-      return object->SetOmap(kIndexListKey, JoinIndexedColumns(indexed));
-    }
+    ARROW_ASSIGN_OR_RAISE(auto old_keys, ColumnIndexKeys(object, column));
+    if (!create_) return object->UpdateOmap(old_keys, {{kIndexListKey, JoinIndexedColumns(indexed)}});
     if (field < 0) {
       return Error(ErrorCode::kUnknownColumn, "the object has no column '", column, "' to index");
     }
@@ -40,14 +38,11 @@ class IndexExecution {
     }
     ARROW_ASSIGN_OR_RAISE(auto identity, DataIdentity(object));
     ARROW_ASSIGN_OR_RAISE(auto entries, BuildColumnIndex(reader_.get(), field, identity, resources_));
-    ARROW_RETURN_NOT_OK(RemoveColumnIndex(object, column));
-    for (const auto& [key, value] : entries) {
-      entry_bytes_ += static_cast<int64_t>(value.size());
-      ARROW_RETURN_NOT_OK(object->SetOmap(key, value));
-    }
+    for (const auto& [key, value] : entries) entry_bytes_ += static_cast<int64_t>(value.size());
     blocks_ = static_cast<int64_t>(entries.size()) - 1;
     indexed.push_back(column);
-    return object->SetOmap(kIndexListKey, JoinIndexedColumns(indexed));
+    entries[kIndexListKey] = JoinIndexedColumns(indexed);
+    return object->UpdateOmap(old_keys, entries);
   }
 
   void AddStatistics(Reply* reply, const CpuTimer& timer) const {

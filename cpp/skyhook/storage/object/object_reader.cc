@@ -150,11 +150,8 @@ class ParquetObjectReader : public ObjectReader {
 
   int num_zones() const override { return reader_->num_row_groups(); }
 
-  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadZones(
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadExistingZones(
       const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones) override {
-    for (int zone : zones) {
-      if (zone < 0 || zone >= num_zones()) return arrow::Status::IndexError("no zone ", zone);
-    }
     return Read(field_indices, batch_size, std::move(zones), 0);
   }
 
@@ -270,11 +267,8 @@ class IpcObjectReader : public ObjectReader {
 
   int num_zones() const override { return reader_->num_record_batches(); }
 
-  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadZones(
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadExistingZones(
       const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones) override {
-    for (int zone : zones) {
-      if (zone < 0 || zone >= num_zones()) return arrow::Status::IndexError("no zone ", zone);
-    }
     return Read(field_indices, batch_size, std::move(zones), 0);
   }
 
@@ -387,6 +381,11 @@ arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ObjectReader::ReadZones
   for (int zone : zones) {
     if (zone < 0 || zone >= num_zones()) return arrow::Status::IndexError("no zone ", zone);
   }
+  return ReadExistingZones(field_indices, batch_size, std::move(zones));
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ObjectReader::ReadExistingZones(
+    const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones) {
   ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
   return std::make_shared<DefaultZonesReader>(this, field_indices, batch_size, std::move(zones),
                                               std::move(schema));

@@ -46,13 +46,16 @@ class ObjectReader {
   virtual int num_zones() const;
   /// The rows of the given zones (ascending), in batches of at most
   /// batch_size rows that never span zones; fields as in ReadFields.
-  virtual arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadZones(
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadZones(
       const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones);
 
   int64_t bytes_read() const { return file_->bytes_read(); }
 
  protected:
   explicit ObjectReader(std::shared_ptr<ObjectFile> file) : file_(std::move(file)) {}
+  /// ReadZones once the zones are known to exist.
+  virtual arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadExistingZones(
+      const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones);
   arrow::Result<std::shared_ptr<arrow::Schema>> FieldsSchema(
       const std::vector<int>& field_indices) const;
   std::shared_ptr<ObjectFile> file_;

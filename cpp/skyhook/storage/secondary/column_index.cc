@@ -234,17 +234,19 @@ arrow::Result<std::optional<IndexMatches>> LookUpIndex(
   return matches;
 }
 
-arrow::Status RemoveColumnIndex(MutableObjectContext* object, const std::string& column) {
-  const auto key = IndexHeaderKey(column);
-  ARROW_ASSIGN_OR_RAISE(auto value, object->GetOmap(key));
-  if (!value) return arrow::Status::OK();
+arrow::Result<std::vector<std::string>> ColumnIndexKeys(ObjectContext* object,
+                                                        const std::string& column) {
+  std::vector<std::string> keys;
+  ARROW_ASSIGN_OR_RAISE(auto header, object->GetOmap(IndexHeaderKey(column)));
+  if (!header) return keys;
+  keys.push_back(IndexHeaderKey(column));
   // Blocks are numbered from 0 without gaps: no need to trust the header.
   for (int64_t block = 0;; ++block) {
     ARROW_ASSIGN_OR_RAISE(auto found, object->GetOmap(IndexBlockKey(column, block)));
     if (!found) break;
-    ARROW_RETURN_NOT_OK(object->RemoveOmap(IndexBlockKey(column, block)));
+    keys.push_back(IndexBlockKey(column, block));
   }
-  return object->RemoveOmap(key);
+  return keys;
 }
 
 }  // namespace skyhook

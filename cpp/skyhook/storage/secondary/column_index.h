@@ -18,7 +18,7 @@
 #include <arrow/record_batch.h>
 #include <arrow/result.h>
 
-#include "skyhook/storage/object/mutable_object_context.h"
+#include "skyhook/storage/object/object_context.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/runtime/call_resources.h"
 
@@ -54,7 +54,8 @@ arrow::Result<std::optional<IndexMatches>> LookUpIndex(
     const arrow::compute::Expression& predicate, const std::shared_ptr<arrow::Scalar>& low,
     const std::shared_ptr<arrow::Scalar>& high, arrow::compute::ExecContext* context);
 
-/// Removes the column's index entries (header and blocks), if any.
-arrow::Status RemoveColumnIndex(MutableObjectContext* object, const std::string& column);
+/// The omap keys of the column's index entries (header and blocks) there are.
+arrow::Result<std::vector<std::string>> ColumnIndexKeys(ObjectContext* object,
+                                                        const std::string& column);
 
 }  // namespace skyhook

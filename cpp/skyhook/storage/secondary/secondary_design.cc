@@ -51,9 +51,13 @@ arrow::Status RebuildSecondaryDesign(MutableObjectContext* object, CallResources
     kept.push_back(column);
   }
   // Everything is computed: now write (a failure before this point wrote nothing).
-  for (const auto& column : indexed) ARROW_RETURN_NOT_OK(RemoveColumnIndex(object, column));
-  for (const auto& [key, value] : entries) ARROW_RETURN_NOT_OK(object->SetOmap(key, value));
-  return object->SetOmap(kIndexListKey, JoinIndexedColumns(kept));
+  std::vector<std::string> old_keys;
+  for (const auto& column : indexed) {
+    ARROW_ASSIGN_OR_RAISE(auto keys, ColumnIndexKeys(object, column));
+    old_keys.insert(old_keys.end(), keys.begin(), keys.end());
+  }
+  entries[kIndexListKey] = JoinIndexedColumns(kept);
+  return object->UpdateOmap(old_keys, entries);
 }
 
 }  // namespace skyhook
