@@ -27,7 +27,8 @@ class IndexExecution {
     ARROW_ASSIGN_OR_RAISE(auto indexed, IndexedColumns(object));
     indexed.erase(std::remove(indexed.begin(), indexed.end(), column), indexed.end());
     ARROW_ASSIGN_OR_RAISE(auto old_keys, ColumnIndexKeys(object, column));
-    if (!create_) return object->UpdateOmap(old_keys, {{kIndexListKey, JoinIndexedColumns(indexed)}});
+    if (!create_)
+      return object->UpdateOmap(old_keys, {{kIndexListKey, JoinIndexedColumns(indexed)}});
     if (field < 0) {
       return Error(ErrorCode::kUnknownColumn, "the object has no column '", column, "' to index");
     }
@@ -37,7 +38,8 @@ class IndexExecution {
                    " cannot be indexed: ", *why);
     }
     ARROW_ASSIGN_OR_RAISE(auto identity, DataIdentity(object));
-    ARROW_ASSIGN_OR_RAISE(auto entries, BuildColumnIndex(reader_.get(), field, identity, resources_));
+    ARROW_ASSIGN_OR_RAISE(auto entries,
+                          BuildColumnIndex(reader_.get(), field, identity, resources_));
     for (const auto& [key, value] : entries) entry_bytes_ += static_cast<int64_t>(value.size());
     blocks_ = static_cast<int64_t>(entries.size()) - 1;
     indexed.push_back(column);

@@ -103,8 +103,8 @@ class ScanExecution {
       }
     }
     if (!zoned) {
-      ARROW_ASSIGN_OR_RAISE(batches, reader->ReadFields(needed.indices(), options_.batch_size,
-                                                        options_.start_row));
+      ARROW_ASSIGN_OR_RAISE(
+          batches, reader->ReadFields(needed.indices(), options_.batch_size, options_.start_row));
     }
     auto requested_schema = needed.schema();
     SliceBudget budget(request_.pushback, resources_->limits());

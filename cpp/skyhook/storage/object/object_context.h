@@ -1,5 +1,6 @@
 // The one interface every storage-side method is written against: access to a
-// single object (its bytes, attributes and omap). The Ceph object class and the embedded store each adapt it.
+// single object (its bytes, attributes and omap). The Ceph object class and the embedded store each
+// adapt it.
 #pragma once
 
 #include <cstdint>

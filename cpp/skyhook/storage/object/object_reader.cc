@@ -248,9 +248,8 @@ class IpcObjectReader : public ObjectReader {
     if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
     auto layout = CheckIpcBlocks(file.get());
     if (!layout.ok()) return Corrupt("Arrow IPC", layout.status());
-    return std::unique_ptr<ObjectReader>(
-        new IpcObjectReader(std::move(file), *reader, options,
-                            std::make_shared<const IpcLayout>(std::move(*layout))));
+    return std::unique_ptr<ObjectReader>(new IpcObjectReader(
+        std::move(file), *reader, options, std::make_shared<const IpcLayout>(std::move(*layout))));
   }
 
   std::shared_ptr<arrow::Schema> schema() const override { return reader_->schema(); }

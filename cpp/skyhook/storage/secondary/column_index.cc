@@ -8,8 +8,8 @@
 #include <arrow/array/concatenate.h>
 #include <arrow/array/util.h>
 #include <arrow/compute/api_scalar.h>
-#include <arrow/compute/cast.h>
 #include <arrow/compute/api_vector.h>
+#include <arrow/compute/cast.h>
 #include <arrow/util/byte_size.h>
 #include <arrow/util/key_value_metadata.h>
 
@@ -104,8 +104,7 @@ std::string IndexBlockKey(const std::string& column, int64_t block) {
   return IndexHeaderKey(column) + "\n" + std::to_string(block);
 }
 
-arrow::Result<std::map<std::string, std::string>> BuildColumnIndex(ObjectReader* reader,
-                                                                   int column,
+arrow::Result<std::map<std::string, std::string>> BuildColumnIndex(ObjectReader* reader, int column,
                                                                    const std::string& identity,
                                                                    CallResources* resources) {
   auto* context = resources->exec_context();
@@ -138,16 +137,17 @@ arrow::Result<std::map<std::string, std::string>> BuildColumnIndex(ObjectReader*
                                          arrow::compute::NullPlacement::AtEnd);
   ARROW_ASSIGN_OR_RAISE(auto positions, arrow::compute::SortIndices(*values, order, context));
   positions = positions->Slice(0, values->length() - values->null_count());
-  ARROW_ASSIGN_OR_RAISE(auto keys, arrow::compute::Take(*values, *positions,
-                                                        arrow::compute::TakeOptions::Defaults(),
-                                                        context));
-  ARROW_ASSIGN_OR_RAISE(auto rows, arrow::compute::Cast(*positions, arrow::int64(),
-                                                        arrow::compute::CastOptions::Safe(),
-                                                        context));
+  ARROW_ASSIGN_OR_RAISE(
+      auto keys,
+      arrow::compute::Take(*values, *positions, arrow::compute::TakeOptions::Defaults(), context));
+  ARROW_ASSIGN_OR_RAISE(auto rows,
+                        arrow::compute::Cast(*positions, arrow::int64(),
+                                             arrow::compute::CastOptions::Safe(), context));
   const int64_t entries = keys->length();
   const int64_t entry_bytes =
       entries == 0 ? 1 : arrow::util::TotalBufferSize(*keys) / entries + sizeof(int64_t);
-  const int64_t per_block = std::max<int64_t>(1, kIndexBlockBytes / std::max<int64_t>(1, entry_bytes));
+  const int64_t per_block =
+      std::max<int64_t>(1, kIndexBlockBytes / std::max<int64_t>(1, entry_bytes));
   auto block_schema =
       arrow::schema({arrow::field("key", field->type()), arrow::field("row", arrow::int64())});
   std::map<std::string, std::string> entries_by_key;
@@ -156,8 +156,8 @@ arrow::Result<std::map<std::string, std::string>> BuildColumnIndex(ObjectReader*
   for (int64_t start = 0, block = 0; start < entries; start += per_block, ++block) {
     const int64_t length = std::min(per_block, entries - start);
     auto block_keys = keys->Slice(start, length);
-    auto batch = arrow::RecordBatch::Make(block_schema, length,
-                                          arrow::ArrayVector{block_keys, rows->Slice(start, length)});
+    auto batch = arrow::RecordBatch::Make(
+        block_schema, length, arrow::ArrayVector{block_keys, rows->Slice(start, length)});
     ARROW_ASSIGN_OR_RAISE(entries_by_key[IndexBlockKey(field->name(), block)],
                           EncodeOmapValue(*batch, identity));
     firsts.push_back(block_keys->Slice(0, 1));
@@ -219,14 +219,14 @@ arrow::Result<std::optional<IndexMatches>> LookUpIndex(
     ARROW_ASSIGN_OR_RAISE(auto bound, predicate.Bind(*batch->schema(), context));
     ARROW_ASSIGN_OR_RAISE(auto keep, arrow::compute::ExecuteScalarExpression(
                                          bound, *batch->schema(), batch, context));
-    ARROW_ASSIGN_OR_RAISE(auto rows, arrow::compute::Filter(batch->column(1), keep,
-                                                            arrow::compute::FilterOptions::Defaults(),
-                                                            context));
+    ARROW_ASSIGN_OR_RAISE(
+        auto rows, arrow::compute::Filter(batch->column(1), keep,
+                                          arrow::compute::FilterOptions::Defaults(), context));
     auto kept = std::static_pointer_cast<arrow::Int64Array>(rows.make_array());
     for (int64_t i = 0; i < kept->length(); ++i) matches.rows.push_back(kept->Value(i));
   }
-  const int64_t total = std::accumulate(matches.zone_rows.begin(), matches.zone_rows.end(),
-                                        int64_t{0});
+  const int64_t total =
+      std::accumulate(matches.zone_rows.begin(), matches.zone_rows.end(), int64_t{0});
   std::sort(matches.rows.begin(), matches.rows.end());
   for (int64_t row : matches.rows) {
     if (row < 0 || row >= total) return Corrupt(header_key, "a row lies outside the object");

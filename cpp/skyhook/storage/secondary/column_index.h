@@ -34,8 +34,7 @@ std::string IndexHeaderKey(const std::string& column);
 std::string IndexBlockKey(const std::string& column, int64_t block);
 
 /// An index's omap entries (key, value), built from the object's column.
-arrow::Result<std::map<std::string, std::string>> BuildColumnIndex(ObjectReader* reader,
-                                                                   int column,
+arrow::Result<std::map<std::string, std::string>> BuildColumnIndex(ObjectReader* reader, int column,
                                                                    const std::string& identity,
                                                                    CallResources* resources);
 

@@ -27,8 +27,7 @@ uint64_t Hash(std::string_view bytes) {
 
 bool DistinctSketch::Supports(const arrow::DataType& type) {
   return (arrow::is_fixed_width(type.id()) && type.id() != arrow::Type::DICTIONARY &&
-          type.id() != arrow::Type::NA &&
-          type.id() != arrow::Type::EXTENSION) ||
+          type.id() != arrow::Type::NA && type.id() != arrow::Type::EXTENSION) ||
          arrow::is_base_binary_like(type.id()) || arrow::is_binary_view_like(type.id());
 }
 

@@ -4,8 +4,8 @@
 #include <vector>
 
 #include <arrow/array/builder_primitive.h>
-#include <arrow/compute/api_vector.h>
 #include <arrow/compute/api_scalar.h>
+#include <arrow/compute/api_vector.h>
 
 namespace skyhook {
 
@@ -16,15 +16,15 @@ arrow::Result<std::shared_ptr<arrow::Array>> EquiDepthBounds(
     // NaN sorts after every number but compares with none: not a bound.
     ARROW_ASSIGN_OR_RAISE(auto nan, arrow::compute::CallFunction("is_nan", {values}, context));
     ARROW_ASSIGN_OR_RAISE(auto number, arrow::compute::CallFunction("invert", {nan}, context));
-    ARROW_ASSIGN_OR_RAISE(auto filtered,
-                          arrow::compute::Filter(values, number,
-                                                 arrow::compute::FilterOptions::Defaults(), context));
+    ARROW_ASSIGN_OR_RAISE(
+        auto filtered,
+        arrow::compute::Filter(values, number, arrow::compute::FilterOptions::Defaults(), context));
     kept = filtered.make_array();
   }
   ARROW_ASSIGN_OR_RAISE(auto non_null, arrow::compute::CallFunction("drop_null", {kept}, context));
   kept = non_null.make_array();
-  auto order = arrow::compute::SortIndices(*kept, arrow::compute::ArraySortOptions::Defaults(),
-                                           context);
+  auto order =
+      arrow::compute::SortIndices(*kept, arrow::compute::ArraySortOptions::Defaults(), context);
   if (!order.ok()) return nullptr;  // no order: lists, structs, ...
   const int64_t n = kept->length();
   arrow::Int64Builder picks;
@@ -36,9 +36,9 @@ arrow::Result<std::shared_ptr<arrow::Array>> EquiDepthBounds(
     }
   }
   ARROW_ASSIGN_OR_RAISE(auto positions, picks.Finish());
-  ARROW_ASSIGN_OR_RAISE(auto bounds, arrow::compute::Take(kept, positions,
-                                                          arrow::compute::TakeOptions::Defaults(),
-                                                          context));
+  ARROW_ASSIGN_OR_RAISE(
+      auto bounds,
+      arrow::compute::Take(kept, positions, arrow::compute::TakeOptions::Defaults(), context));
   return bounds.make_array();
 }
 

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include <arrow/compute/api_aggregate.h>
 #include <arrow/array/builder_base.h>
+#include <arrow/compute/api_aggregate.h>
 #include <arrow/compute/api_scalar.h>
 
 namespace skyhook {
@@ -73,7 +73,8 @@ int EqualityChain(const Expression& expression, const arrow::Schema& schema,
 
 void AddTerm(ColumnTerms* terms, Expression predicate, std::shared_ptr<arrow::Scalar> low,
              std::shared_ptr<arrow::Scalar> high, bool first) {
-  terms->predicate = first ? std::move(predicate) : arrow::compute::and_(terms->predicate, predicate);
+  terms->predicate =
+      first ? std::move(predicate) : arrow::compute::and_(terms->predicate, predicate);
   if (low && !terms->low) terms->low = std::move(low);
   if (high && !terms->high) terms->high = std::move(high);
 }
@@ -91,8 +92,9 @@ void AddInList(std::map<int, ColumnTerms>* terms, int field, const arrow::Schema
   if (!extremes.ok()) return;
   const auto& pair = extremes->scalar_as<arrow::StructScalar>();
   bool first = terms->count(field) == 0;
-  AddTerm(&(*terms)[field], arrow::compute::call("is_in", {arrow::compute::field_ref("key")}, options),
-          pair.value[0], pair.value[1], first);
+  AddTerm(&(*terms)[field],
+          arrow::compute::call("is_in", {arrow::compute::field_ref("key")}, options), pair.value[0],
+          pair.value[1], first);
 }
 
 }  // namespace

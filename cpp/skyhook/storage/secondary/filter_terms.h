@@ -14,7 +14,7 @@ namespace skyhook {
 
 /// The terms on one column, rewritten onto field "key" (an index block's).
 struct ColumnTerms {
-  arrow::compute::Expression predicate;  // the conjunction of the terms
+  arrow::compute::Expression predicate;      // the conjunction of the terms
   std::shared_ptr<arrow::Scalar> low, high;  // a range holding every match; null: unbounded
 };
 

@@ -54,23 +54,21 @@ arrow::Result<bool> ZoneMayMatch(const arrow::RecordBatch& statistics, int64_t r
     // bound holds "or is null" (a form SimplifyWithGuarantee understands).
     for (auto bound : {arrow::compute::greater_equal(ref, arrow::compute::literal(min)),
                        arrow::compute::less_equal(ref, arrow::compute::literal(max))}) {
-      known.push_back(nulls.Value(row) == 0
-                          ? bound
-                          : arrow::compute::or_(bound, arrow::compute::is_null(ref)));
+      known.push_back(
+          nulls.Value(row) == 0 ? bound : arrow::compute::or_(bound, arrow::compute::is_null(ref)));
     }
   }
   if (known.empty()) return true;
-  ARROW_ASSIGN_OR_RAISE(auto guarantee,
-                        arrow::compute::and_(known).Bind(bound_schema));
+  ARROW_ASSIGN_OR_RAISE(auto guarantee, arrow::compute::and_(known).Bind(bound_schema));
   auto simplified = arrow::compute::SimplifyWithGuarantee(filter, guarantee);
   return !simplified.ok() || simplified->IsSatisfiable();  // unsure: read the zone
 }
 
 }  // namespace
 
-arrow::Result<std::optional<ScanZones>> PlanScanZones(
-    ObjectContext* object, ObjectReader* reader, const arrow::engine::BoundExpressions& filter,
-    CallResources* resources) {
+arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, ObjectReader* reader,
+                                                      const arrow::engine::BoundExpressions& filter,
+                                                      CallResources* resources) {
   const auto& object_schema = *reader->schema();
   const auto& bound_schema = *filter.schema;
   const auto& expression = filter.named_expressions[0].expression;
@@ -79,9 +77,9 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(
   std::optional<IndexMatches> matches;
   for (const auto& [field, terms] : ExtractColumnTerms(expression, bound_schema)) {
     if (ObjectColumn(object_schema, *bound_schema.field(field)) < 0) continue;
-    ARROW_ASSIGN_OR_RAISE(matches, LookUpIndex(object, bound_schema.field(field)->name(), identity,
-                                               terms.predicate, terms.low, terms.high,
-                                               resources->exec_context()));
+    ARROW_ASSIGN_OR_RAISE(
+        matches, LookUpIndex(object, bound_schema.field(field)->name(), identity, terms.predicate,
+                             terms.low, terms.high, resources->exec_context()));
     if (matches) break;
   }
   std::vector<int64_t> zone_rows;
@@ -107,8 +105,8 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(
     first_row += zone_rows[zone];
     bool keep = true;
     if (statistics) {
-      ARROW_ASSIGN_OR_RAISE(keep, ZoneMayMatch(*statistics, zone, expression, bound_schema,
-                                               object_schema));
+      ARROW_ASSIGN_OR_RAISE(
+          keep, ZoneMayMatch(*statistics, zone, expression, bound_schema, object_schema));
     }
     if (matches) {
       read.rows.emplace();
@@ -141,8 +139,8 @@ arrow::Status ZoneBatches::OpenZone(const ZoneToRead& zone) {
     rows_to_skip_ = skip;
     return arrow::Status::OK();
   }
-  ARROW_ASSIGN_OR_RAISE(
-      auto whole, reader_->ReadZones(fields_, ObjectReader::kZoneBatchRows, {zone.zone}));
+  ARROW_ASSIGN_OR_RAISE(auto whole,
+                        reader_->ReadZones(fields_, ObjectReader::kZoneBatchRows, {zone.zone}));
   ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatchReader(whole.get()));
   ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch(context_->memory_pool()));
   arrow::Int64Builder positions;
@@ -153,9 +151,9 @@ arrow::Status ZoneBatches::OpenZone(const ZoneToRead& zone) {
     taken_ends_.push_back(row + 1);
   }
   ARROW_ASSIGN_OR_RAISE(auto indices, positions.Finish());
-  ARROW_ASSIGN_OR_RAISE(auto taken, arrow::compute::Take(batch, indices,
-                                                         arrow::compute::TakeOptions::Defaults(),
-                                                         context_));
+  ARROW_ASSIGN_OR_RAISE(
+      auto taken,
+      arrow::compute::Take(batch, indices, arrow::compute::TakeOptions::Defaults(), context_));
   taken_ = taken.record_batch();
   return arrow::Status::OK();
 }

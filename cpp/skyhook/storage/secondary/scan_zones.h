@@ -36,9 +36,9 @@ struct ScanZones {
 /// The zones to read for `filter`; nullopt when the object has no secondary
 /// design that applies (the scan then reads every row). kCorruptObject when
 /// a stored value is corrupt.
-arrow::Result<std::optional<ScanZones>> PlanScanZones(
-    ObjectContext* object, ObjectReader* reader, const arrow::engine::BoundExpressions& filter,
-    CallResources* resources);
+arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, ObjectReader* reader,
+                                                      const arrow::engine::BoundExpressions& filter,
+                                                      CallResources* resources);
 
 /// The planned rows, batch by batch, from row start_row of the object on.
 class ZoneBatches {

@@ -72,8 +72,8 @@ TEST(EquiDepthHistogram, BoundsAreQuantilesWithoutNullsOrNaN) {
   auto with_nan =
       arrow::json::ArrayFromJSONString(arrow::float64(), "[NaN, 3, null, 1, 2]").ValueOrDie();
   auto few = EquiDepthBounds(with_nan, cp::default_exec_context()).ValueOrDie();
-  EXPECT_TRUE(few->Equals(
-      *arrow::json::ArrayFromJSONString(arrow::float64(), "[1, 2, 3]").ValueOrDie()));
+  EXPECT_TRUE(
+      few->Equals(*arrow::json::ArrayFromJSONString(arrow::float64(), "[1, 2, 3]").ValueOrDie()));
   auto null = arrow::json::ArrayFromJSONString(arrow::int32(), "[null]").ValueOrDie();
   auto none = EquiDepthBounds(null, cp::default_exec_context()).ValueOrDie();
   EXPECT_EQ(none->length(), 0);
@@ -95,25 +95,23 @@ class SecondaryDesignTest : public testing::Test {
   void Write(int64_t rows, bool descending = false) {
     arrow::Int64Builder keys;
     for (int64_t i = 0; i < rows; ++i) {
-      ASSERT_TRUE((i % 10 == 9 ? keys.AppendNull()
-                               : keys.Append(2 * (descending ? rows - 1 - i : i)))
-                      .ok());
+      ASSERT_TRUE(
+          (i % 10 == 9 ? keys.AppendNull() : keys.Append(2 * (descending ? rows - 1 - i : i)))
+              .ok());
     }
     auto table = arrow::Table::Make(arrow::schema({arrow::field("k", arrow::int64())}),
                                     {keys.Finish().ValueOrDie()});
     auto sink = arrow::io::BufferOutputStream::Create().ValueOrDie();
-    ASSERT_TRUE(
-        parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), sink, 100).ok());
+    ASSERT_TRUE(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), sink, 100).ok());
     ASSERT_TRUE(object_->WriteFull(*sink->Finish().ValueOrDie()).ok());
     ASSERT_TRUE(object_->SetXattr(kFormatAttribute, "parquet").ok());
   }
 
   std::vector<int64_t> LookUp(const cp::Expression& predicate, int64_t low, int64_t high) {
     auto identity = DataIdentity(object_.get()).ValueOrDie();
-    auto matches = LookUpIndex(object_.get(), "k", identity, predicate,
-                               std::make_shared<arrow::Int64Scalar>(low),
-                               std::make_shared<arrow::Int64Scalar>(high),
-                               cp::default_exec_context());
+    auto matches = LookUpIndex(
+        object_.get(), "k", identity, predicate, std::make_shared<arrow::Int64Scalar>(low),
+        std::make_shared<arrow::Int64Scalar>(high), cp::default_exec_context());
     EXPECT_TRUE(matches.ok()) << matches.status().ToString();
     return matches.ok() && *matches ? (*matches)->rows : std::vector<int64_t>{-1};
   }
@@ -144,8 +142,8 @@ TEST_F(SecondaryDesignTest, IndexBlocksAnswerPointsAndRangesAcrossBlocks) {
   auto range = LookUp(cp::and_(cp::greater_equal(key, cp::literal(int64_t{10000})),
                                cp::less(key, cp::literal(int64_t{10040}))),
                       10000, 10040);
-  EXPECT_EQ(range, (std::vector<int64_t>{5000, 5001, 5002, 5003, 5004, 5005, 5006, 5007, 5008,
-                                         5010, 5011, 5012, 5013, 5014, 5015, 5016, 5017, 5018}));
+  EXPECT_EQ(range, (std::vector<int64_t>{5000, 5001, 5002, 5003, 5004, 5005, 5006, 5007, 5008, 5010,
+                                         5011, 5012, 5013, 5014, 5015, 5016, 5017, 5018}));
 }
 
 TEST_F(SecondaryDesignTest, CorruptOmapValuesAreCorruptObjects) {
@@ -164,7 +162,8 @@ TEST_F(SecondaryDesignTest, CorruptOmapValuesAreCorruptObjects) {
             ErrorCode::kCorruptObject);
   // A valid batch of the wrong shape, tagged as this data's.
   auto other = arrow::RecordBatch::Make(schema, 1, {Int64s({1})});
-  ASSERT_TRUE(object_->SetOmap(kStatisticsKey, EncodeOmapValue(*other, identity).ValueOrDie()).ok());
+  ASSERT_TRUE(
+      object_->SetOmap(kStatisticsKey, EncodeOmapValue(*other, identity).ValueOrDie()).ok());
   EXPECT_EQ(CodeOf(LoadZoneStatistics(object_.get(), *schema, identity).status()),
             ErrorCode::kCorruptObject);
 }

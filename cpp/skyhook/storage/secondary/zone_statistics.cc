@@ -23,17 +23,18 @@ namespace {
 
 constexpr int kLeadingColumns = 3;  // zone, first_row, num_rows
 
-std::shared_ptr<arrow::DataType> ColumnStatisticsType(const std::shared_ptr<arrow::DataType>& type) {
-  return arrow::struct_({arrow::field("min", type), arrow::field("max", type),
-                         arrow::field("null_count", arrow::int64()),
-                         arrow::field("distinct", arrow::int64()),
-                         arrow::field("histogram", arrow::list(type)),
-                         arrow::field("sketch", arrow::binary())});
+std::shared_ptr<arrow::DataType> ColumnStatisticsType(
+    const std::shared_ptr<arrow::DataType>& type) {
+  return arrow::struct_(
+      {arrow::field("min", type), arrow::field("max", type),
+       arrow::field("null_count", arrow::int64()), arrow::field("distinct", arrow::int64()),
+       arrow::field("histogram", arrow::list(type)), arrow::field("sketch", arrow::binary())});
 }
 
 arrow::Status CheckTime(const CallResources& resources) {
   if (!resources.OutOfTime()) return arrow::Status::OK();
-  return Error(ErrorCode::kLimitExceeded, "analyzing the object takes longer than the node's limit of ",
+  return Error(ErrorCode::kLimitExceeded,
+               "analyzing the object takes longer than the node's limit of ",
                resources.limits().max_call_ms, " ms per call");
 }
 
@@ -50,9 +51,7 @@ arrow::Result<std::shared_ptr<arrow::Array>> Plain(const std::shared_ptr<arrow::
 class ColumnStatisticsBuilder {
  public:
   ColumnStatisticsBuilder(std::shared_ptr<arrow::DataType> type, CallResources* resources)
-      : type_(std::move(type)),
-        resources_(resources),
-        object_(type_, resources->exec_context()) {}
+      : type_(std::move(type)), resources_(resources), object_(type_, resources->exec_context()) {}
 
   arrow::Status AddZone(const std::shared_ptr<arrow::Array>& values) {
     ColumnStatistics zone(type_, resources_->exec_context());
@@ -148,8 +147,8 @@ class ColumnStatisticsBuilder {
 
 }  // namespace
 
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> ComputeZoneStatistics(
-    ObjectReader* reader, CallResources* resources) {
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ComputeZoneStatistics(ObjectReader* reader,
+                                                                         CallResources* resources) {
   const auto& schema = reader->schema();
   std::vector<int> all_fields(schema->num_fields());
   std::iota(all_fields.begin(), all_fields.end(), 0);
@@ -174,8 +173,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ComputeZoneStatistics(
       for (const auto& batch : list) chunks.push_back(batch->column(column));
       std::shared_ptr<arrow::Array> values;
       if (chunks.empty()) {
-        ARROW_ASSIGN_OR_RAISE(values,
-                              arrow::MakeEmptyArray(schema->field(column)->type(), resources->pool()));
+        ARROW_ASSIGN_OR_RAISE(
+            values, arrow::MakeEmptyArray(schema->field(column)->type(), resources->pool()));
       } else {
         ARROW_ASSIGN_OR_RAISE(values, arrow::Concatenate(chunks, resources->pool()));
       }

@@ -21,8 +21,8 @@
 namespace skyhook {
 
 /// Reads the object column by column and computes its statistics batch.
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> ComputeZoneStatistics(
-    ObjectReader* reader, CallResources* resources);
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ComputeZoneStatistics(ObjectReader* reader,
+                                                                         CallResources* resources);
 
 /// The object's statistics when they describe its current data (identity)
 /// and schema; nullptr when there are none or they are stale.
