@@ -3,7 +3,6 @@
 #pragma once
 
 #include <algorithm>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,18 +36,14 @@ class MemoryObjectContext : public ObjectContext {
     return std::nullopt;
   }
 
-  arrow::Result<std::optional<std::string>> GetOmap(const std::string& key) override {
-    auto found = omap_.find(key);
-    if (found == omap_.end()) return std::nullopt;
-    return found->second;
+  // No omap: corrupt statistics and index values are the unit tests' (secondary_design_test.cc).
+  arrow::Result<std::optional<std::string>> GetOmap(const std::string&) override {
+    return std::nullopt;
   }
-  /// Omap values the harness plants (statistics and indexes, possibly corrupt).
-  void SetOmap(const std::string& key, std::string value) { omap_[key] = std::move(value); }
 
  private:
   std::shared_ptr<arrow::Buffer> bytes_;
   std::optional<std::string> format_;
-  std::map<std::string, std::string> omap_;
 };
 
 }  // namespace skyhook

@@ -206,6 +206,9 @@ std::string FileObjectContext::Name() const {
 }
 
 arrow::Result<std::optional<std::string>> FileObjectContext::GetOmap(const std::string& key) {
+  // Scans read the omap: a store that never wrote one (maybe read-only) gets none made.
+  std::error_code error;
+  if (!omap_ && !std::filesystem::exists(omap_database_, error)) return std::nullopt;
   ARROW_ASSIGN_OR_RAISE(auto omap, Omap());
   return omap->Get(Name(), key);
 }
