@@ -207,8 +207,12 @@ std::string FileObjectContext::Name() const {
 
 arrow::Result<std::optional<std::string>> FileObjectContext::GetOmap(const std::string& key) {
   // Scans read the omap: a store that never wrote one (maybe read-only) gets none made.
+  const std::filesystem::path database(omap_database_);
   std::error_code error;
-  if (!omap_ && !std::filesystem::exists(omap_database_, error)) return std::nullopt;
+  if (!omap_ && !std::filesystem::exists(database, error) &&
+      std::filesystem::is_directory(database.parent_path(), error)) {
+    return std::nullopt;
+  }
   ARROW_ASSIGN_OR_RAISE(auto omap, Omap());
   return omap->Get(Name(), key);
 }
