@@ -295,6 +295,24 @@ class Pool {
     return ToBytes(output);
   }
 
+  // A method that writes its object runs in a write operation, whose output
+  // the OSD returns only when asked to (RETURNVEC) and up to its
+  // osd_max_write_op_reply_len.
+  nb::bytes ExecWrite(const std::string& object, const std::string& cls, const std::string& method,
+                      nb::bytes request) {
+    ceph::bufferlist input = ToBufferList(request), output;
+    int method_code = 0;
+    librados::ObjectWriteOperation operation;
+    operation.exec(cls.c_str(), method.c_str(), input, &output, &method_code);
+    int code;
+    {
+      nb::gil_scoped_release release;
+      code = io_.operate(object, &operation, librados::OPERATION_RETURNVEC);
+    }
+    Check(code < 0 ? code : method_code, cls + "." + method + " on " + object);
+    return ToBytes(output);
+  }
+
   void OmapSet(const std::string& object, const std::map<std::string, std::string>& values) {
     std::map<std::string, ceph::bufferlist> encoded;
     for (const auto& [key, value] : values) encoded[key].append(value);
@@ -419,6 +437,8 @@ NB_MODULE(_rados, m) {
       .def("list", &Pool::List, "Names of every object in the namespace.")
       .def("omap_items", &Pool::OmapItems)
       .def("exec", &Pool::Exec, nb::arg("object"), nb::arg("cls"), nb::arg("method"),
+           nb::arg("request"))
+      .def("exec_write", &Pool::ExecWrite, nb::arg("object"), nb::arg("cls"), nb::arg("method"),
            nb::arg("request"))
       .def("omap_set", &Pool::OmapSet)
       .def("omap_remove", &Pool::OmapRemove)

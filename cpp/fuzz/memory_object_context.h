@@ -39,6 +39,11 @@ class MemoryObjectContext : public ObjectContext {
     return std::nullopt;
   }
 
+  // No omap: corrupt statistics and index values are the unit tests' (secondary_design_test.cc).
+  arrow::Result<std::optional<std::string>> GetOmap(const std::string&) override {
+    return std::nullopt;
+  }
+
  private:
   std::shared_ptr<arrow::Buffer> bytes_;
   std::optional<std::string> format_;

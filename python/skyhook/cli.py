@@ -601,6 +601,63 @@ def _size(value: int) -> str:
     return str(value)
 
 
+# Secondary design (statistics and indexes in each object's omap).
+design_app = typer.Typer(help="The physical design of a dataset's objects.", no_args_is_help=True)
+app.add_typer(design_app, name="design")
+
+
+def _object_progress(description: str) -> tuple[Progress, Any]:
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[objects]}"),
+        TimeElapsedColumn(),
+        console=console,
+    )
+    task = bar.add_task(escape(description), total=None, objects="")
+
+    def advance(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total, objects=f"{done}/{total} objects")
+        bar.start()
+
+    return bar, advance
+
+
+@design_app.command("analyze")
+def design_analyze(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
+    """Compute statistics per column and zone (row group, record batch) in every object: scans in storage
+    skip the zones their filter excludes."""
+    with _open(store) as source:
+        data = source.dataset(dataset)
+        bar, advance = _object_progress(f"analyzing {dataset}")
+        try:
+            data.compute_statistics(progress=advance)
+        finally:
+            if bar.live.is_started:
+                bar.stop()
+    console.print(f"statistics of {dataset} computed in {len(data.manifest.partitions)} objects", markup=False)
+
+
+@design_app.command("index")
+def design_index(
+    dataset: str,
+    column: Annotated[str, typer.Option("--column", "-c", help="The column to index.")],
+    drop: Annotated[bool, typer.Option(help="Remove the column's index instead.")] = False,
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """Index a column in every object (equality, range and IN filters on it read only matching rows)."""
+    with _open(store) as source:
+        data = source.dataset(dataset)
+        bar, advance = _object_progress(f"{'dropping the index of' if drop else 'indexing'} {dataset}.{column}")
+        try:
+            (data.drop_index if drop else data.create_index)(column, progress=advance)
+        finally:
+            if bar.live.is_started:
+                bar.stop()
+    done = "dropped from" if drop else "built in"
+    console.print(f"index of {column} {done} {len(data.manifest.partitions)} objects", markup=False)
+
+
 def main() -> None:
     app()
 

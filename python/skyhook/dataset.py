@@ -16,6 +16,7 @@ from skyhook.catalog.design_table import design_table
 from skyhook.catalog.manifest import Manifest
 from skyhook.catalog.pruning import fragment_guarantee
 from skyhook.errors import DatasetChangedError
+from skyhook.execution import secondary_design
 from skyhook.execution.aggregate_execution import AggregateExecution
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.explain import Explanation, analyze_aggregate, analyze_scan, explain_aggregate, explain_scan
@@ -221,6 +222,24 @@ class Dataset(ObjectDataset):
     def analyze(self, *args: Any, **kwargs: Any) -> Explanation:
         """Runs the scan (or aggregate) and says what ran where: explain(..., analyze=True)."""
         return self.explain(*args, analyze=True, **kwargs)
+
+    def compute_statistics(self, progress: secondary_design.Progress | None = None) -> None:
+        """Statistics per column and zone (row group, record batch) of every
+        object, kept in storage: scans in storage then skip zones their filter
+        excludes. Stale after the object changes, and then unused."""
+        secondary_design.analyze(self.objects, progress)
+
+    def create_index(self, column: str, progress: secondary_design.Progress | None = None) -> None:
+        """An index on column in every object: an equality, range or IN filter
+        on it reads only the zones holding matches."""
+        secondary_design.create_index(self.objects, column, progress)
+
+    def drop_index(self, column: str, progress: secondary_design.Progress | None = None) -> None:
+        secondary_design.drop_index(self.objects, column, progress)
+
+    def secondary_design(self) -> pa.Table:
+        """Per object: statistics and indexes present (and stale ones)."""
+        return secondary_design.secondary_designs(self.objects)[0]
 
     def _expression(self, filter: pc.Expression | str | None) -> pc.Expression | None:
         if isinstance(filter, str):

@@ -237,6 +237,13 @@ std::string FileObjectContext::Name() const {
 }
 
 arrow::Result<std::optional<std::string>> FileObjectContext::GetOmap(const std::string& key) {
+  // Scans read the omap: a store that never wrote one (maybe read-only) gets none made.
+  const std::filesystem::path database(omap_database_);
+  std::error_code error;
+  if (!omap_ && !std::filesystem::exists(database, error) &&
+      std::filesystem::is_directory(database.parent_path(), error)) {
+    return std::nullopt;
+  }
   ARROW_ASSIGN_OR_RAISE(auto omap, Omap());
   return omap->Get(Name(), key);
 }
@@ -249,6 +256,12 @@ arrow::Status FileObjectContext::SetOmap(const std::string& key, const std::stri
 arrow::Status FileObjectContext::RemoveOmap(const std::string& key) {
   ARROW_ASSIGN_OR_RAISE(auto omap, Omap());
   return omap->Remove(Name(), key);
+}
+
+arrow::Status FileObjectContext::UpdateOmap(const std::vector<std::string>& remove,
+                                            const std::map<std::string, std::string>& set) {
+  ARROW_ASSIGN_OR_RAISE(auto omap, Omap());
+  return omap->Update(Name(), remove, set);
 }
 
 }  // namespace skyhook

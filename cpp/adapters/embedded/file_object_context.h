@@ -32,6 +32,8 @@ class FileObjectContext : public MutableObjectContext {
   arrow::Result<std::optional<std::string>> GetOmap(const std::string& key) override;
   arrow::Status SetOmap(const std::string& key, const std::string& value) override;
   arrow::Status RemoveOmap(const std::string& key) override;
+  arrow::Status UpdateOmap(const std::vector<std::string>& remove,
+                           const std::map<std::string, std::string>& set) override;
 
  private:
   arrow::Result<std::shared_ptr<arrow::io::MemoryMappedFile>> Mapped();

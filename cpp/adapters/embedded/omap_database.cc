@@ -85,4 +85,25 @@ arrow::Status OmapDatabase::Remove(const std::string& object, const std::string&
   return remove.Step() == SQLITE_DONE ? arrow::Status::OK() : Failed("write");
 }
 
+arrow::Status OmapDatabase::Update(const std::string& object,
+                                   const std::vector<std::string>& remove,
+                                   const std::map<std::string, std::string>& set) {
+  // One transaction: readers see all of it or none, and it syncs once.
+  if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return Failed("write");
+  }
+  arrow::Status status;
+  for (const auto& key : remove) {
+    if (status.ok()) status = Remove(object, key);
+  }
+  for (const auto& [key, value] : set) {
+    if (status.ok()) status = Set(object, key, value);
+  }
+  const char* end = status.ok() ? "COMMIT" : "ROLLBACK";
+  if (sqlite3_exec(db_, end, nullptr, nullptr, nullptr) != SQLITE_OK && status.ok()) {
+    status = Failed("write");
+  }
+  return status;
+}
+
 }  // namespace skyhook

@@ -5,9 +5,11 @@
 // for the several processes that may use a store at once, as its other writes are.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <arrow/result.h>
 #include <arrow/status.h>
@@ -27,6 +29,9 @@ class OmapDatabase {
   arrow::Result<std::optional<std::string>> Get(const std::string& object, const std::string& key);
   arrow::Status Set(const std::string& object, const std::string& key, const std::string& value);
   arrow::Status Remove(const std::string& object, const std::string& key);
+  /// Removes `remove`, then sets `set`, in one transaction.
+  arrow::Status Update(const std::string& object, const std::vector<std::string>& remove,
+                       const std::map<std::string, std::string>& set);
 
  private:
   OmapDatabase(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}

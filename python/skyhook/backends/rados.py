@@ -44,6 +44,7 @@ from skyhook.errors import (
     StorageTimeoutError,
 )
 from skyhook.names import DATASET_NAME, GENERATION
+from skyhook.rpc.requests import WRITING_METHODS
 
 try:
     from skyhook import _rados
@@ -128,9 +129,14 @@ class RadosBackend(Backend):
         self._do(self._pool.remove, name)
 
     def call(self, name: str, method: str, request: bytes) -> bytes:
-        return self._do(self._pool.exec, name, CLASS_NAME, method, request)
+        execute = self._pool.exec_write if method in WRITING_METHODS else self._pool.exec
+        return self._do(execute, name, CLASS_NAME, method, request)
 
     def call_many(self, method: str, calls: Iterable[tuple[str, bytes]]) -> Iterator[bytes]:
+        if method in WRITING_METHODS:  # rare and heavy: one at a time
+            for name, request in calls:
+                yield self.call(name, method, request)
+            return
         stream = self._pool.stream(CLASS_NAME, method)
         try:
             for name, request in calls:

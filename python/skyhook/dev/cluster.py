@@ -365,6 +365,7 @@ bluestore cache size = 134217728
 memstore device bytes = 4294967296
 osd fast shutdown = {"false" if state.store == "memstore" else "true"}
 osd op num shards = 2
+osd max write op reply len = 65536
 osd op num threads per shard = 1
 osd class dir = {d}/classes
 osd class load list = *

@@ -38,9 +38,12 @@ from skyhook.rpc.statistics import (
     BYTES_READ,
     BYTES_RETURNED,
     CALLS,
+    INDEX_BYTES_READ,
     REPLY_OVER_OBJECT,
+    ROWS_READ_BY_INDEX,
     ROWS_SCANNED,
     STORAGE_CPU_NS,
+    ZONES_SKIPPED,
 )
 
 if TYPE_CHECKING:
@@ -73,6 +76,9 @@ class ScanStatistics:
     filter_in_storage: bool = True  # False: the filter was not expressible in Substrait
     projection_in_storage: bool = True  # (and was completed by the client)
     class_calls_refused: bool = False  # the user may not call the object class: plain reads
+    zones_skipped: int = 0  # row groups / record batches storage skipped by their statistics
+    rows_read_by_index: int = 0  # rows an index in storage found (only those were filtered)
+    index_bytes_read: int = 0  # index blocks storage read from the objects' omaps
 
     def as_dict(self) -> dict[str, int | float | bool]:
         return asdict(self)
@@ -252,6 +258,9 @@ class ScanExecution:
                 self.stats.bytes_returned += reply.statistics[BYTES_RETURNED]  # as sent, all calls
                 self.stats.bytes_decoded += reply.statistics.get(BYTES_DECODED, reply.statistics[BYTES_RETURNED])
                 self.stats.storage_cpu_s += reply.statistics[STORAGE_CPU_NS] / 1e9
+                self.stats.zones_skipped += reply.statistics.get(ZONES_SKIPPED, 0)
+                self.stats.rows_read_by_index += reply.statistics.get(ROWS_READ_BY_INDEX, 0)
+                self.stats.index_bytes_read += reply.statistics.get(INDEX_BYTES_READ, 0)
                 table = reply.reader().read_all()
                 if self._client_filter or self._client_projection:  # what storage could not do
                     table = as_dataset_types(

@@ -1,5 +1,5 @@
 """Typed requests, one per storage-side method, mirroring cpp/skyhook/protocol/
-(scan_request.h, plan_request.h, describe_request.h) field for field."""
+(scan_request.h, plan_request.h, describe_request.h, column_request.h) field for field."""
 
 from __future__ import annotations
 
@@ -11,6 +11,11 @@ from skyhook.rpc.frame import HeaderValue, encode_request_frame
 from skyhook.rpc.result_options import PushbackLimits, ResultOptions
 
 _Request = TypeVar("_Request", bound="DataRequest")
+
+#: Methods that write their object (its omap): on RADOS they run as write
+#: operations, whose replies the OSD returns up to osd_max_write_op_reply_len
+#: (raised to 64 KiB by skyhook.dev.cluster; Pacific's default is 64 bytes).
+WRITING_METHODS = frozenset({"analyze", "create_index", "drop_index"})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,3 +80,32 @@ class DescribeRequest:
 
     def encode(self) -> bytes:
         return encode_request_frame({"method": self.METHOD})
+
+
+@dataclass(frozen=True)
+class AnalyzeRequest(DescribeRequest):
+    """Compute and keep the object's statistics per column and zone (writes its omap)."""
+
+    METHOD: ClassVar[str] = "analyze"
+
+
+@dataclass(frozen=True)
+class SecondaryDesignRequest(DescribeRequest):
+    """The statistics and indexes the object's omap holds for its current data."""
+
+    METHOD: ClassVar[str] = "secondary_design"
+
+
+@dataclass(frozen=True)
+class IndexRequest:
+    """Build (create_index) or remove (drop_index) the index of one column of an object."""
+
+    column: str
+    drop: bool = False
+
+    @property
+    def METHOD(self) -> str:  # noqa: N802 - the name every request has
+        return "drop_index" if self.drop else "create_index"
+
+    def encode(self) -> bytes:
+        return encode_request_frame({"method": self.METHOD, "column": self.column})

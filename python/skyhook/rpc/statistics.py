@@ -15,6 +15,9 @@ BYTES_DECODED = "bytes_decoded"  # the reply with its IPC bodies uncompressed
 REPLY_OVER_OBJECT = "reply_over_object"  # 1: pushed back, the reply would pass the object's size
 BYTES_ABANDONED = "bytes_abandoned"  # reply bytes encoded (or moved, by earlier calls) for nothing
 NUM_ROWS = "num_rows"  # describe
+ZONES_SKIPPED = "zones_skipped"  # scan: zones (row groups, record batches) whose statistics exclude the filter
+ROWS_READ_BY_INDEX = "rows_read_by_index"  # scan: rows an index found, the only ones filtered
+INDEX_BYTES_READ = "index_bytes_read"  # scan: index blocks read from the omap
 LIMIT_CALL_MS = "limit_call_ms"
 LIMIT_CALL_MEMORY_BYTES = "limit_call_memory_bytes"
 LIMIT_REPLY_BYTES = "limit_reply_bytes"
@@ -23,7 +26,16 @@ LIMIT_MIN_BATCH_SIZE = "limit_min_batch_size"
 CALLS = "calls"
 
 #: Statistics that add up over the calls of one object; the rest (limits) do not.
-ADDITIVE = (ROWS_SCANNED, ROWS_RETURNED, BYTES_READ, BYTES_RETURNED, BYTES_DECODED, STORAGE_CPU_NS, SLICES)
+ADDITIVE = (
+    ROWS_SCANNED,
+    ROWS_RETURNED,
+    BYTES_READ,
+    BYTES_RETURNED,
+    BYTES_DECODED,
+    STORAGE_CPU_NS,
+    SLICES,
+    INDEX_BYTES_READ,
+)  # a continued scan plans its zones again: zones_skipped and rows_read_by_index are the object's
 
 
 class Statistics(dict[str, int]):

@@ -6,7 +6,7 @@
 #include "skyhook/protocol/describe_request.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/runtime/execution.h"
-#include "skyhook/storage/runtime/result_writer.h"
+#include "skyhook/storage/runtime/statistics_reply.h"
 #include "skyhook/storage/statistics/table_statistics.h"
 
 namespace skyhook {
@@ -39,15 +39,7 @@ class DescribeExecution {
       ARROW_RETURN_NOT_OK(updated);
     }
     ARROW_ASSIGN_OR_RAISE(auto row, statistics.Finish());
-    ARROW_ASSIGN_OR_RAISE(auto writer, ResultWriter::Open(row->schema(), ResultOptions{},
-                                                          resources_->limits().max_reply_bytes));
-    ARROW_ASSIGN_OR_RAISE(bool fits, writer->Fits(*row));
-    if (!fits) {
-      return Error(ErrorCode::kLimitExceeded, "the object's statistics are larger than the node's ",
-                   resources_->limits().max_reply_bytes, "-byte reply limit");
-    }
-    ARROW_RETURN_NOT_OK(writer->Write(*row));
-    ARROW_ASSIGN_OR_RAISE(reply->body, writer->Finish());
+    ARROW_ASSIGN_OR_RAISE(reply->body, StatisticsReplyBody(*row, resources_->limits()));
     return arrow::Status::OK();
   }
 

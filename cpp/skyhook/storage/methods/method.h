@@ -12,9 +12,12 @@
 #include <arrow/buffer.h>
 
 #include "skyhook/protocol/reply.h"
+#include "skyhook/storage/methods/analyze.h"
+#include "skyhook/storage/methods/column_index_methods.h"
 #include "skyhook/storage/methods/describe.h"
 #include "skyhook/storage/methods/execute_plan.h"
 #include "skyhook/storage/methods/scan.h"
+#include "skyhook/storage/methods/secondary_design_method.h"
 #include "skyhook/storage/object/mutable_object_context.h"
 #include "skyhook/storage/object/object_context.h"
 
@@ -32,10 +35,14 @@ struct MethodInfo {
 };
 
 // A compile-time table, so the Ceph adapter can register one entry point per method.
-inline constexpr std::array<MethodInfo, 3> kMethods = {{
+inline constexpr std::array<MethodInfo, 7> kMethods = {{
     {"scan", ReadMethod{&Scan}},
     {"describe", ReadMethod{&Describe}},
     {"execute_plan", ReadMethod{&ExecutePlan}},
+    {"secondary_design", ReadMethod{&DescribeSecondaryDesign}},
+    {"analyze", WriteMethod{&Analyze}},
+    {"create_index", WriteMethod{&CreateIndex}},
+    {"drop_index", WriteMethod{&DropIndex}},
 }};
 
 /// The method registered under `name`, or nullptr.

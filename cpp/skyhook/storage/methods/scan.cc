@@ -1,5 +1,6 @@
 #include "skyhook/storage/methods/scan.h"
 
+#include <optional>
 #include <vector>
 
 #include <arrow/array/util.h>
@@ -15,6 +16,7 @@
 #include "skyhook/storage/runtime/execution.h"
 #include "skyhook/storage/runtime/pushback.h"
 #include "skyhook/storage/runtime/result_writer.h"
+#include "skyhook/storage/secondary/scan_zones.h"
 
 namespace skyhook {
 namespace {
@@ -86,8 +88,24 @@ class ScanExecution {
         writer_, ResultWriter::Open(output_schema, options_, resources_->limits().max_reply_bytes,
                                     static_cast<int64_t>(object_bytes), resources_->pool()));
     auto* writer = writer_.get();
-    ARROW_ASSIGN_OR_RAISE(auto batches, reader->ReadFields(needed.indices(), options_.batch_size,
-                                                           options_.start_row));
+    // Statistics and indexes narrow the rows read; without them, every row is.
+    std::optional<ZoneBatches> zoned;
+    std::shared_ptr<arrow::RecordBatchReader> batches;
+    if (request_.filter) {
+      ARROW_ASSIGN_OR_RAISE(auto plan,
+                            PlanScanZones(object, reader.get(), *request_.filter, resources_));
+      if (plan) {
+        zones_skipped_ = plan->zones_skipped;
+        rows_read_by_index_ = plan->rows_read_by_index;
+        index_bytes_read_ = plan->index_bytes_read;
+        zoned.emplace(std::move(*plan), reader.get(), needed.indices(), options_.batch_size,
+                      options_.start_row, resources_->exec_context());
+      }
+    }
+    if (!zoned) {
+      ARROW_ASSIGN_OR_RAISE(
+          batches, reader->ReadFields(needed.indices(), options_.batch_size, options_.start_row));
+    }
     auto requested_schema = needed.schema();
     SliceBudget budget(request_.pushback, resources_->limits());
     int64_t position = options_.start_row;  // the first row of the object not yet consumed
@@ -97,7 +115,12 @@ class ScanExecution {
         reply->resume_row = position;
         break;
       }
-      ARROW_ASSIGN_OR_RAISE(auto slice, batches->Next());
+      std::shared_ptr<arrow::RecordBatch> slice;
+      if (zoned) {
+        ARROW_ASSIGN_OR_RAISE(slice, zoned->Next());
+      } else {
+        ARROW_RETURN_NOT_OK(batches->ReadNext(&slice));
+      }
       if (slice == nullptr) break;
       ARROW_ASSIGN_OR_RAISE(auto converted,
                             AsRequested(slice, requested_schema, resources_->exec_context()));
@@ -115,11 +138,12 @@ class ScanExecution {
         }
         ARROW_RETURN_NOT_OK(writer->Write(*batch));
       }
-      position += slice->num_rows();
+      position = zoned ? zoned->position() : position + slice->num_rows();
       rows_scanned_ += slice->num_rows();
       bytes_read_ = reader->bytes_read();
       ARROW_RETURN_NOT_OK(budget.AfterSlice());
     }
+    bytes_read_ = reader->bytes_read();
     rows_returned_ = writer->rows_written();
     ARROW_ASSIGN_OR_RAISE(reply->body, writer->Finish());
     return arrow::Status::OK();
@@ -130,7 +154,10 @@ class ScanExecution {
                          {"rows_returned", rows_returned_},
                          {"bytes_read", bytes_read_},
                          {"bytes_returned", reply->body ? reply->body->size() : 0},
-                         {"storage_cpu_ns", timer.ElapsedNanos()}};
+                         {"storage_cpu_ns", timer.ElapsedNanos()},
+                         {"zones_skipped", zones_skipped_},
+                         {"rows_read_by_index", rows_read_by_index_},
+                         {"index_bytes_read", index_bytes_read_}};
     if (writer_) writer_->AddStatistics(&reply->statistics);
   }
 
@@ -174,6 +201,9 @@ class ScanExecution {
   int64_t rows_scanned_ = 0;
   int64_t rows_returned_ = 0;
   int64_t bytes_read_ = 0;
+  int64_t zones_skipped_ = 0;
+  int64_t rows_read_by_index_ = 0;
+  int64_t index_bytes_read_ = 0;
 };
 
 }  // namespace

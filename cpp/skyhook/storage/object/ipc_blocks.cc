@@ -90,16 +90,17 @@ arrow::Status CheckMessage(ObjectFile* file, int64_t offset, int32_t metadata_le
 
 }  // namespace
 
-arrow::Status CheckIpcBlocks(ObjectFile* file) {
+arrow::Result<IpcLayout> CheckIpcBlocks(ObjectFile* file) {
   ARROW_ASSIGN_OR_RAISE(int64_t size, file->GetSize());
   if (size < 2 * kMagicBytes + kTrailerBytes) return Lies("footer");
   ARROW_ASSIGN_OR_RAISE(auto trailer, file->ReadAt(size - kTrailerBytes, 4));
   if (trailer->size() != 4) return Lies("footer");
   int32_t footer_bytes;
   std::memcpy(&footer_bytes, trailer->data(), 4);
-  int64_t footer_start = size - kTrailerBytes - footer_bytes;
-  if (footer_bytes <= 0 || footer_start < kMagicBytes) return Lies("footer");
-  ARROW_ASSIGN_OR_RAISE(auto footer_data, file->ReadAt(footer_start, footer_bytes));
+  IpcLayout layout;
+  layout.footer_start = size - kTrailerBytes - footer_bytes;
+  if (footer_bytes <= 0 || layout.footer_start < kMagicBytes) return Lies("footer");
+  ARROW_ASSIGN_OR_RAISE(auto footer_data, file->ReadAt(layout.footer_start, footer_bytes));
   FlatBuffer footer(std::string_view(reinterpret_cast<const char*>(footer_data->data()),
                                      static_cast<size_t>(footer_data->size())));
   ARROW_ASSIGN_OR_RAISE(int64_t root, footer.Root());
@@ -110,18 +111,29 @@ arrow::Status CheckIpcBlocks(ObjectFile* file) {
     auto [first, count] = vector;
     for (int64_t i = 0; i < count; ++i) {
       int64_t block = first + i * kBlockBytes;
-      ARROW_ASSIGN_OR_RAISE(int64_t offset, footer.Read<int64_t>(block));
-      ARROW_ASSIGN_OR_RAISE(int32_t metadata_length, footer.Read<int32_t>(block + 8));
-      ARROW_ASSIGN_OR_RAISE(int64_t body_length, footer.Read<int64_t>(block + 16));
-      if (offset < kMagicBytes || offset > footer_start || metadata_length < 8 || body_length < 0 ||
-          metadata_length > footer_start - offset ||
-          body_length > footer_start - offset - metadata_length) {
+      IpcBlock checked;
+      ARROW_ASSIGN_OR_RAISE(checked.offset, footer.Read<int64_t>(block));
+      ARROW_ASSIGN_OR_RAISE(checked.metadata_length, footer.Read<int32_t>(block + 8));
+      ARROW_ASSIGN_OR_RAISE(checked.body_length, footer.Read<int64_t>(block + 16));
+      const int64_t offset = checked.offset, metadata_length = checked.metadata_length;
+      if (offset < kMagicBytes || offset > layout.footer_start || metadata_length < 8 ||
+          checked.body_length < 0 || metadata_length > layout.footer_start - offset ||
+          checked.body_length > layout.footer_start - offset - metadata_length) {
         return Lies("block");
       }
-      ARROW_RETURN_NOT_OK(CheckMessage(file, offset, metadata_length, footer_start));
+      // Dictionaries are read with any batch; a batch's message only when it is read.
+      if (field == kFooterDictionaries) {
+        ARROW_RETURN_NOT_OK(CheckIpcMessage(file, checked, layout.footer_start));
+      } else {
+        layout.record_batches.push_back(checked);
+      }
     }
   }
-  return arrow::Status::OK();
+  return layout;
+}
+
+arrow::Status CheckIpcMessage(ObjectFile* file, const IpcBlock& block, int64_t footer_start) {
+  return CheckMessage(file, block.offset, block.metadata_length, footer_start);
 }
 
 }  // namespace skyhook

@@ -6,13 +6,35 @@
 // every message's body length inside its block.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
+#include <arrow/result.h>
 #include <arrow/status.h>
 
 #include "skyhook/storage/object/object_file.h"
 
 namespace skyhook {
 
-/// kCorruptObject-worthy errors (plain Invalid) when a block or message lies.
-arrow::Status CheckIpcBlocks(ObjectFile* file);
+struct IpcBlock {
+  int64_t offset = 0;
+  int32_t metadata_length = 0;
+  int64_t body_length = 0;
+};
+
+/// Where the record batches of a checked file lie.
+struct IpcLayout {
+  std::vector<IpcBlock> record_batches;
+  int64_t footer_start = 0;
+};
+
+/// Checks the footer, that every block lies inside the file, and the
+/// dictionaries' messages. kCorruptObject-worthy errors (plain Invalid) when a
+/// block or message lies.
+arrow::Result<IpcLayout> CheckIpcBlocks(ObjectFile* file);
+
+/// Checks one record batch's message before Arrow reads it: a scan that reads
+/// a few batches (statistics, an index) reads only their messages.
+arrow::Status CheckIpcMessage(ObjectFile* file, const IpcBlock& block, int64_t footer_start);
 
 }  // namespace skyhook

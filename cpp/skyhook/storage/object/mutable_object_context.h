@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <arrow/buffer.h>
 #include <arrow/result.h>
@@ -29,11 +31,17 @@ class MutableObjectContext : public ObjectContext {
   /// Set an extended attribute (the one GetXattr reads).
   virtual arrow::Status SetXattr(const std::string& name, const std::string& value) = 0;
 
-  /// The omap's value of `key`, or nullopt when it has none.
-  virtual arrow::Result<std::optional<std::string>> GetOmap(const std::string& key) = 0;
   virtual arrow::Status SetOmap(const std::string& key, const std::string& value) = 0;
   /// Remove `key` from the omap; removing an absent key is not an error.
   virtual arrow::Status RemoveOmap(const std::string& key) = 0;
+  /// Removes `remove`, then sets `set`: at once where the store can (the
+  /// embedded store's one transaction; a Ceph call's writes all apply with it).
+  virtual arrow::Status UpdateOmap(const std::vector<std::string>& remove,
+                                   const std::map<std::string, std::string>& set) {
+    for (const auto& key : remove) ARROW_RETURN_NOT_OK(RemoveOmap(key));
+    for (const auto& [key, value] : set) ARROW_RETURN_NOT_OK(SetOmap(key, value));
+    return arrow::Status::OK();
+  }
 };
 
 }  // namespace skyhook

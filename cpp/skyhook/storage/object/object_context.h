@@ -1,5 +1,6 @@
 // The one interface every storage-side method is written against: access to a
-// single object. The Ceph object class and the embedded store each adapt it.
+// single object (its bytes, attributes and omap). The Ceph object class and the embedded store each
+// adapt it.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,10 @@ class ObjectContext {
 
   /// An extended attribute of the object, or nullopt when it is not set.
   virtual arrow::Result<std::optional<std::string>> GetXattr(const std::string& name) = 0;
+
+  /// The omap's value of `key`, or nullopt when it has none. Readers may use
+  /// it too: statistics and indexes live there (storage/secondary/).
+  virtual arrow::Result<std::optional<std::string>> GetOmap(const std::string& key) = 0;
 };
 
 }  // namespace skyhook

@@ -54,9 +54,17 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadAt(int64_t positio
   int64_t available = std::max<int64_t>(0, size_ - position);
   int64_t length = std::min(nbytes, available);
   if (length == 0) return std::make_shared<arrow::Buffer>(nullptr, 0);
+  auto cached = small_reads_.find({position, length});
+  if (cached != small_reads_.end()) return cached->second;
   ARROW_ASSIGN_OR_RAISE(auto buffer,
                         object_->Read(start_ + static_cast<uint64_t>(position), length));
   bytes_read_ += buffer->size();
+  // Footers are read again by every reader opened on the file (a check, then
+  // Arrow's reader once per column set): keep small reads, read them once.
+  if (length <= kSmallRead && small_read_bytes_ + length <= kSmallReadsKept) {
+    small_reads_[{position, length}] = buffer;
+    small_read_bytes_ += length;
+  }
   return buffer;
 }
 

@@ -2,10 +2,13 @@
 // (byte range) of it, so that Arrow's Parquet and IPC readers can read it
 // through the ObjectContext: a read of the view is a ranged read of the object
 // (cls_cxx_read in the OSD, a view of the mapped file in the embedded store).
-// It counts the bytes the readers actually pulled from storage.
+// It counts the bytes the readers actually pulled from storage, and reads
+// small ranges (footers, message headers) only once.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <utility>
 
 #include <arrow/io/interfaces.h>
 
@@ -49,9 +52,14 @@ class ObjectFile : public arrow::io::RandomAccessFile {
   ObjectFile(ObjectContext* object, uint64_t start, int64_t size)
       : object_(object), start_(start), size_(size) {}
 
+  static constexpr int64_t kSmallRead = 64 * 1024;
+  static constexpr int64_t kSmallReadsKept = 256 * 1024;
+
   ObjectContext* object_;
   uint64_t start_;  // of the view in the object
   int64_t size_;
+  std::map<std::pair<int64_t, int64_t>, std::shared_ptr<arrow::Buffer>> small_reads_;
+  int64_t small_read_bytes_ = 0;
   int64_t position_ = 0;
   int64_t bytes_read_ = 0;
   bool closed_ = false;

@@ -1,6 +1,7 @@
 #include "skyhook/storage/object/object_reader.h"
 
 #include <algorithm>
+#include <optional>
 
 #include <arrow/array.h>
 #include <arrow/ipc/reader.h>
@@ -65,18 +66,15 @@ void CollectLeaves(const parquet::arrow::SchemaField& field, std::vector<int>* l
 // work and memory of a slice are bounded by the row group size.
 class RowGroupReader : public arrow::RecordBatchReader {
  public:
+  /// Reads the given row groups, skipping the first rows_to_skip rows.
   RowGroupReader(parquet::arrow::FileReader* file, std::vector<int> leaves,
-                 std::shared_ptr<arrow::Schema> schema, int64_t start_row)
-      : file_(file), leaves_(std::move(leaves)), schema_(std::move(schema)) {
-    // Whole row groups before start_row are never read; the rest of it is
-    // skipped in the first row group read.
-    auto metadata = file_->parquet_reader()->metadata();
-    while (next_row_group_ < metadata->num_row_groups() &&
-           metadata->RowGroup(next_row_group_)->num_rows() <= start_row) {
-      start_row -= metadata->RowGroup(next_row_group_++)->num_rows();
-    }
-    rows_to_skip_ = start_row;
-  }
+                 std::shared_ptr<arrow::Schema> schema, std::vector<int> row_groups,
+                 int64_t rows_to_skip)
+      : file_(file),
+        leaves_(std::move(leaves)),
+        schema_(std::move(schema)),
+        row_groups_(std::move(row_groups)),
+        rows_to_skip_(rows_to_skip) {}
 
   std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
 
@@ -96,11 +94,11 @@ class RowGroupReader : public arrow::RecordBatchReader {
         }
         current_.reset();
       }
-      if (next_row_group_ >= file_->num_row_groups()) {
+      if (next_ >= row_groups_.size()) {
         *out = nullptr;
         return arrow::Status::OK();
       }
-      auto batches = file_->GetRecordBatchReader({next_row_group_++}, leaves_);
+      auto batches = file_->GetRecordBatchReader({row_groups_[next_++]}, leaves_);
       if (!batches.ok()) return Corrupt("Parquet", batches.status());
       current_ = std::move(*batches);
     }
@@ -110,7 +108,8 @@ class RowGroupReader : public arrow::RecordBatchReader {
   parquet::arrow::FileReader* file_;
   std::vector<int> leaves_;
   std::shared_ptr<arrow::Schema> schema_;
-  int next_row_group_ = 0;
+  std::vector<int> row_groups_;
+  size_t next_ = 0;
   int64_t rows_to_skip_ = 0;
   std::unique_ptr<arrow::RecordBatchReader> current_;
 };
@@ -143,6 +142,32 @@ class ParquetObjectReader : public ObjectReader {
 
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
       const std::vector<int>& field_indices, int64_t batch_size, int64_t start_row) override {
+    // Whole row groups before start_row are never read; the rest of it is
+    // skipped in the first row group read.
+    auto metadata = reader_->parquet_reader()->metadata();
+    std::vector<int> row_groups;
+    for (int group = 0; group < metadata->num_row_groups(); ++group) {
+      int64_t rows = metadata->RowGroup(group)->num_rows();
+      if (row_groups.empty() && rows <= start_row) {
+        start_row -= rows;
+      } else {
+        row_groups.push_back(group);
+      }
+    }
+    return Read(field_indices, batch_size, std::move(row_groups), start_row);
+  }
+
+  int num_zones() const override { return reader_->num_row_groups(); }
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadExistingZones(
+      const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones) override {
+    return Read(field_indices, batch_size, std::move(zones), 0);
+  }
+
+ private:
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Read(
+      const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> row_groups,
+      int64_t rows_to_skip) {
     reader_->set_batch_size(batch_size);
     std::vector<int> leaves;
     for (int index : field_indices) {
@@ -150,10 +175,9 @@ class ParquetObjectReader : public ObjectReader {
     }
     ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
     return std::make_shared<RowGroupReader>(reader_.get(), std::move(leaves), std::move(schema),
-                                            start_row);
+                                            std::move(row_groups), rows_to_skip);
   }
 
- private:
   ParquetObjectReader(std::shared_ptr<ObjectFile> file,
                       std::unique_ptr<parquet::arrow::FileReader> reader,
                       std::shared_ptr<arrow::Schema> schema)
@@ -166,24 +190,36 @@ class ParquetObjectReader : public ObjectReader {
 // Yields the record batches of an IPC file, re-sliced to at most batch_size rows.
 class IpcBatchReader : public arrow::RecordBatchReader {
  public:
+  /// Reads the given record batches (all when nullopt), skipping the first rows_to_skip rows.
   IpcBatchReader(std::shared_ptr<arrow::ipc::RecordBatchFileReader> file,
+                 std::shared_ptr<ObjectFile> object_file, std::shared_ptr<const IpcLayout> layout,
                  std::shared_ptr<arrow::Schema> schema, std::vector<int> positions,
-                 int64_t batch_size, int64_t start_row)
+                 int64_t batch_size, std::optional<std::vector<int>> batches, int64_t rows_to_skip)
       : file_(std::move(file)),
+        object_file_(std::move(object_file)),
+        layout_(std::move(layout)),
         schema_(std::move(schema)),
         positions_(std::move(positions)),
         batch_size_(batch_size),
-        rows_to_skip_(start_row) {}
+        batches_(std::move(batches)),
+        rows_to_skip_(rows_to_skip) {}
 
   std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
 
   arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* out) override {
     while (current_ == nullptr || offset_ >= current_->num_rows()) {
-      if (next_batch_ >= file_->num_record_batches()) {
+      const int count = batches_ ? static_cast<int>(batches_->size()) : file_->num_record_batches();
+      if (next_batch_ >= count) {
         *out = nullptr;
         return arrow::Status::OK();
       }
-      auto batch = file_->ReadRecordBatch(next_batch_++);
+      const int index = batches_ ? (*batches_)[next_batch_++] : next_batch_++;
+      if (index < static_cast<int>(layout_->record_batches.size())) {
+        auto checked = CheckIpcMessage(object_file_.get(), layout_->record_batches[index],
+                                       layout_->footer_start);
+        if (!checked.ok()) return Corrupt("Arrow IPC", checked);
+      }
+      auto batch = file_->ReadRecordBatch(index);
       if (!batch.ok()) return Corrupt("Arrow IPC", batch.status());
       auto valid = (*batch)->ValidateFull();  // corrupt offsets must not reach compute
       if (!valid.ok()) return Corrupt("Arrow IPC", valid);
@@ -198,9 +234,12 @@ class IpcBatchReader : public arrow::RecordBatchReader {
 
  private:
   std::shared_ptr<arrow::ipc::RecordBatchFileReader> file_;
+  std::shared_ptr<ObjectFile> object_file_;
+  std::shared_ptr<const IpcLayout> layout_;
   std::shared_ptr<arrow::Schema> schema_;
   std::vector<int> positions_;  // of the requested fields among those read
   int64_t batch_size_;
+  std::optional<std::vector<int>> batches_;
   int64_t rows_to_skip_;
   int next_batch_ = 0;
   std::shared_ptr<arrow::RecordBatch> current_;
@@ -216,9 +255,10 @@ class IpcObjectReader : public ObjectReader {
     options.use_threads = false;
     auto reader = arrow::ipc::RecordBatchFileReader::Open(file, options);
     if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
-    auto blocks = CheckIpcBlocks(file.get());
-    if (!blocks.ok()) return Corrupt("Arrow IPC", blocks);
-    return std::unique_ptr<ObjectReader>(new IpcObjectReader(std::move(file), *reader, options));
+    auto layout = CheckIpcBlocks(file.get());
+    if (!layout.ok()) return Corrupt("Arrow IPC", layout.status());
+    return std::unique_ptr<ObjectReader>(new IpcObjectReader(
+        std::move(file), *reader, options, std::make_shared<const IpcLayout>(std::move(*layout))));
   }
 
   std::shared_ptr<arrow::Schema> schema() const override { return reader_->schema(); }
@@ -230,6 +270,20 @@ class IpcObjectReader : public ObjectReader {
 
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
       const std::vector<int>& field_indices, int64_t batch_size, int64_t start_row) override {
+    return Read(field_indices, batch_size, std::nullopt, start_row);
+  }
+
+  int num_zones() const override { return reader_->num_record_batches(); }
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadExistingZones(
+      const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones) override {
+    return Read(field_indices, batch_size, std::move(zones), 0);
+  }
+
+ private:
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> Read(
+      const std::vector<int>& field_indices, int64_t batch_size,
+      std::optional<std::vector<int>> batches, int64_t rows_to_skip) {
     // IPC reads included fields in file order; batches come out in the order asked for.
     std::vector<int> in_file_order(field_indices);
     std::sort(in_file_order.begin(), in_file_order.end());
@@ -246,18 +300,22 @@ class IpcObjectReader : public ObjectReader {
     auto reader = arrow::ipc::RecordBatchFileReader::Open(file_, options);
     if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
     ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
-    return std::make_shared<IpcBatchReader>(*reader, std::move(schema), std::move(positions),
-                                            batch_size, start_row);
+    return std::make_shared<IpcBatchReader>(*reader, file_, layout_, std::move(schema),
+                                            std::move(positions), batch_size, std::move(batches),
+                                            rows_to_skip);
   }
 
- private:
   IpcObjectReader(std::shared_ptr<ObjectFile> file,
                   std::shared_ptr<arrow::ipc::RecordBatchFileReader> reader,
-                  arrow::ipc::IpcReadOptions options)
-      : ObjectReader(std::move(file)), reader_(std::move(reader)), options_(std::move(options)) {}
+                  arrow::ipc::IpcReadOptions options, std::shared_ptr<const IpcLayout> layout)
+      : ObjectReader(std::move(file)),
+        reader_(std::move(reader)),
+        options_(std::move(options)),
+        layout_(std::move(layout)) {}
 
   std::shared_ptr<arrow::ipc::RecordBatchFileReader> reader_;
   arrow::ipc::IpcReadOptions options_;
+  std::shared_ptr<const IpcLayout> layout_;
 };
 
 }  // namespace
@@ -272,6 +330,73 @@ arrow::Result<std::shared_ptr<arrow::Schema>> ObjectReader::FieldsSchema(
     fields.push_back(schema()->field(index));
   }
   return arrow::schema(std::move(fields));
+}
+
+namespace {
+
+// The rows of fixed-size zones, for formats without natural units.
+class DefaultZonesReader : public arrow::RecordBatchReader {
+ public:
+  DefaultZonesReader(ObjectReader* object, std::vector<int> fields, int64_t batch_size,
+                     std::vector<int> zones, std::shared_ptr<arrow::Schema> schema)
+      : object_(object),
+        fields_(std::move(fields)),
+        batch_size_(batch_size),
+        zones_(std::move(zones)),
+        schema_(std::move(schema)) {}
+
+  std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
+
+  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* out) override {
+    while (true) {
+      if (current_ && rows_left_ > 0) {
+        ARROW_RETURN_NOT_OK(current_->ReadNext(out));
+        if (*out != nullptr) {
+          if ((*out)->num_rows() > rows_left_) *out = (*out)->Slice(0, rows_left_);
+          rows_left_ -= (*out)->num_rows();
+          return arrow::Status::OK();
+        }
+      }
+      if (next_ >= zones_.size()) {
+        *out = nullptr;
+        return arrow::Status::OK();
+      }
+      const int64_t start = zones_[next_++] * ObjectReader::kDefaultZoneRows;
+      ARROW_ASSIGN_OR_RAISE(current_, object_->ReadFields(fields_, batch_size_, start));
+      rows_left_ = ObjectReader::kDefaultZoneRows;
+    }
+  }
+
+ private:
+  ObjectReader* object_;
+  std::vector<int> fields_;
+  int64_t batch_size_;
+  std::vector<int> zones_;
+  std::shared_ptr<arrow::Schema> schema_;
+  size_t next_ = 0;
+  std::shared_ptr<arrow::RecordBatchReader> current_;
+  int64_t rows_left_ = 0;
+};
+
+}  // namespace
+
+int ObjectReader::num_zones() const {
+  return static_cast<int>((num_rows() + kDefaultZoneRows - 1) / kDefaultZoneRows);
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ObjectReader::ReadZones(
+    const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones) {
+  for (int zone : zones) {
+    if (zone < 0 || zone >= num_zones()) return arrow::Status::IndexError("no zone ", zone);
+  }
+  return ReadExistingZones(field_indices, batch_size, std::move(zones));
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ObjectReader::ReadExistingZones(
+    const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones) {
+  ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
+  return std::make_shared<DefaultZonesReader>(this, field_indices, batch_size, std::move(zones),
+                                              std::move(schema));
 }
 
 arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::OpenFormat(

@@ -45,11 +45,27 @@ class ObjectReader {
   virtual arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
       const std::vector<int>& field_indices, int64_t batch_size, int64_t start_row = 0) = 0;
 
+  /// Zones are the reader's natural units of rows, what statistics are kept
+  /// per and what a scan skips: Parquet row groups, IPC record batches, and
+  /// kDefaultZoneRows rows for formats without such units.
+  static constexpr int64_t kDefaultZoneRows = 64 * 1024;
+  /// A batch size for reading zones whole in a few batches: Arrow's readers
+  /// reserve for a batch's size up front, so "all at once" must stay finite.
+  static constexpr int64_t kZoneBatchRows = 64 * 1024;
+  virtual int num_zones() const;
+  /// The rows of the given zones (ascending), in batches of at most
+  /// batch_size rows that never span zones; fields as in ReadFields.
+  arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadZones(
+      const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones);
+
   /// Bytes pulled from storage so far.
   virtual int64_t bytes_read() const { return file_ ? file_->bytes_read() : 0; }
 
  protected:
   explicit ObjectReader(std::shared_ptr<ObjectFile> file) : file_(std::move(file)) {}
+  /// ReadZones once the zones are known to exist.
+  virtual arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadExistingZones(
+      const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones);
   arrow::Result<std::shared_ptr<arrow::Schema>> FieldsSchema(
       const std::vector<int>& field_indices) const;
   std::shared_ptr<ObjectFile> file_;

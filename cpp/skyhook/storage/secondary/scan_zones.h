@@ -1,0 +1,78 @@
+// Which zones of an object a scan reads, and which rows of them, after the
+// object's statistics (zones whose min/max exclude the filter are skipped)
+// and indexes (an equality, range or IN on an indexed column reads only the
+// zones holding matches, and only the matching rows go on to the filter).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <arrow/engine/substrait/relation.h>
+#include <arrow/record_batch.h>
+#include <arrow/result.h>
+
+#include "skyhook/storage/object/object_context.h"
+#include "skyhook/storage/object/object_reader.h"
+#include "skyhook/storage/runtime/call_resources.h"
+
+namespace skyhook {
+
+struct ZoneToRead {
+  int zone = 0;
+  int64_t first_row = 0;
+  int64_t num_rows = 0;
+  std::optional<std::vector<int64_t>> rows;  // the object rows an index found, ascending
+};
+
+struct ScanZones {
+  std::vector<ZoneToRead> zones;
+  int64_t zones_skipped = 0;
+  int64_t rows_read_by_index = 0;
+  int64_t index_bytes_read = 0;
+};
+
+/// The zones to read for `filter`; nullopt when the object has no secondary
+/// design that applies (the scan then reads every row). kCorruptObject when
+/// a stored value is corrupt.
+arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, ObjectReader* reader,
+                                                      const arrow::engine::BoundExpressions& filter,
+                                                      CallResources* resources);
+
+/// The planned rows, batch by batch, from row start_row of the object on.
+class ZoneBatches {
+ public:
+  ZoneBatches(ScanZones plan, ObjectReader* reader, std::vector<int> fields, int64_t batch_size,
+              int64_t start_row, arrow::compute::ExecContext* context)
+      : plan_(std::move(plan)),
+        reader_(reader),
+        fields_(std::move(fields)),
+        batch_size_(batch_size),
+        position_(start_row),
+        context_(context) {}
+
+  /// The next batch (nullptr at the end).
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next();
+  /// The first object row not yet consumed: where a continued scan starts.
+  int64_t position() const { return position_; }
+
+ private:
+  arrow::Status OpenZone(const ZoneToRead& zone);
+
+  ScanZones plan_;
+  ObjectReader* reader_;
+  std::vector<int> fields_;
+  int64_t batch_size_;
+  int64_t position_;
+  arrow::compute::ExecContext* context_;
+  size_t next_zone_ = 0;
+  const ZoneToRead* zone_ = nullptr;
+  std::shared_ptr<arrow::RecordBatchReader> batches_;  // a zone read whole
+  std::shared_ptr<arrow::RecordBatch> taken_;          // an index's rows of a zone
+  std::vector<int64_t> taken_ends_;                    // the object row after each taken row
+  int64_t taken_offset_ = 0;
+  int64_t rows_to_skip_ = 0;
+};
+
+}  // namespace skyhook

@@ -1,0 +1,114 @@
+"""Statistics and indexes that storage keeps in each object's omap
+(cpp/skyhook/storage/secondary/): built on every object of a dataset by the
+analyze, create_index and drop_index methods, read back by secondary_design.
+A scan in storage uses them by itself; nothing here is needed for that."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+import pyarrow as pa
+
+from skyhook.errors import UnknownColumnError
+from skyhook.execution.dataset_objects import DatasetObjects
+from skyhook.rpc.reply import Reply, decode_reply
+from skyhook.rpc.requests import AnalyzeRequest, IndexRequest, SecondaryDesignRequest
+
+#: Called after each object with the objects done and their total.
+Progress = Callable[[int, int], None]
+
+
+class _Request(Protocol):
+    @property
+    def METHOD(self) -> str: ...  # noqa: N802
+
+    def encode(self) -> bytes: ...
+
+
+def _call_every_object(objects: DatasetObjects, request: _Request, context: str, progress: Progress | None) -> None:
+    """The request on every object. The first object goes alone: a request
+    that storage refuses (an unknown column, a type without an order) then
+    fails there, before any object was changed."""
+    names = [partition.object_name for partition in objects.manifest.partitions]
+    encoded = request.encode()
+
+    def checked(name: str, message: bytes) -> Reply:
+        reply = decode_reply(message, f"object {name}")
+        reply.raise_for_status(f"{context} (object {name})")
+        return reply
+
+    for done, name in enumerate(names[:1], start=1):
+        checked(name, objects.backend.call(name, request.METHOD, encoded))
+        if progress:
+            progress(done, len(names))
+    replies = objects.backend.call_many(request.METHOD, ((name, encoded) for name in names[1:]))
+    for done, (name, message) in enumerate(zip(names[1:], replies), start=2):
+        checked(name, message)
+        if progress:
+            progress(done, len(names))
+
+
+def analyze(objects: DatasetObjects, progress: Progress | None = None) -> None:
+    """Statistics per column and zone (min, max, null count, distinct estimate,
+    histogram) computed and kept by storage in every object."""
+    _call_every_object(objects, AnalyzeRequest(), f"analyzing {objects.name}", progress)
+
+
+def create_index(objects: DatasetObjects, column: str, progress: Progress | None = None) -> None:
+    """An index on column in every object (storage refuses unindexable types)."""
+    _check_column(objects, column)
+    _call_every_object(objects, IndexRequest(column), f"indexing {objects.name}.{column}", progress)
+
+
+def drop_index(objects: DatasetObjects, column: str, progress: Progress | None = None) -> None:
+    """Removes the column's index from every object (none there is not an error)."""
+    _check_column(objects, column)
+    request = IndexRequest(column, drop=True)
+    _call_every_object(objects, request, f"dropping the index of {objects.name}.{column}", progress)
+
+
+def _check_column(objects: DatasetObjects, column: str) -> None:
+    if column not in objects.schema.names:
+        raise UnknownColumnError(f"dataset {objects.name} has no column {column!r}")
+
+
+#: Per object: what secondary_designs returns.
+SECONDARY_DESIGN_SCHEMA = pa.schema(
+    [
+        ("object", pa.string()),
+        ("statistics", pa.bool_()),  # statistics describing the object's current data
+        ("statistics_stale", pa.bool_()),  # statistics of data the object no longer holds (unused)
+        ("zones", pa.int64()),  # zones the statistics describe (row groups, record batches)
+        ("indexes", pa.list_(pa.string())),
+        ("stale_indexes", pa.list_(pa.string())),
+    ]
+)
+
+
+def secondary_designs(objects: DatasetObjects) -> tuple[pa.Table, list[pa.RecordBatch | None]]:
+    """A row per object (SECONDARY_DESIGN_SCHEMA), and each object's zone
+    statistics batch (cpp/skyhook/storage/secondary/zone_statistics.h) or None."""
+    names = [partition.object_name for partition in objects.manifest.partitions]
+    request = SecondaryDesignRequest()
+    rows, batches = [], []
+    replies = objects.backend.call_many(request.METHOD, ((name, request.encode()) for name in names))
+    for name, message in zip(names, replies):
+        reply = decode_reply(message, f"object {name}")
+        reply.raise_for_status(f"reading the secondary design of {objects.name} (object {name})")
+        row = reply.reader().read_all().to_pylist()[0]
+        batch = None
+        if row["statistics"] is not None:
+            batch = pa.ipc.open_stream(row["statistics"]).read_next_batch()
+        rows.append(
+            {
+                "object": name,
+                "statistics": batch is not None,
+                "statistics_stale": row["statistics_stale"],
+                "zones": batch.num_rows - 1 if batch is not None else 0,
+                "indexes": row["indexes"],
+                "stale_indexes": row["stale_indexes"],
+            }
+        )
+        batches.append(batch)
+    return pa.Table.from_pylist(rows, schema=SECONDARY_DESIGN_SCHEMA), batches
