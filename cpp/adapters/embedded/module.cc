@@ -124,6 +124,11 @@ class ReadParts : public skyhook::ObjectContext {
     return std::nullopt;
   }
 
+  // A plain read decodes the object's bytes only; zones and indexes are storage's.
+  arrow::Result<std::optional<std::string>> GetOmap(const std::string&) override {
+    return std::nullopt;
+  }
+
  private:
   uint64_t size_;
   std::optional<std::string> design_, format_;

@@ -1,6 +1,6 @@
 #include "skyhook/storage/secondary/data_identity.h"
 
-#include "skyhook/storage/object/object_reader.h"
+#include "skyhook/storage/object/object_design.h"
 
 namespace skyhook {
 
