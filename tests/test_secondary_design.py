@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import skyhook
-from skyhook.catalog.object_format import encode_partition
+from skyhook.backends.object_codec import encode_object
+from skyhook.catalog.design import DESIGN_ATTRIBUTE, Design, ObjectDesign
 from skyhook.cli import app
 from support.assertions import assert_same_table
 from support.oracle import expected
@@ -120,9 +121,9 @@ def test_stale_statistics_and_indexes_are_ignored(store):
     # index would find row 100, now id 399).
     name = dataset.manifest.partitions[0].object_name
     changed = TABLE.slice(0, 500).sort_by([("id", "descending")])
-    store.backend.put_object(
-        name, encode_partition(changed, "parquet", ZONE_ROWS, "zstd"), {"skyhook.format": "parquet"}
-    )
+    requested = ObjectDesign.request(Design(row_group_size=ZONE_ROWS), changed.column_names, 0)
+    data, attribute = encode_object(changed, requested.to_bytes())
+    store.backend.put_object(name, data, {DESIGN_ATTRIBUTE: attribute})
     design = dataset.secondary_design()
     assert not design["statistics"][0].as_py()
     # A filter the stale statistics and index would answer with nothing.

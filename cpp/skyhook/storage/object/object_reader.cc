@@ -267,6 +267,7 @@ class IpcObjectReader : public ObjectReader {
     auto rows = reader_->CountRows();
     return rows.ok() ? *rows : -1;
   }
+  std::optional<int64_t> known_num_rows() const override { return std::nullopt; }
 
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
       const std::vector<int>& field_indices, int64_t batch_size, int64_t start_row) override {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ class ObjectReader {
 
   virtual std::shared_ptr<arrow::Schema> schema() const = 0;
   virtual int64_t num_rows() const = 0;
+  /// The row count when it costs no more than what opening read (footers),
+  /// else nullopt: an IPC file counts rows only by reading every message.
+  virtual std::optional<int64_t> known_num_rows() const { return num_rows(); }
 
   /// Batches of at most batch_size rows (and never more than one Parquet row
   /// group) holding the given top-level fields, from row start_row on.
