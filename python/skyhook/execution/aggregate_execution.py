@@ -202,7 +202,8 @@ class AggregateExecution:
         """The object's sub-plan on this machine: a plain read, the plan's read ->
         filter -> project on Acero, and the sub-plan's aggregate in pyarrow."""
         filter = None if self.stats.filter_in_storage else self.query.filter
-        size, rows, table = read_partition(self.source, partition, filter=filter)
+        columns = self.decomposition.read_schema.names  # decoding the others would be waste
+        size, rows, table = read_partition(self.source, partition, columns, filter)
         inputs = pas.run_query(
             pa.py_buffer(self.decomposition.input_plan),
             use_threads=False,
