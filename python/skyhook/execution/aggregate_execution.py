@@ -4,10 +4,11 @@ client finishes the rest with the same plan's input on Acero and the same
 partial functions, so the answer never depends on where the work ran:
 
 - all:    storage returned the object's partial aggregates;
-- filter: storage filtered and projected but could not aggregate (Arrow's
-          Substrait consumer cannot type computed decimals): the client
-          aggregates the rows, or, when the first such reply is large next to
-          its object, reads the remaining objects plainly (the cost model);
+- filter: storage filtered and projected but did not aggregate (storage of
+          today always aggregates; older storage did so for computed decimals):
+          the client aggregates the rows, or, when the first such reply is
+          large next to its object, reads the remaining objects plainly (the
+          cost model);
 - none:   a loaded node pushed the work back: the client reads the object.
 
 A filter Substrait cannot carry makes every object a plain read.

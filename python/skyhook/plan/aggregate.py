@@ -142,11 +142,12 @@ class AggregateQuery:
         """pyarrow's answer on no rows: the names, order and types to return."""
         return self.run_locally(schema.empty_table()).schema
 
-    def run_locally(self, table: pa.Table) -> pa.Table:
+    def run_locally(self, table: pa.Table | pads.Dataset) -> pa.Table:
         """pyarrow computing this query: the semantics every result must have."""
-        inputs = pads.dataset(table).to_table(columns=self.input_columns(), filter=self.filter)
+        source = table if isinstance(table, pads.Dataset) else pads.dataset(table)
+        inputs = source.to_table(columns=self.input_columns(), filter=self.filter)
         calls = [a.pyarrow_call for a in self.aggregations]
-        result = inputs.group_by(self.keys, use_threads=False).aggregate(
+        result = inputs.group_by(self.keys, use_threads=isinstance(table, pads.Dataset)).aggregate(
             [(f"__input{i}", *call) for i, call in enumerate(calls)]
         )
         outputs = {f"__input{i}_{call[0]}": a.output_name for i, (call, a) in enumerate(zip(calls, self.aggregations))}
@@ -357,7 +358,7 @@ def _output_types(input_plan: bytes) -> list[pa.DataType]:
     """The types of a plan's output columns, as Acero computes them (decimal
     arithmetic included): the plan run on no rows."""
     empty = pas.run_query(pa.py_buffer(input_plan), table_provider=lambda names, schema: schema.empty_table())
-    return empty.schema.types
+    return empty.read_all().schema.types
 
 
 def _read_relation(rel: algebra_pb2.Rel) -> algebra_pb2.ReadRel:
