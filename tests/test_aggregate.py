@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from substrait.gen.proto import plan_pb2
 
 import skyhook
+from skyhook.dev.tpch import Q1_SQL, Q6_SQL
 from skyhook.rpc.reply import decode_reply
 from skyhook.rpc.requests import PlanRequest
 from support.aggregates import FUNCTIONS, aggregate_queries, assert_same_result
@@ -113,19 +114,6 @@ def test_random_group_bys_match_pyarrow(dataset, query):
 
 
 # TPC-H on generated lineitem, against DuckDB on the same Parquet file.
-Q1_SQL = """
-select l_returnflag, l_linestatus, sum(l_quantity) as sum_qty, sum(l_extendedprice) as sum_base_price,
-  sum(l_extendedprice * (1 - l_discount)) as sum_disc_price,
-  sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) as sum_charge,
-  avg(l_quantity) as avg_qty, avg(l_extendedprice) as avg_price, avg(l_discount) as avg_disc, count(*) as count_order
-from lineitem where l_shipdate <= date '1998-09-02'
-group by l_returnflag, l_linestatus order by l_returnflag, l_linestatus"""
-Q6_SQL = """
-select sum(l_extendedprice * l_discount) as revenue from lineitem
-where l_shipdate >= date '1994-01-01' and l_shipdate < date '1995-01-01'
-  and l_discount between 0.05 and 0.07 and l_quantity < 24"""
-
-
 @pytest.fixture(scope="module")
 def lineitem(tmp_path_factory):
     from skyhook.dev.tpch import generate_lineitem
