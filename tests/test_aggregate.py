@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from substrait.gen.proto import plan_pb2
 
 import skyhook
+from skyhook.dev.tpch import Q1_SQL, Q6_SQL
 from skyhook.rpc.reply import decode_reply
 from skyhook.rpc.requests import PlanRequest
 from support.aggregates import FUNCTIONS, aggregate_queries, assert_same_result
@@ -113,19 +114,6 @@ def test_random_group_bys_match_pyarrow(dataset, query):
 
 
 # TPC-H on generated lineitem, against DuckDB on the same Parquet file.
-Q1_SQL = """
-select l_returnflag, l_linestatus, sum(l_quantity) as sum_qty, sum(l_extendedprice) as sum_base_price,
-  sum(l_extendedprice * (1 - l_discount)) as sum_disc_price,
-  sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) as sum_charge,
-  avg(l_quantity) as avg_qty, avg(l_extendedprice) as avg_price, avg(l_discount) as avg_disc, count(*) as count_order
-from lineitem where l_shipdate <= date '1998-09-02'
-group by l_returnflag, l_linestatus order by l_returnflag, l_linestatus"""
-Q6_SQL = """
-select sum(l_extendedprice * l_discount) as revenue from lineitem
-where l_shipdate >= date '1994-01-01' and l_shipdate < date '1995-01-01'
-  and l_discount between 0.05 and 0.07 and l_quantity < 24"""
-
-
 @pytest.fixture(scope="module")
 def lineitem(tmp_path_factory):
     from skyhook.dev.tpch import generate_lineitem
@@ -137,7 +125,8 @@ def money(value: str) -> pc.Expression:
     return pc.scalar(pa.scalar(decimal.Decimal(value), pa.decimal128(15, 2)))
 
 
-def test_tpch_q1_and_q6_match_duckdb(lineitem, store):
+@pytest.mark.parametrize("pushdown", [True, "auto"])
+def test_tpch_q1_and_q6_match_duckdb(lineitem, store, pushdown):
     ds = store.write_dataset("lineitem", str(lineitem), rows_per_object=15_000)
     price, discount, tax = F("l_extendedprice"), F("l_discount"), F("l_tax")
     one = money("1.00")
@@ -156,19 +145,18 @@ def test_tpch_q1_and_q6_match_duckdb(lineitem, store):
                 ("l_orderkey", "count"),
             ],
             filter=F("l_shipdate") <= pa.scalar(datetime.date(1998, 9, 2)),
+            pushdown=pushdown,
         )
         .sort_by([("l_returnflag", "ascending"), ("l_linestatus", "ascending")])
     )
     expected = duckdb.sql(Q1_SQL.replace("lineitem", f"'{lineitem}'")).fetchall()
-    # Sums of computed decimals cannot be aggregated by Arrow's Substrait consumer:
-    # storage only filters (annotated "filter"), which for Q1 keeps most rows, so after
-    # the first object the cost model reads the rest plainly.
-    where = ds.last_aggregate.stats.where
-    assert where[0] == "storage (filter only)" and set(where.values()) == {
-        "storage (filter only)",
-        "client (cost model)",
-    }
+    # Every object's partials come from storage, the computed sums included.
+    assert set(ds.last_aggregate.stats.where.values()) == {"storage"}
+    assert ds.last_aggregate.stats.aggregate_in_storage and ds.last_aggregate.stats.storage_cpu_s > 0
     assert len(expected) == q1.num_rows == 4
+    # DuckDB's types too: decimal(38, 4) for price * (1 - discount), (38, 6) with the tax.
+    assert q1.schema.field("sum_disc_price").type == pa.decimal128(38, 4)
+    assert q1.schema.field("sum_charge").type == pa.decimal128(38, 6)
     for ours, theirs in zip(q1.to_pylist(), expected):
         values = list(ours.values())
         assert values[:4] == list(theirs[:4])  # keys and exact decimal sums
@@ -181,10 +169,11 @@ def test_tpch_q1_and_q6_match_duckdb(lineitem, store):
         [(price * discount, "sum", "revenue")],
         filter="l_shipdate >= '1994-01-01' and l_shipdate < '1995-01-01' and "
         "l_discount >= 0.05 and l_discount <= 0.07 and l_quantity < 24",
+        pushdown=pushdown,
     )
     ((revenue,),) = duckdb.sql(Q6_SQL.replace("lineitem", f"'{lineitem}'")).fetchall()
     assert q6.column("revenue")[0].as_py() == revenue
-    assert set(ds.last_aggregate.stats.where.values()) == {"storage (filter only)"}  # Q6 keeps ~2 % of rows
+    assert set(ds.last_aggregate.stats.where.values()) == {"storage"}
     assert pq.read_metadata(lineitem).num_rows == ds.manifest.num_rows
 
 
@@ -204,15 +193,39 @@ def execute_plan(dataset, plan: bytes):
     return decode_reply(dataset.store.backend.call(name, PlanRequest.METHOD, PlanRequest(plan=plan).encode()))
 
 
-def test_storage_only_filters_what_it_cannot_aggregate(dataset):
-    # Arrow 26's Substrait consumer crashes converting this aggregate; storage must not.
-    execution = dataset.group_by("b").execution([(F("dec") * F("dec"), "sum", "square")], filter=F("i8") > 0)
+@pytest.mark.parametrize("keys", [[], ["b"], ["s", "i8"]])
+def test_storage_aggregates_decimal_arithmetic(dataset, keys):
+    # Arrow 26's Substrait consumer crashed converting these aggregates (it types
+    # decimal arithmetic as null); storage builds the aggregate itself.
+    square, offset = F("dec") * F("dec"), F("dec") - pa.scalar(decimal.Decimal("1.5"), pa.decimal128(3, 1))
+    aggregations = [
+        (square, "sum", "square"),
+        (offset, "mean", "offset_mean"),
+        (offset, "min", "offset_min"),
+        (square, "max", "square_max"),
+        (offset, "count", "offset_count"),
+        (offset, "stddev", "offset_stddev"),
+    ]
+    filter = F("i8") > 0
+    execution = dataset.group_by(keys).execution(aggregations, filter=filter, pushdown=True)
     reply = execute_plan(dataset, execution.decomposition.sub_plan.plan)
-    assert reply.code == 0 and reply.executed == "filter"
-    rows = reply.reader().read_all()
-    first = TABLE.slice(0, dataset.manifest.partitions[0].num_rows).filter(F("i8") > 0)
-    assert rows.num_rows == first.num_rows
-    assert rows.column(1).to_pylist() == pc.multiply_checked(first.column("dec"), first.column("dec")).to_pylist()
+    assert reply.code == 0 and reply.executed == "all"
+    result = dataset.group_by(keys).aggregate(aggregations, filter=filter, pushdown=True)
+    assert dataset.last_aggregate.stats.aggregate_in_storage
+    local = TABLE.filter(filter)
+    local = local.append_column("square", pc.multiply_checked(local.column("dec"), local.column("dec")))
+    local = local.append_column("offset", pc.subtract_checked(local.column("dec"), decimal.Decimal("1.5")))
+    expected = local.group_by(keys, use_threads=False).aggregate(
+        [
+            ("square", "sum"),
+            ("offset", "mean"),
+            ("offset", "min"),
+            ("square", "max"),
+            ("offset", "count"),
+            ("offset", "stddev"),
+        ]
+    )
+    assert_same_result(result, expected.rename_columns(keys + [a[2] for a in aggregations]), keys)
 
 
 @pytest.mark.parametrize(

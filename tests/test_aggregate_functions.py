@@ -138,17 +138,19 @@ def test_no_rows_and_all_null_groups(dataset):
         assert_same_result(dataset.group_by(keys).aggregate(aggregations, filter=filter), expected, keys)
 
 
-@pytest.mark.parametrize("limits", [{"max_in_flight": 0}, {"pushdown": False}, {"filter_only": True}])
+@pytest.mark.parametrize("limits", [{"max_in_flight": 0}, {"pushdown": False}, {"computed_decimal": True}])
 def test_every_path_gives_the_same_answer(dataset, limits):
     aggregations = _named(AGGREGATIONS + WITH_OPTIONS[:12])
     expected = _expected(TABLE, ["s"], aggregations)
     limits = dict(limits)  # the parameter is shared by both backends' runs
-    if limits.pop("filter_only", False):
-        # Arrow cannot type this computed decimal: storage only filters and projects.
+    at_client = len(dataset.manifest.partitions)
+    if limits.pop("computed_decimal", False):
+        # Arrow 26's Substrait consumer crashed typing this; storage builds the aggregate itself.
         aggregations.append((F("dec") * F("dec"), "sum", "square"))
+        at_client = 0
     result = dataset.group_by("s").aggregate(aggregations, **limits)
     assert_same_result(result.select(expected.column_names), expected, ["s"])
-    assert dataset.last_aggregate.stats.objects_at_client == len(dataset.manifest.partitions)
+    assert dataset.last_aggregate.stats.objects_at_client == at_client
 
 
 def _rank_error(data: np.ndarray, value: float, q: float) -> float:

@@ -73,29 +73,51 @@ arrow::Result<Frame> DecodeFrame(const std::shared_ptr<arrow::Buffer>& message,
   return frame;
 }
 
-arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeFrame(std::string_view magic,
-                                                          const arrow::RecordBatch& header,
-                                                          const arrow::Buffer& body) {
+namespace {
+
+// The header as an IPC stream, zero-padded to a multiple of 8 bytes (the
+// stream ends at its end-of-stream marker; the zeros after it are never read).
+arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeHeader(const arrow::RecordBatch& header) {
   ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
-  uint8_t prefix[kFramePrefixSize] = {0};
-  std::memcpy(prefix, magic.data(), 4);
-  StoreLittleEndian<uint16_t>(prefix + 4, kProtocolVersion);
-  ARROW_RETURN_NOT_OK(sink->Write(prefix, kFramePrefixSize));
   ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(sink, header.schema()));
   ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(header));
   ARROW_RETURN_NOT_OK(writer->Close());
-  ARROW_ASSIGN_OR_RAISE(int64_t end_of_header, sink->Tell());
-  // The stream ends at its end-of-stream marker; the zeros after it are never read.
+  ARROW_ASSIGN_OR_RAISE(int64_t length, sink->Tell());
   const uint8_t zeros[8] = {0};
-  int64_t padding = (8 - end_of_header % 8) % 8;
-  ARROW_RETURN_NOT_OK(sink->Write(zeros, padding));
-  end_of_header += padding;
-  ARROW_RETURN_NOT_OK(sink->Write(body.data(), body.size()));
-  ARROW_ASSIGN_OR_RAISE(auto message, sink->Finish());
-  auto* mutable_data = const_cast<uint8_t*>(message->data());
-  StoreLittleEndian<uint32_t>(mutable_data + 8,
-                              static_cast<uint32_t>(end_of_header - kFramePrefixSize));
-  return message;
+  ARROW_RETURN_NOT_OK(sink->Write(zeros, (8 - length % 8) % 8));
+  return sink->Finish();
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeFrame(std::string_view magic,
+                                                          const arrow::RecordBatch& header,
+                                                          const arrow::Buffer& body) {
+  ARROW_ASSIGN_OR_RAISE(auto encoded_header, EncodeHeader(header));
+  // One allocation of the final size: the body is copied once.
+  ARROW_ASSIGN_OR_RAISE(
+      auto message, arrow::AllocateBuffer(kFramePrefixSize + encoded_header->size() + body.size()));
+  uint8_t* data = message->mutable_data();
+  std::memset(data, 0, kFramePrefixSize);
+  std::memcpy(data, magic.data(), 4);
+  StoreLittleEndian<uint16_t>(data + 4, kProtocolVersion);
+  StoreLittleEndian<uint32_t>(data + 8, static_cast<uint32_t>(encoded_header->size()));
+  std::memcpy(data + kFramePrefixSize, encoded_header->data(), encoded_header->size());
+  if (body.size() > 0) {
+    std::memcpy(data + kFramePrefixSize + encoded_header->size(), body.data(), body.size());
+  }
+  return std::shared_ptr<arrow::Buffer>(std::move(message));
+}
+
+arrow::Status ReplaceFrameHeader(arrow::Buffer* message, const arrow::RecordBatch& header) {
+  ARROW_ASSIGN_OR_RAISE(auto encoded_header, EncodeHeader(header));
+  if (!message->is_mutable() || message->size() < kFramePrefixSize ||
+      LoadLittleEndian<uint32_t>(message->data() + 8) != encoded_header->size()) {
+    return arrow::Status::Invalid("the new header does not fit the frame");
+  }
+  std::memcpy(message->mutable_data() + kFramePrefixSize, encoded_header->data(),
+              encoded_header->size());
+  return arrow::Status::OK();
 }
 
 arrow::Result<std::shared_ptr<arrow::Scalar>> HeaderReader::Field(

@@ -39,6 +39,10 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeFrame(std::string_view magic
                                                           const arrow::RecordBatch& header,
                                                           const arrow::Buffer& body);
 
+/// Writes header over an encoded frame's header in place; it must encode to
+/// the same length (a header of the same fields with other fixed-width values).
+arrow::Status ReplaceFrameHeader(arrow::Buffer* message, const arrow::RecordBatch& header);
+
 /// Typed access to the header's fields, with errors that name the field.
 class HeaderReader {
  public:

@@ -55,6 +55,22 @@ TEST(Frame, DecodesAnEmptyBody) {
   EXPECT_EQ(frame->body->size(), 0);
 }
 
+TEST(Frame, ReplacesAHeaderOfTheSameLengthInPlace) {
+  auto message = Encoded();
+  auto other = Header();
+  auto batch_size = arrow::MakeArrayFromScalar(arrow::Int64Scalar(7), 1).ValueOrDie();
+  other = other->SetColumn(1, other->schema()->field(1), batch_size).ValueOrDie();
+  ASSERT_TRUE(ReplaceFrameHeader(message.get(), *other).ok());
+  auto frame = DecodeFrame(message, kRequestMagic);
+  ASSERT_TRUE(frame.ok()) << frame.status();
+  EXPECT_TRUE(frame->header->Equals(*other));
+  EXPECT_EQ(frame->body->ToString(), "body bytes");
+  // A header of another length would overwrite the body: refused, nothing changed.
+  auto longer = Header()->AddColumn(2, "extra", batch_size).ValueOrDie();
+  EXPECT_FALSE(ReplaceFrameHeader(message.get(), *longer).ok());
+  EXPECT_TRUE(DecodeFrame(message, kRequestMagic)->header->Equals(*other));
+}
+
 TEST(Frame, RefusesTruncatedMessages) {
   auto message = Encoded();
   EXPECT_EQ(CodeOfDecoding(std::make_shared<arrow::Buffer>(nullptr, 0)),

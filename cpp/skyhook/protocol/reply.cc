@@ -31,7 +31,9 @@ Reply Reply::FromStatus(const arrow::Status& status) {
   return reply;
 }
 
-arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeReply(const Reply& reply) {
+namespace {
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> HeaderOf(const Reply& reply) {
   std::vector<std::shared_ptr<arrow::Field>> fields;
   std::vector<std::shared_ptr<arrow::Array>> columns;
   auto add = [&](const std::string& name,
@@ -54,9 +56,26 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeReply(const Reply& reply) {
   for (const auto& [name, value] : reply.statistics) {
     ARROW_RETURN_NOT_OK(add(name, arrow::MakeScalar(value)));
   }
-  auto header = arrow::RecordBatch::Make(arrow::schema(fields), 1, columns);
+  return arrow::RecordBatch::Make(arrow::schema(fields), 1, columns);
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeReply(const Reply& reply) {
+  ARROW_ASSIGN_OR_RAISE(auto header, HeaderOf(reply));
   auto body = reply.body ? reply.body : std::make_shared<arrow::Buffer>(nullptr, 0);
   return EncodeFrame(kReplyMagic, *header, *body);
+}
+
+arrow::Status SetStatistic(arrow::Buffer* encoded, Reply* reply, std::string_view name,
+                           int64_t value) {
+  for (auto& [statistic, old_value] : reply->statistics) {
+    if (statistic != name) continue;
+    old_value = value;
+    ARROW_ASSIGN_OR_RAISE(auto header, HeaderOf(*reply));
+    return ReplaceFrameHeader(encoded, *header);
+  }
+  return arrow::Status::OK();
 }
 
 }  // namespace skyhook

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -38,5 +39,11 @@ struct Reply {
 };
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> EncodeReply(const Reply& reply);
+
+/// Sets a statistic the reply has to value in reply and in its encoded frame,
+/// in place (nothing when the reply lacks it): for what is only known once the
+/// reply is encoded, such as the CPU time of the whole call.
+arrow::Status SetStatistic(arrow::Buffer* encoded, Reply* reply, std::string_view name,
+                           int64_t value);
 
 }  // namespace skyhook

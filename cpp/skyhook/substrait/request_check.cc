@@ -178,15 +178,4 @@ arrow::Result<CheckedPlan> CheckPlan(std::string_view serialized) {
   return checked;
 }
 
-arrow::Status CheckTypedColumns(const arrow::Schema& schema) {
-  for (const auto& field : schema.fields()) {
-    if (field == nullptr || field->type() == nullptr) {
-      return Error(ErrorCode::kInvalidRequest,
-                   "the plan aggregates a computed column whose type Arrow's Substrait "
-                   "consumer cannot infer (decimal arithmetic); aggregate it at the client");
-    }
-  }
-  return arrow::Status::OK();
-}
-
 }  // namespace skyhook::substrait_check

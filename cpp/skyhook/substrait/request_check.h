@@ -30,8 +30,4 @@ struct CheckedPlan {
 
 arrow::Result<CheckedPlan> CheckPlan(std::string_view serialized);
 
-/// An error when a column of a converted plan has no type: Arrow 26's consumer
-/// leaves it null for an aggregate over decimal arithmetic, and dereferences it.
-arrow::Status CheckTypedColumns(const arrow::Schema& schema);
-
 }  // namespace skyhook::substrait_check

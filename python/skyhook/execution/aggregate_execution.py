@@ -4,10 +4,11 @@ client finishes the rest with the same plan's input on Acero and the same
 partial functions, so the answer never depends on where the work ran:
 
 - all:    storage returned the object's partial aggregates;
-- filter: storage filtered and projected but could not aggregate (Arrow's
-          Substrait consumer cannot type computed decimals): the client
-          aggregates the rows, or, when the first such reply is large next to
-          its object, reads the remaining objects plainly (the cost model);
+- filter: storage filtered and projected but did not aggregate (storage of
+          today always aggregates; older storage did so for computed decimals):
+          the client aggregates the rows, or, when the first such reply is
+          large next to its object, reads the remaining objects plainly (the
+          cost model);
 - none:   a loaded node pushed the work back: the client reads the object.
 
 A filter Substrait cannot carry makes every object a plain read.
@@ -202,7 +203,8 @@ class AggregateExecution:
         """The object's sub-plan on this machine: a plain read, the plan's read ->
         filter -> project on Acero, and the sub-plan's aggregate in pyarrow."""
         filter = None if self.stats.filter_in_storage else self.query.filter
-        size, rows, table = read_partition(self.source, partition, filter=filter)
+        columns = self.decomposition.read_schema.names  # decoding the others would be waste
+        size, rows, table = read_partition(self.source, partition, columns, filter)
         inputs = pas.run_query(
             pa.py_buffer(self.decomposition.input_plan),
             use_threads=False,

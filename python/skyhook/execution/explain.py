@@ -118,8 +118,8 @@ def analyze_aggregate(execution: AggregateExecution) -> Explanation:
     if Placement.STORAGE_FILTER_ONLY in placements or Placement.CLIENT_COST_MODEL in placements:
         explanation.lines.insert(
             -1,
-            "  storage could run only the filter and projection (Arrow's Substrait consumer cannot "
-            "aggregate computed decimals): the client aggregated those rows",
+            "  storage filtered and projected some objects without aggregating them (or the cost "
+            "model read them plainly): the client aggregated those rows",
         )
     placement = Counter(str(where) for where in stats.where.values())
     explanation.lines[-1] = f"  objects: {stats.objects_pruned} pruned by statistics; " + ", ".join(

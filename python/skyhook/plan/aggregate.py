@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
+import pyarrow.substrait as pas
 from substrait.gen.proto import algebra_pb2, plan_pb2
 
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
@@ -142,11 +143,12 @@ class AggregateQuery:
         """pyarrow's answer on no rows: the names, order and types to return."""
         return self.run_locally(schema.empty_table()).schema
 
-    def run_locally(self, table: pa.Table) -> pa.Table:
+    def run_locally(self, table: pa.Table | pads.Dataset) -> pa.Table:
         """pyarrow computing this query: the semantics every result must have."""
-        inputs = pads.dataset(table).to_table(columns=self.input_columns(), filter=self.filter)
+        source = table if isinstance(table, pads.Dataset) else pads.dataset(table)
+        inputs = source.to_table(columns=self.input_columns(), filter=self.filter)
         calls = [a.pyarrow_call for a in self.aggregations]
-        result = inputs.group_by(self.keys, use_threads=False).aggregate(
+        result = inputs.group_by(self.keys, use_threads=isinstance(table, pads.Dataset)).aggregate(
             [(f"__input{i}", *call) for i, call in enumerate(calls)]
         )
         outputs = {f"__input{i}_{call[0]}": a.output_name for i, (call, a) in enumerate(zip(calls, self.aggregations))}
@@ -335,11 +337,15 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
     read_names = top_level_names(_read_relation(aggregate.input).base_schema)
     read_schema = pa.schema([dataset_schema.field(name) for name in read_names])
 
+    input_only = plan_pb2.Plan()
+    input_only.CopyFrom(plan)
+    del input_only.relations[:]
+    input_only.relations.add(rel=aggregate.input)
+    input_plan = input_only.SerializeToString()
+    input_types = _output_types(input_plan)
+
     def input_type(argument: int) -> pa.DataType:
-        expression = aggregate.input.project.expressions[argument]
-        if expression.HasField("selection"):
-            return read_schema.field(expression.selection.direct_reference.struct_field.field).type
-        return pa.float64()  # the only computed inputs are casts to float64
+        return input_types[argument]
 
     def measure(target: plan_pb2.Plan, m: PartialMeasure) -> algebra_pb2.AggregateRel.Measure:
         return algebra_pb2.AggregateRel.Measure(
@@ -356,11 +362,14 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
     keys_only = list(range(key_count))
     main = sub_plan(partial_measures, keys_only, keys + [m.name for m in partial_measures])
     distinct = [sub_plan([], [*keys_only, argument], keys + [f"d{i}"]) for i, argument in enumerate(distinct_arguments)]
-    input_only = plan_pb2.Plan()
-    input_only.CopyFrom(plan)
-    del input_only.relations[:]
-    input_only.relations.add(rel=aggregate.input)
-    return Decomposition(keys, main, distinct, merges, read_schema, input_only.SerializeToString())
+    return Decomposition(keys, main, distinct, merges, read_schema, input_plan)
+
+
+def _output_types(input_plan: bytes) -> list[pa.DataType]:
+    """The types of a plan's output columns, as Acero computes them (decimal
+    arithmetic included): the plan run on no rows."""
+    empty = pas.run_query(pa.py_buffer(input_plan), table_provider=lambda names, schema: schema.empty_table())
+    return empty.read_all().schema.types
 
 
 def _read_relation(rel: algebra_pb2.Rel) -> algebra_pb2.ReadRel:

@@ -11,6 +11,7 @@
 
 #include "skyhook/protocol/plan_request.h"
 #include "skyhook/storage/methods/partial_measures.h"
+#include "skyhook/storage/methods/plan_aggregate.h"
 #include "skyhook/storage/object/object_columns.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/runtime/call_resources.h"
@@ -54,7 +55,7 @@ class PlanExecution {
     ARROW_ASSIGN_OR_RAISE(auto checked,
                           substrait_check::CheckPlan(std::string_view(*request_.plan)));
     options_ = resources_->Bounded(request_.result, checked.expression_nodes);
-    ARROW_ASSIGN_OR_RAISE(auto runnable, RunnablePlan(checked, reply));
+    ARROW_ASSIGN_OR_RAISE(auto runnable, RunnablePlan(checked));
     ARROW_ASSIGN_OR_RAISE(uint64_t object_bytes, object->Size());
     int64_t position = options_.start_row;  // the first row of the object not yet consumed
     while (true) {
@@ -109,19 +110,16 @@ class PlanExecution {
     int64_t bytes = 0;
   };
 
-  // The plan to run: the whole plan, or only its filter and projection when
-  // Arrow's consumer cannot convert the aggregate safely (the client then
-  // aggregates the rows; the reply says so).
+  // The plan for Arrow's consumer: the whole plan, or only its input when it
+  // aggregates (storage adds the aggregate itself, see plan_aggregate.h).
   arrow::Result<std::shared_ptr<arrow::Buffer>> RunnablePlan(
-      const substrait_check::CheckedPlan& checked, Reply* reply) {
+      const substrait_check::CheckedPlan& checked) {
     if (!checked.has_aggregate) return request_.plan;
-    auto input = std::make_shared<arrow::Buffer>(checked.input_plan);
-    ARROW_ASSIGN_OR_RAISE(auto converted, Convert(*input));
-    if (substrait_check::CheckTypedColumns(*converted.root.output_schema).ok()) {
-      return request_.plan;
-    }
-    reply->executed = Executed::kFilterOnly;
-    return std::shared_ptr<arrow::Buffer>(std::move(input));
+    ARROW_ASSIGN_OR_RAISE(auto registry, PartialMeasureRegistry());
+    auto aggregate = PlanAggregate::Make(std::string_view(*request_.plan), registry);
+    if (!aggregate.ok()) return AsPlanError(aggregate.status());
+    aggregate_ = std::move(*aggregate);
+    return std::make_shared<arrow::Buffer>(checked.input_plan);
   }
 
   arrow::Result<arrow::engine::PlanInfo> Convert(const arrow::Buffer& plan) {
@@ -145,15 +143,17 @@ class PlanExecution {
     arrow::acero::QueryOptions query;
     query.use_threads = false;
     query.memory_pool = resources_->pool();
-    ARROW_ASSIGN_OR_RAISE(auto results,
-                          arrow::acero::DeclarationToReader(converted.root.declaration, query));
+    auto declaration = aggregate_ ? aggregate_->Over(std::move(converted.root.declaration))
+                                  : std::move(converted.root.declaration);
+    const auto& names = aggregate_ ? aggregate_->names() : converted.names;
+    ARROW_ASSIGN_OR_RAISE(auto results, arrow::acero::DeclarationToReader(declaration, query));
     Chunk chunk;
     chunk.schema = results->schema();
     if (chunk.schema == nullptr) {  // Acero's answer to a plan that does not type-check
       return Error(ErrorCode::kInvalidRequest, "the plan does not type-check against the object");
     }
-    if (!converted.names.empty()) {
-      ARROW_ASSIGN_OR_RAISE(chunk.schema, chunk.schema->WithNames(converted.names));
+    if (!names.empty()) {
+      ARROW_ASSIGN_OR_RAISE(chunk.schema, chunk.schema->WithNames(names));
     }
     while (true) {
       auto next = results->Next();
@@ -222,6 +222,7 @@ class PlanExecution {
   SliceBudget budget_;
   std::unique_ptr<ObjectReader> reader_;
   std::unique_ptr<ResultWriter> writer_;
+  std::optional<PlanAggregate> aggregate_;
   std::shared_ptr<arrow::RecordBatchReader> batches_;
   std::shared_ptr<arrow::Schema> requested_;  // the plan's read schema, as the object's fields
   int64_t chunk_rows_ = 0;

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <string_view>
@@ -24,6 +25,16 @@ Reply WriteRequest(MutableObjectContext* object, const std::shared_ptr<arrow::Bu
 }
 
 constexpr MethodInfo kWriter = {"write_request", WriteMethod{&WriteRequest}};
+
+// A reader whose only work is its reply: 256 MiB of body to frame.
+Reply LargeReply(ObjectContext*, const std::shared_ptr<arrow::Buffer>&) {
+  Reply reply;
+  reply.statistics = {{"storage_cpu_ns", 0}};
+  auto body = arrow::AllocateBuffer(int64_t{256} << 20).ValueOrDie();
+  std::memset(body->mutable_data(), 1, body->size());
+  reply.body = std::move(body);
+  return reply;
+}
 
 fs::path TemporaryDirectory() {
   std::string pattern = (fs::temp_directory_path() / "skyhook-unit-XXXXXX").string();
@@ -71,6 +82,21 @@ TEST(Methods, AReaderRunsOnEitherContext) {
   EXPECT_EQ(
       StatusOf(RunMethod(*FindMethod("describe"), static_cast<ObjectContext*>(&object), request)),
       ErrorCode::kInvalidRequest);
+  fs::remove_all(root);
+}
+
+TEST(Methods, StorageCpuCountsTheReplysFraming) {
+  const fs::path root = TemporaryDirectory();
+  FileObjectContext object((root / "object").string(), (root / "omap.sqlite").string());
+  constexpr MethodInfo kLarge = {"large", ReadMethod{&LargeReply}};
+  auto reply = RunMethod(kLarge, &object, std::make_shared<arrow::Buffer>(""));
+  auto frame = DecodeFrame(reply, kReplyMagic).ValueOrDie();
+  EXPECT_EQ(frame.body->size(), int64_t{256} << 20);
+  auto cpu = HeaderReader(frame.header).Int64("storage_cpu_ns").ValueOrDie();
+  // The method counted nothing; the call's count covers allocating the body
+  // (the method's) and copying it into the frame.
+  ASSERT_TRUE(cpu.has_value());
+  EXPECT_GT(*cpu, 1000000);
   fs::remove_all(root);
 }
 
