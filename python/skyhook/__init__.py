@@ -1,6 +1,7 @@
 """Skyhook: Arrow-native programmable storage. Filters and projections run
 inside storage; only results cross to the client."""
 
+from skyhook.catalog.design import Design
 from skyhook.dataset import Dataset
 from skyhook.errors import (
     ClassCallsNotPermittedError,
@@ -13,6 +14,7 @@ from skyhook.errors import (
     InvalidInputError,
     InvalidRequestError,
     LimitExceededError,
+    ObjectChangedError,
     ObjectNotFoundError,
     OutOfMemoryError,
     PermissionDeniedError,
@@ -36,6 +38,7 @@ __all__ = [
     "connect",
     "Store",
     "Dataset",
+    "Design",
     "Scanner",
     "ScanStatistics",
     "CsvOptions",
@@ -55,6 +58,7 @@ __all__ = [
     "StorageTimeoutError",
     "CorruptManifestError",
     "LimitExceededError",
+    "ObjectChangedError",
     "CorruptReplyError",
     "PermissionDeniedError",
     "ClassCallsNotPermittedError",

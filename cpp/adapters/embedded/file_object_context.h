@@ -2,6 +2,10 @@
 // are a memory-mapped file (reads are views, no copies), its attributes are
 // the file's "user." extended attributes, written atomically with it, and its
 // omap is in the store's OmapDatabase, opened only when a method uses the omap.
+// Bytes and attributes are read from the one file mapped first, so a context
+// never mixes an object with the one that replaced it; ReplaceObject locks
+// the object's file (flock) as the client's guarded replace does
+// (python/skyhook/backends/embedded.py).
 #pragma once
 
 #include <memory>
@@ -23,6 +27,9 @@ class FileObjectContext : public MutableObjectContext {
   arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset, uint64_t length) override;
   arrow::Result<std::optional<std::string>> GetXattr(const std::string& name) override;
 
+  arrow::Status ReplaceObject(const arrow::Buffer& data,
+                              const std::map<std::string, std::string>& attributes,
+                              const AttributeGuard& guard) override;
   arrow::Status WriteFull(const arrow::Buffer& data) override;
   arrow::Status Append(const arrow::Buffer& data) override;
   arrow::Status Truncate(uint64_t size) override;

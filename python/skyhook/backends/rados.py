@@ -28,7 +28,7 @@ from urllib.parse import quote
 import pyarrow as pa
 
 from skyhook.backends.base import Backend
-from skyhook.backends.object_store import PendingWrite, PendingWriteRecord, StoredManifest
+from skyhook.backends.object_store import PendingWrite, PendingWriteRecord, StoredManifest, VersionedObject
 from skyhook.errors import (
     ClassCallsNotPermittedError,
     InvalidRequestError,
@@ -51,7 +51,7 @@ MANIFEST_SUFFIX = ".manifest"
 DEFAULT_TIMEOUT_SECONDS = 30
 # Operations of the _rados module, by the OSD capability they need.
 _CLASS_CALLS = ("exec", "submit", "next")
-_WRITES = ("put", "create", "replace", "remove", "remove_at_version", "omap_set", "omap_remove")
+_WRITES = ("put", "create", "replace", "replace_at_version", "remove", "remove_at_version", "omap_set", "omap_remove")
 # One write is limited by osd_max_write_size (90 MiB); keep well inside it.
 MAX_OBJECT_BYTES = 64 << 20
 
@@ -113,6 +113,20 @@ class RadosBackend(Backend):
 
     def read_object(self, name: str) -> pa.Buffer:
         return pa.py_buffer(self._do(self._pool.read, name))
+
+    def object_attribute(self, name: str, key: str) -> bytes | None:
+        return self._do(self._pool.get_xattr, name, key)
+
+    def read_versioned_object(self, name: str) -> VersionedObject:
+        data, attributes, version = self._do(self._pool.read_with_attributes, name)
+        return VersionedObject(pa.py_buffer(data), attributes, version)
+
+    def replace_object_at(self, name: str, data: bytes, attributes: dict[str, bytes], version: object) -> bool:
+        if len(data) > MAX_OBJECT_BYTES:
+            raise InvalidRequestError(
+                f"object {name} would be {len(data):,} bytes, over the {MAX_OBJECT_BYTES:,}-byte limit"
+            )
+        return self._do(self._pool.replace_at_version, name, data, attributes, version)
 
     def delete_object(self, name: str) -> None:
         self._do(self._pool.remove, name)

@@ -1,5 +1,5 @@
 """Typed requests, one per storage-side method, mirroring cpp/skyhook/protocol/
-(scan_request.h, plan_request.h, describe_request.h) field for field."""
+(scan_request.h, plan_request.h, describe_request.h, transform_request.h) field for field."""
 
 from __future__ import annotations
 
@@ -75,3 +75,17 @@ class DescribeRequest:
 
     def encode(self) -> bytes:
         return encode_request_frame({"method": self.METHOD})
+
+
+@dataclass(frozen=True)
+class TransformRequest:
+    """Rewrite one object to a design, if its design is still at a generation."""
+
+    METHOD: ClassVar[str] = "transform"
+    design: bytes  # a skyhook.design attribute value in request form (catalog/design.py)
+    expected_generation: int
+
+    def encode(self) -> bytes:
+        return encode_request_frame(
+            {"method": self.METHOD, "design": self.design, "expected_generation": self.expected_generation}
+        )

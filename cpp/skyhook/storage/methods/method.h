@@ -1,5 +1,5 @@
 // The registry of storage-side methods, by the name both adapters expose them
-// under ("scan", "describe", "execute_plan"). A method is a reader, given only
+// under ("scan", "describe", "execute_plan", "transform"). A method is a reader, given only
 // the object's ObjectContext, or a writer, given its MutableObjectContext and
 // registered by the adapters with write permission.
 #pragma once
@@ -15,6 +15,7 @@
 #include "skyhook/storage/methods/describe.h"
 #include "skyhook/storage/methods/execute_plan.h"
 #include "skyhook/storage/methods/scan.h"
+#include "skyhook/storage/methods/transform.h"
 #include "skyhook/storage/object/mutable_object_context.h"
 #include "skyhook/storage/object/object_context.h"
 
@@ -32,10 +33,11 @@ struct MethodInfo {
 };
 
 // A compile-time table, so the Ceph adapter can register one entry point per method.
-inline constexpr std::array<MethodInfo, 3> kMethods = {{
+inline constexpr std::array<MethodInfo, 4> kMethods = {{
     {"scan", ReadMethod{&Scan}},
     {"describe", ReadMethod{&Describe}},
     {"execute_plan", ReadMethod{&ExecutePlan}},
+    {"transform", WriteMethod{&Transform}},
 }};
 
 /// The method registered under `name`, or nullptr.
