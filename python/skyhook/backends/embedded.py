@@ -115,6 +115,23 @@ class EmbeddedBackend(Backend):
         temporary = _TEMPORARY.fullmatch(stored_name)
         return temporary["final"] if temporary else stored_name
 
+    def abandoned_temporary(self, stored_name: str) -> bool:
+        # An in-place rewrite holds its object's lock while its temporary file exists.
+        final = self.partition_name(stored_name)
+        if final == stored_name:
+            return False
+        try:
+            descriptor = os.open(self._object_path(final), os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False  # a new object's: fsck's own rules apply
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(descriptor)
+
     def call(self, name: str, method: str, request: bytes) -> bytes:
         return _embedded.call(str(self._object_path(name)), method, request)
 

@@ -84,6 +84,11 @@ class ObjectStore(ABC):
     def object_names(self) -> list[str]:
         """Every object of the store (partitions, temporaries and anything else in its namespace)."""
 
+    def abandoned_temporary(self, stored_name: str) -> bool:
+        """Whether a stored object is a temporary copy of an existing object
+        that no writer is making any more (a killed in-place rewrite's)."""
+        return False
+
     def partition_name(self, stored_name: str) -> str:
         """The partition object whose data a stored object holds: itself, or the
         one a temporary object is being written for."""
