@@ -31,11 +31,18 @@ from skyhook.backends.base import Backend
 from skyhook.backends.object_store import PendingWrite, PendingWriteRecord, StoredManifest, VersionedObject
 from skyhook.errors import (
     ClassCallsNotPermittedError,
+    CorruptObjectError,
     InvalidRequestError,
+    LimitExceededError,
+    ObjectChangedError,
     ObjectNotFoundError,
     PermissionDeniedError,
+    SkyhookError,
     StorageError,
     StorageTimeoutError,
+    TypeMismatchError,
+    UnknownColumnError,
+    UnsupportedVersionError,
 )
 from skyhook.names import DATASET_NAME, GENERATION
 
@@ -52,11 +59,24 @@ DEFAULT_TIMEOUT_SECONDS = 30
 # Operations of the _rados module, by the OSD capability they need.
 _CLASS_CALLS = ("exec", "submit", "next")
 _WRITES = ("put", "create", "replace", "replace_at_version", "remove", "remove_at_version", "omap_set", "omap_remove")
+# What a skyhook method that writes returns instead of a reply when it fails
+# (cpp/adapters/ceph/cls_skyhook.cc, WriterErrno); ENOENT is a missing object.
+WRITER_ERRORS: dict[int, type[SkyhookError]] = {
+    errno.EINVAL: InvalidRequestError,
+    errno.EOPNOTSUPP: UnsupportedVersionError,
+    errno.ENOKEY: UnknownColumnError,
+    errno.EDOM: TypeMismatchError,
+    errno.EUCLEAN: CorruptObjectError,
+    errno.ECANCELED: ObjectChangedError,
+    errno.EFBIG: LimitExceededError,
+}
 # One write is limited by osd_max_write_size (90 MiB); keep well inside it.
 MAX_OBJECT_BYTES = 64 << 20
 
 
 class RadosBackend(Backend):
+    writer_replies = False
+
     def __init__(
         self,
         pool: str,
@@ -241,9 +261,7 @@ class RadosBackend(Backend):
                 self._running -= 1
                 self._idle.notify_all()
 
-    def _error(
-        self, error: OSError, context: str, operation: str = ""
-    ) -> StorageError | ObjectNotFoundError | PermissionDeniedError:
+    def _error(self, error: OSError, context: str, operation: str = "") -> SkyhookError:
         if error.errno == errno.ENOENT:
             return ObjectNotFoundError(str(error))
         if error.errno == errno.ETIMEDOUT:
@@ -253,6 +271,8 @@ class RadosBackend(Backend):
             )
         if error.errno in (errno.EPERM, errno.EACCES):
             return self._refusal(operation, error)
+        if operation in _CLASS_CALLS and error.errno in WRITER_ERRORS:
+            return WRITER_ERRORS[error.errno](f"storage refused the write ({error}); nothing was written")
         return StorageError(f"{context}: {error}")
 
     def _refusal(self, operation: str, error: OSError) -> PermissionDeniedError:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from skyhook import _embedded
 from skyhook.backends.base import Backend
@@ -19,6 +19,8 @@ from skyhook.rpc.reply import Reply, decode_reply
 from skyhook.rpc.requests import TransformRequest
 from skyhook.rpc.statistics import BYTES_BEFORE, BYTES_READ, BYTES_WRITTEN, STORAGE_CPU_NS
 
+#: The storage-side method that checks a transform request without writing.
+CHECK_METHOD = "transform_check"
 #: Objects rewritten at the client at once (each holds its object twice in memory).
 CLIENT_PARALLELISM = 4
 
@@ -80,21 +82,32 @@ def stored_design(attribute: bytes | None) -> ObjectDesign | None:
 def in_storage(backend: Backend, names: list[str], target: TargetDesign) -> Iterator[ObjectTransform]:
     """Transforms each object by a storage-side call (many in flight), in order."""
     designs = [stored_design(backend.object_attribute(name, DESIGN_ATTRIBUTE)) for name in names]
-    calls = (
-        (name, target.request(_generation(design)).encode())
-        for name, design in zip(names, designs)
-        if not target.built_by(design)
-    )
-    replies = backend.call_many(TransformRequest.METHOD, calls)
+    pending = [(name, target.request(_generation(design))) for name, design in zip(names, designs)]
+    pending = [(name, request) for (name, request), design in zip(pending, designs) if not target.built_by(design)]
+    checked = {}
+    if not backend.writer_replies:
+        # A refusal comes back as an error class only: the check says why first.
+        calls = ((name, replace(request, method=CHECK_METHOD).encode()) for name, request in pending)
+        for (name, _), encoded in zip(pending, backend.call_many(CHECK_METHOD, calls)):
+            checked[name] = _checked(encoded, name)
+    replies = backend.call_many(TransformRequest.METHOD, ((name, request.encode()) for name, request in pending))
     for name, design in zip(names, designs):
         if target.built_by(design):
             yield _unchanged(name, design)
             continue
         try:
-            yield _done(name, _checked(next(replies), name))
+            encoded = next(replies)
         except ObjectChangedError:
             # A resent call whose first attempt was applied (an OSD failed over)
             # finds its own result: done, not a conflict.
+            yield _settled(backend, name, target)
+            continue
+        if name in checked:
+            yield _written(backend, name, checked[name])
+            continue
+        try:
+            yield _done(name, _checked(encoded, name))
+        except ObjectChangedError:
             yield _settled(backend, name, target)
 
 
@@ -139,6 +152,13 @@ def _done(name: str, reply: Reply) -> ObjectTransform:
         statistics[BYTES_READ],
         statistics[STORAGE_CPU_NS] / 1e9,
     )
+
+
+def _written(backend: Backend, name: str, check: Reply) -> ObjectTransform:
+    """What a call without a reply wrote: the object's design attribute says."""
+    design = stored_design(backend.object_attribute(name, DESIGN_ATTRIBUTE))
+    size = sum(group.length for group in design.column_groups)
+    return ObjectTransform(name, design, check.statistics[BYTES_BEFORE], size, check.statistics[BYTES_BEFORE])
 
 
 def _unchanged(name: str, design: ObjectDesign) -> ObjectTransform:

@@ -79,13 +79,15 @@ class DescribeRequest:
 
 @dataclass(frozen=True)
 class TransformRequest:
-    """Rewrite one object to a design, if its design is still at a generation."""
+    """Rewrite one object to a design, if its design is still at a generation
+    (method "transform"), or only check that it could ("transform_check")."""
 
     METHOD: ClassVar[str] = "transform"
     design: bytes  # a skyhook.design attribute value in request form (catalog/design.py)
     expected_generation: int
+    method: str = METHOD
 
     def encode(self) -> bytes:
         return encode_request_frame(
-            {"method": self.METHOD, "design": self.design, "expected_generation": self.expected_generation}
+            {"method": self.method, "design": self.design, "expected_generation": self.expected_generation}
         )

@@ -26,17 +26,20 @@ std::shared_ptr<arrow::Buffer> EncodeOrFallback(const Reply& reply) {
 }
 
 template <typename Call>
-std::shared_ptr<arrow::Buffer> Guarded(Call call) {
+std::shared_ptr<arrow::Buffer> Guarded(Call call, ErrorCode* status = nullptr) {
+  auto encoded = [&](const Reply& reply) {
+    if (status != nullptr) *status = reply.code;
+    return EncodeOrFallback(reply);
+  };
   try {
     auto initialized = InitializeOnce();
-    if (!initialized.ok()) return EncodeOrFallback(Reply::FromStatus(initialized));
-    return EncodeOrFallback(call());
+    if (!initialized.ok()) return encoded(Reply::FromStatus(initialized));
+    return encoded(call());
   } catch (const std::exception& e) {
-    return EncodeOrFallback(
+    return encoded(
         Reply::FromStatus(arrow::Status::UnknownError("storage method raised: ", e.what())));
   } catch (...) {
-    return EncodeOrFallback(
-        Reply::FromStatus(arrow::Status::UnknownError("storage method raised")));
+    return encoded(Reply::FromStatus(arrow::Status::UnknownError("storage method raised")));
   }
 }
 
@@ -50,9 +53,11 @@ const MethodInfo* FindMethod(std::string_view name) {
 }
 
 std::shared_ptr<arrow::Buffer> RunMethod(const MethodInfo& method, MutableObjectContext* object,
-                                         const std::shared_ptr<arrow::Buffer>& request) {
+                                         const std::shared_ptr<arrow::Buffer>& request,
+                                         ErrorCode* status) {
   return Guarded(
-      [&] { return std::visit([&](auto run) { return run(object, request); }, method.method); });
+      [&] { return std::visit([&](auto run) { return run(object, request); }, method.method); },
+      status);
 }
 
 std::shared_ptr<arrow::Buffer> RunMethod(const MethodInfo& method, ObjectContext* object,

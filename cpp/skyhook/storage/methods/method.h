@@ -33,11 +33,12 @@ struct MethodInfo {
 };
 
 // A compile-time table, so the Ceph adapter can register one entry point per method.
-inline constexpr std::array<MethodInfo, 4> kMethods = {{
+inline constexpr std::array<MethodInfo, 5> kMethods = {{
     {"scan", ReadMethod{&Scan}},
     {"describe", ReadMethod{&Describe}},
     {"execute_plan", ReadMethod{&ExecutePlan}},
     {"transform", WriteMethod{&Transform}},
+    {"transform_check", ReadMethod{&TransformCheck}},
 }};
 
 /// The method registered under `name`, or nullptr.
@@ -45,9 +46,11 @@ const MethodInfo* FindMethod(std::string_view name);
 
 /// Runs one method and encodes its reply: a writer gets the whole context, a
 /// reader its read-only side. Never throws: a storage server must survive any
-/// request, so exceptions become kInternal replies.
+/// request, so exceptions become kInternal replies. `status`, if given, gets
+/// the reply's code (Ceph returns only that of a method that writes).
 std::shared_ptr<arrow::Buffer> RunMethod(const MethodInfo& method, MutableObjectContext* object,
-                                         const std::shared_ptr<arrow::Buffer>& request);
+                                         const std::shared_ptr<arrow::Buffer>& request,
+                                         ErrorCode* status = nullptr);
 
 /// The same over an object that cannot be written (the fuzz harnesses' objects
 /// in memory): a writer is refused with a kInternal reply.

@@ -1,8 +1,10 @@
 #include "skyhook/storage/methods/transform.h"
 
 #include <numeric>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -65,36 +67,24 @@ class TransformExecution {
   TransformExecution(TransformRequest request, CallResources* resources)
       : request_(std::move(request)), resources_(resources) {}
 
-  arrow::Status Run(MutableObjectContext* object, const InFlightCall&, Reply* reply) {
-    ARROW_ASSIGN_OR_RAISE(auto target, RequestedDesign(*request_.design));
+  /// On an ObjectContext (transform_check) only what can be checked before
+  /// the rewrite; on a MutableObjectContext the rewrite too.
+  template <typename Object>
+  arrow::Status Run(Object* object, const InFlightCall&, Reply* reply) {
+    ARROW_ASSIGN_OR_RAISE(target_, RequestedDesign(*request_.design));
     ARROW_ASSIGN_OR_RAISE(reader_, ObjectReader::Open(object, resources_->pool()));
     // The attribute as read with the data: the rewrite happens only while it is unchanged.
-    ARROW_ASSIGN_OR_RAISE(auto guard_value, object->GetXattr(kDesignAttribute));
+    ARROW_ASSIGN_OR_RAISE(guard_value_, object->GetXattr(kDesignAttribute));
     ARROW_ASSIGN_OR_RAISE(auto current, ReadDesign(object));
     if (current.generation != request_.expected_generation) {
       return Error(ErrorCode::kConflict, "the object's design is at generation ",
                    current.generation, ", not ", request_.expected_generation,
                    ": another transform changed it");
     }
+    target_.generation = current.generation + 1;
     ARROW_ASSIGN_OR_RAISE(bytes_before_, object->Size());
-    ARROW_RETURN_NOT_OK(CheckColumns(target, *reader_->schema()));
-    ARROW_ASSIGN_OR_RAISE(auto table, ReadAll());
-
-    target.generation = current.generation + 1;
-    auto encoded = EncodeObject(table, target, resources_->pool());
-    if (!encoded.ok()) return RequestFault(encoded.status());
-    ARROW_RETURN_NOT_OK(WithinLimits("encoding"));
-    if (encoded->data->size() > kMaxObjectBytes) {
-      return Error(ErrorCode::kLimitExceeded, "the new object would be ", encoded->data->size(),
-                   " bytes, over the ", kMaxObjectBytes, "-byte object limit");
-    }
-    ARROW_ASSIGN_OR_RAISE(auto attribute, SerializeDesign(encoded->design));
-    ARROW_RETURN_NOT_OK(object->ReplaceObject(*encoded->data,
-                                              {{kDesignAttribute, attribute->ToString()}},
-                                              AttributeGuard{kDesignAttribute, guard_value}));
-    rows_ = table->num_rows();
-    bytes_written_ = encoded->data->size();
-    reply->body = attribute;
+    ARROW_RETURN_NOT_OK(CheckColumns(target_, *reader_->schema()));
+    if constexpr (std::is_same_v<Object, MutableObjectContext>) return Rewrite(object, reply);
     return arrow::Status::OK();
   }
 
@@ -107,6 +97,25 @@ class TransformExecution {
   }
 
  private:
+  arrow::Status Rewrite(MutableObjectContext* object, Reply* reply) {
+    ARROW_ASSIGN_OR_RAISE(auto table, ReadAll());
+    auto encoded = EncodeObject(table, target_, resources_->pool());
+    if (!encoded.ok()) return RequestFault(encoded.status());
+    ARROW_RETURN_NOT_OK(WithinLimits("encoding"));
+    if (encoded->data->size() > kMaxObjectBytes) {
+      return Error(ErrorCode::kLimitExceeded, "the new object would be ", encoded->data->size(),
+                   " bytes, over the ", kMaxObjectBytes, "-byte object limit");
+    }
+    ARROW_ASSIGN_OR_RAISE(auto attribute, SerializeDesign(encoded->design));
+    ARROW_RETURN_NOT_OK(object->ReplaceObject(*encoded->data,
+                                              {{kDesignAttribute, attribute->ToString()}},
+                                              AttributeGuard{kDesignAttribute, guard_value_}));
+    rows_ = table->num_rows();
+    bytes_written_ = encoded->data->size();
+    reply->body = attribute;
+    return arrow::Status::OK();
+  }
+
   arrow::Result<std::shared_ptr<arrow::Table>> ReadAll() {
     std::vector<int> fields(reader_->schema()->num_fields());
     std::iota(fields.begin(), fields.end(), 0);
@@ -130,6 +139,8 @@ class TransformExecution {
 
   TransformRequest request_;
   CallResources* resources_;
+  ObjectDesign target_;
+  std::optional<std::string> guard_value_;
   std::unique_ptr<ObjectReader> reader_;
   uint64_t bytes_before_ = 0;
   int64_t rows_ = 0;
@@ -139,6 +150,10 @@ class TransformExecution {
 }  // namespace
 
 Reply Transform(MutableObjectContext* object, const std::shared_ptr<arrow::Buffer>& request) {
+  return RunExecution<TransformRequest, TransformExecution>(object, request);
+}
+
+Reply TransformCheck(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& request) {
   return RunExecution<TransformRequest, TransformExecution>(object, request);
 }
 

@@ -10,6 +10,7 @@
 
 #include "skyhook/protocol/reply.h"
 #include "skyhook/storage/object/mutable_object_context.h"
+#include "skyhook/storage/object/object_context.h"
 
 namespace skyhook {
 
@@ -20,5 +21,11 @@ namespace skyhook {
 /// meanwhile), kUnknownColumn, kInvalidRequest, kNotFound, kCorruptObject,
 /// kLimitExceeded (the node's time, memory or object size).
 Reply Transform(MutableObjectContext* object, const std::shared_ptr<arrow::Buffer>& request);
+
+/// The same request checked without rewriting anything (everything but what
+/// reading and encoding the data can find): Ceph returns no reply of a
+/// method that writes, only its error code, so the RADOS client asks this
+/// first for the reason of a refusal. Statistics: bytes_before.
+Reply TransformCheck(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& request);
 
 }  // namespace skyhook
