@@ -5,11 +5,13 @@ nothing; killed processes (embedded) and OSDs (Ceph) leave every object whole.""
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import replace
@@ -53,24 +55,32 @@ def write(store: skyhook.Store, name: str = "t", **options) -> skyhook.Dataset:
     return store.write_dataset(name, TABLE, rows_per_object=800, **options)  # 4 objects
 
 
+@functools.cache
+def missing_in_this_build(design: Design) -> str | None:
+    """What this build cannot do yet for a design (column extents and the rows
+    format are other work of issue 11), found on a scratch embedded store, so
+    no test stores objects that its readers cannot read."""
+    with tempfile.TemporaryDirectory() as scratch:
+        store = skyhook.connect(Path(scratch).as_uri())
+        dataset = store.write_dataset("probe", TABLE.slice(0, 10))
+        try:
+            dataset.transform(design)
+            store.dataset("probe").to_table(pushdown=True)
+        except (InvalidRequestError, CorruptObjectError) as error:
+            if "rows format cannot be written" in str(error) or "column extents" in str(error):
+                return str(error)
+            raise
+    return None
+
+
 def transform(dataset: skyhook.Dataset, design: Design, **options):
-    """ds.transform, skipping where a design needs what this build's reader or
-    writer lacks yet (column extents, the rows format: other work of issue 11)."""
-    try:
-        return dataset.transform(design, **options)
-    except InvalidRequestError as error:
-        if "rows format cannot be written" in str(error):
-            pytest.skip("the rows format has no writer in this build")
-        raise
+    if missing := missing_in_this_build(design):
+        pytest.skip(f"not in this build yet: {missing}")
+    return dataset.transform(design, **options)
 
 
 def read_all(dataset: skyhook.Dataset) -> pa.Table:
-    try:
-        return dataset.to_table(pushdown=True)
-    except CorruptObjectError as error:
-        if "column extents" in str(error):
-            pytest.skip("this build's object reader reads no column extents")
-        raise
+    return dataset.to_table(pushdown=True)
 
 
 def assert_answers_as_before(store: skyhook.Store, name: str = "t") -> None:
@@ -95,15 +105,18 @@ def object_snapshot(store: skyhook.Store) -> dict[str, tuple[bytes, dict[str, by
     return snapshot
 
 
-def call_transform(store: skyhook.Store, name: str, design: bytes, generation: int) -> None:
+def call_transform(store: skyhook.Store, name: str, design: bytes, generation: int, checkable: bool = True) -> None:
     """The transform method's answer; where a write returns only its error
-    class (Ceph), the check method's reason, which must be of the same class."""
+    class (Ceph), the check method's reason, which must be of the same class
+    (unless only encoding the data finds the problem: not checkable)."""
     request = TransformRequest(design, generation)
     if store.backend.writer_replies:
         decode_reply(store.backend.call(name, request.METHOD, request.encode()), name).raise_for_status(name)
         return
     with pytest.raises(SkyhookError) as refused:
         store.backend.call(name, request.METHOD, request.encode())
+    if not checkable:
+        raise refused.value
     check = replace(request, method="transform_check")
     try:
         decode_reply(store.backend.call(name, check.method, check.encode()), name).raise_for_status(name)
@@ -184,8 +197,8 @@ def test_bad_input_changes_nothing(store):
         call_transform(store, name, replace(base, format="rows", column_groups=two_groups).to_bytes(), 0)
     with pytest.raises(InvalidRequestError, match="outside 1"):
         call_transform(store, name, replace(base, row_group_size=0).to_bytes(), 0)
-    with pytest.raises(InvalidRequestError, match="cannot be built|sort"):
-        call_transform(store, name, replace(base, sort_by=(SortKey("tags"),)).to_bytes(), 0)
+    with pytest.raises(InvalidRequestError):  # Arrow cannot sort by a list column
+        call_transform(store, name, replace(base, sort_by=(SortKey("tags"),)).to_bytes(), 0, checkable=False)
     with pytest.raises(InvalidRequestError, match="malformed"):
         call_transform(store, name, b"not a design", 0)
     with pytest.raises(InvalidRequestError, match="expected_generation"):
@@ -293,19 +306,62 @@ def test_killing_a_transformer_leaves_every_object_whole(tmp_path):
 def test_an_osd_killed_during_a_transform_leaves_every_object_whole(ceph_cluster, ceph_store):
     big = pa.table({"id": pa.array(range(400_000)), "v": pa.array([i % 997 * 0.5 for i in range(400_000)])})
     dataset = ceph_store.write_dataset("t", big, rows_per_object=20_000)  # 20 objects
-    victim = ceph_cluster.primary_osd(dataset.manifest.partitions[10].object_name)
-    results = []
-    worker = threading.Thread(
-        target=lambda: results.append(dataset.transform(Design("ipc", sort_by=[("v", "descending")])))
-    )
-    worker.start()
-    time.sleep(0.3)
-    ceph_cluster.stop_osd(victim, kill=True)
-    worker.join()
-    ceph_cluster.start_osd(victim)
+    design = Design("ipc", sort_by=[("v", "descending")])
+    # The primary of an object whose call is in flight or not yet sent when the first is done.
+    victim = ceph_cluster.primary_osd(dataset.manifest.partitions[19].object_name)
+
+    def kill_once(result) -> None:
+        if ceph_cluster.pid(f"osd.{victim}") is not None:
+            ceph_cluster.stop_osd(victim, kill=True)
+
+    try:
+        report = dataset.transform(design, progress=kill_once)
+    finally:
+        ceph_cluster.start_osd(victim)
+    assert ceph_cluster.pid(f"osd.{victim}") is not None and len(report.objects) == 20
     reread = ceph_store.dataset("t")
     assert_same_table(reread.to_table(pushdown=True).sort_by("id"), big)
-    report = reread.transform(Design("ipc", sort_by=[("v", "descending")]))
     assert reread.design().column("format").to_pylist() == ["ipc"] * 20
-    assert all(not result.rewritten for result in report.objects) or results == []
+    # Run again: every object has the design already, nothing is rewritten.
+    assert not any(result.rewritten for result in reread.transform(design).objects)
     assert_same_table(ceph_store.dataset("t").to_table(pushdown=True).sort_by("id"), big)
+
+
+def skyhook_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "skyhook.cli", *args],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_design_commands(tmp_path):
+    store = skyhook.connect((tmp_path / "store").as_uri())
+    write(store)
+    uri = store.uri
+    done = skyhook_cli("design", "transform", "t", "--format", "ipc", "--sort-by", "i32:desc,s", "--store", uri)
+    assert done.returncode == 0, done.stderr
+    assert "4 of 4 objects rewritten (in storage)" in done.stdout
+    shown = skyhook_cli("design", "show", "t", "--store", uri)
+    assert shown.returncode == 0 and shown.stdout.count("i32:desc,s") == 4 and "ipc" in shown.stdout
+    assert store.dataset("t").design().column("sort_by").to_pylist() == ["i32:desc,s"] * 4
+    again = skyhook_cli(
+        "design", "transform", "t", "--format", "parquet", "--compression", "lz4", "--objects", "0,2", "--client-side",
+        "--store", uri,
+    )  # fmt: skip
+    assert again.returncode == 0 and "2 of 2 objects rewritten (at the client)" in again.stdout, again.stderr
+    assert store.dataset("t").design().column("compression").to_pylist() == ["lz4", "zstd", "lz4", "zstd"]
+    assert_answers_as_before(store)
+    for args, message in [
+        (["--format", "csv"], "unknown format"),
+        (["--format", "ipc", "--column-groups", "id:nope"], "nope"),
+        (["--format", "ipc", "--sort-by", "id:up"], "--sort-by"),
+        (["--format", "ipc", "--objects", "9"], "no object"),
+        (["--format", "ipc", "--compression", "brotli"], "compression"),
+    ]:
+        refused = skyhook_cli("design", "transform", "t", *args, "--store", uri)
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+        assert refused.stderr.startswith("error: ") and message in refused.stderr, refused.stderr
+    missing = skyhook_cli("design", "show", "nothing", "--store", uri)
+    assert missing.returncode == 1 and missing.stderr.startswith("error: ")

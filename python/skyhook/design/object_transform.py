@@ -88,7 +88,7 @@ def in_storage(backend: Backend, names: list[str], target: TargetDesign) -> Iter
     if not backend.writer_replies:
         # A refusal comes back as an error class only: the check says why first.
         calls = ((name, replace(request, method=CHECK_METHOD).encode()) for name, request in pending)
-        for (name, _), encoded in zip(pending, backend.call_many(CHECK_METHOD, calls)):
+        for (name, _), encoded in zip(pending, list(backend.call_many(CHECK_METHOD, calls))):
             checked[name] = _checked(encoded, name)
     replies = backend.call_many(TransformRequest.METHOD, ((name, request.encode()) for name, request in pending))
     for name, design in zip(names, designs):
