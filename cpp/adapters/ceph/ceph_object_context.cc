@@ -81,9 +81,9 @@ arrow::Result<std::optional<std::string>> CephObjectContext::GetXattr(const std:
   return value.to_str();
 }
 
-arrow::Status CephObjectContext::ReplaceObject(
-    const arrow::Buffer& data, const std::map<std::string, std::string>& attributes,
-    const AttributeGuard& guard) {
+arrow::Status CephObjectContext::ReplaceObject(const arrow::Buffer& data,
+                                               const std::map<std::string, std::string>& attributes,
+                                               const AttributeGuard& guard) {
   ARROW_ASSIGN_OR_RAISE(auto value, GetXattr(guard.name));
   if (value != guard.value) {
     return Error(ErrorCode::kConflict, "the object's ", guard.name,

@@ -25,8 +25,8 @@ arrow::Status Failed(const char* what, const std::string& path) {
 
 // A file's attribute `key` (by path, or by descriptor when fd >= 0), or
 // nullopt when it is not set.
-arrow::Result<std::optional<std::string>> ReadXattr(const std::string& path,
-                                                    const std::string& key, int fd = -1) {
+arrow::Result<std::optional<std::string>> ReadXattr(const std::string& path, const std::string& key,
+                                                    int fd = -1) {
   std::vector<char> value(256);
   while (true) {
     ssize_t n = fd >= 0 ? fgetxattr(fd, key.c_str(), value.data(), value.size())
@@ -217,9 +217,9 @@ arrow::Status FileObjectContext::Replace(uint64_t keep, const arrow::Buffer& tai
   return arrow::Status::OK();
 }
 
-arrow::Status FileObjectContext::ReplaceObject(
-    const arrow::Buffer& data, const std::map<std::string, std::string>& attributes,
-    const AttributeGuard& guard) {
+arrow::Status FileObjectContext::ReplaceObject(const arrow::Buffer& data,
+                                               const std::map<std::string, std::string>& attributes,
+                                               const AttributeGuard& guard) {
   ARROW_ASSIGN_OR_RAISE(auto mapped, Mapped());
   ARROW_ASSIGN_OR_RAISE(auto lock, ObjectLock::Take(path_));
   if (!SameFile(lock->fd(), mapped->file_descriptor())) {

@@ -29,7 +29,8 @@ std::string OmapDatabasePath(const std::string& object_path) {
 }
 
 nb::bytes Bytes(const arrow::Buffer& buffer) {
-  return nb::bytes(reinterpret_cast<const char*>(buffer.data()), static_cast<size_t>(buffer.size()));
+  return nb::bytes(reinterpret_cast<const char*>(buffer.data()),
+                   static_cast<size_t>(buffer.size()));
 }
 
 nb::bytes Call(const std::string& object_path, const std::string& method_name, nb::bytes request) {
@@ -60,7 +61,8 @@ std::tuple<nb::bytes, nb::bytes, std::map<std::string, nb::bytes>> CallInMemory(
   auto request_buffer = std::make_shared<arrow::Buffer>(
       reinterpret_cast<const uint8_t*>(request.c_str()), static_cast<int64_t>(request.size()));
   std::map<std::string, std::string> before;
-  for (const auto& [name, value] : attributes) before.emplace(name, std::string(value.c_str(), value.size()));
+  for (const auto& [name, value] : attributes)
+    before.emplace(name, std::string(value.c_str(), value.size()));
   // A view of the caller's bytes, which outlive the call.
   skyhook::MemoryObject object(
       std::make_shared<arrow::Buffer>(reinterpret_cast<const uint8_t*>(data.c_str()),

@@ -29,8 +29,8 @@ arrow::Result<ObjectDesign> RequestedDesign(const arrow::Buffer& encoded) {
   auto design = ParseDesign(
       std::string_view(reinterpret_cast<const char*>(encoded.data()), encoded.size()), 0);
   if (!design.ok()) {
-    return Error(ErrorCode::kInvalidRequest, "the requested design is malformed: ",
-                 design.status().message());
+    return Error(ErrorCode::kInvalidRequest,
+                 "the requested design is malformed: ", design.status().message());
   }
   ARROW_RETURN_NOT_OK(CheckDesignRequest(*design));
   return design;
