@@ -14,6 +14,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,12 +23,15 @@ import pyarrow.compute as pc
 import pytest
 
 import skyhook
+from skyhook import _embedded
 from skyhook.catalog.design import DESIGN_ATTRIBUTE, ColumnGroup, Design, ObjectDesign, SortKey
+from skyhook.dev.cluster import READ_METHODS, role_capabilities
 from skyhook.errors import (
     CorruptObjectError,
     InvalidRequestError,
     ObjectChangedError,
     ObjectNotFoundError,
+    PermissionDeniedError,
     SkyhookError,
     UnknownColumnError,
 )
@@ -325,6 +329,32 @@ def test_an_osd_killed_during_a_transform_leaves_every_object_whole(ceph_cluster
     # Run again: every object has the design already, nothing is rewritten.
     assert not any(result.rewritten for result in reread.transform(design).objects)
     assert_same_table(ceph_store.dataset("t").to_table(pushdown=True).sort_by("id"), big)
+
+
+def test_a_reader_cannot_transform_a_writer_can(ceph_cluster):
+    namespace = f"perm-{uuid.uuid4().hex[:10]}"
+    admin = skyhook.connect(f"{ceph_cluster.uri}&namespace={namespace}")
+    admin.write_dataset("t", TABLE, rows_per_object=800)
+
+    def connect_as(role: str) -> skyhook.Store:
+        name = f"user-{uuid.uuid4().hex[:8]}"
+        keyring = ceph_cluster.add_user(name, role_capabilities(role, namespace=namespace))
+        return skyhook.connect(ceph_cluster.user_uri(name, keyring, namespace))
+
+    before = object_snapshot(admin)
+    reader = connect_as("reader")
+    assert_answers_as_before(reader)  # its grant, method by method, still reads
+    with pytest.raises(PermissionDeniedError, match="class skyhook"):
+        reader.dataset("t").transform(Design("ipc"))
+    with pytest.raises(PermissionDeniedError, match="allow rw"):
+        reader.dataset("t").transform(Design("ipc"), where="client")
+    assert object_snapshot(admin) == before
+    assert connect_as("writer").dataset("t").transform(Design("ipc")).rewritten == 4
+    assert_answers_as_before(admin)
+
+
+def test_the_reader_role_names_every_method_that_only_reads():
+    assert sorted([*READ_METHODS, "transform"]) == sorted(_embedded.methods())
 
 
 def skyhook_cli(*args: str) -> subprocess.CompletedProcess:
