@@ -182,19 +182,8 @@ class Pool {
     ceph::bufferlist data;
     int read_code = 0;
     operation.read(0, 0, &data, &read_code);  // length 0: to the end of the object
-    librados::AioCompletion* completion = librados::Rados::aio_create_completion();
-    int code;
     uint64_t version = 0;
-    {
-      nb::gil_scoped_release release;
-      code = io_.aio_operate(object, completion, &operation, nullptr);
-      if (code >= 0) {
-        completion->wait_for_complete();
-        code = completion->get_return_value();
-        version = completion->get_version64();
-      }
-    }
-    completion->release();
+    int code = ReadOperate(object, operation, &version);
     Check(code < 0 ? code : read_code, "reading " + object);
     return {ToBytes(data), version};
   }
@@ -209,19 +198,8 @@ class Pool {
     int read_code = 0, attributes_code = 0;
     operation.read(0, 0, &data, &read_code);
     operation.getxattrs(&attributes, &attributes_code);
-    librados::AioCompletion* completion = librados::Rados::aio_create_completion();
-    int code;
     uint64_t version = 0;
-    {
-      nb::gil_scoped_release release;
-      code = io_.aio_operate(object, completion, &operation, nullptr);
-      if (code >= 0) {
-        completion->wait_for_complete();
-        code = completion->get_return_value();
-        version = completion->get_version64();
-      }
-    }
-    completion->release();
+    int code = ReadOperate(object, operation, &version);
     Check(code < 0 ? code : (read_code < 0 ? read_code : attributes_code), "reading " + object);
     std::map<std::string, nb::bytes> values;
     for (auto& [name, value] : attributes) values.emplace(name, ToBytes(value));
@@ -380,6 +358,24 @@ class Pool {
   }
 
  private:
+  // A read operation, and the version of the object it read.
+  int ReadOperate(const std::string& object, librados::ObjectReadOperation& operation,
+                  uint64_t* version) {
+    librados::AioCompletion* completion = librados::Rados::aio_create_completion();
+    int code;
+    {
+      nb::gil_scoped_release release;
+      code = io_.aio_operate(object, completion, &operation, nullptr);
+      if (code >= 0) {
+        completion->wait_for_complete();
+        code = completion->get_return_value();
+        *version = completion->get_version64();
+      }
+    }
+    completion->release();
+    return code;
+  }
+
   int Operate(const std::string& object, librados::ObjectWriteOperation& operation) {
     nb::gil_scoped_release release;
     return io_.operate(object, &operation);
