@@ -21,6 +21,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import skyhook
 from skyhook import _embedded
@@ -157,6 +159,19 @@ def test_every_transform_answers_as_before(store, kind, where):
     back = transform(store.dataset("t"), Design("parquet"), where=where)
     assert [result.design.generation for result in back.objects] == [2] * 4
     assert_answers_as_before(store)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    kinds=st.lists(st.sampled_from(sorted(KINDS)), min_size=4, max_size=4),
+    wheres=st.lists(st.sampled_from(WHERE), min_size=4, max_size=4),
+)
+def test_any_mix_of_designs_answers_as_pyarrow(module_store, kinds, wheres):
+    dataset = write(module_store, mode="overwrite")
+    for index, (kind, where) in enumerate(zip(kinds, wheres)):
+        if not missing_in_this_build(KINDS[kind]):
+            dataset.transform(KINDS[kind], objects=[index], where=where)
+    assert_answers_as_before(module_store)
 
 
 @pytest.mark.parametrize("where", WHERE)
