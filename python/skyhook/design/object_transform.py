@@ -21,8 +21,10 @@ from skyhook.rpc.statistics import BYTES_BEFORE, BYTES_READ, BYTES_WRITTEN, STOR
 
 #: The storage-side method that checks a transform request without writing.
 CHECK_METHOD = "transform_check"
-#: Objects rewritten at the client at once (each holds its object twice in memory).
-CLIENT_PARALLELISM = 4
+#: Objects rewritten at once in this process (each holds its object and the new one in memory).
+IN_PROCESS_PARALLELISM = 4
+#: Storage-side calls in flight at once (as the RADOS store's streams).
+REMOTE_PARALLELISM = 16
 
 
 @dataclass(frozen=True)
@@ -80,41 +82,38 @@ def stored_design(attribute: bytes | None) -> ObjectDesign | None:
 
 
 def in_storage(backend: Backend, names: list[str], target: TargetDesign) -> Iterator[ObjectTransform]:
-    """Transforms each object by a storage-side call (many in flight), in order."""
-    designs = [stored_design(backend.object_attribute(name, DESIGN_ATTRIBUTE)) for name in names]
-    pending = [(name, target.request(_generation(design))) for name, design in zip(names, designs)]
-    pending = [(name, request) for (name, request), design in zip(pending, designs) if not target.built_by(design)]
-    checked = {}
-    if not backend.writer_replies:
-        # A refusal comes back as an error class only: the check says why first.
-        calls = ((name, replace(request, method=CHECK_METHOD).encode()) for name, request in pending)
-        for (name, _), encoded in zip(pending, list(backend.call_many(CHECK_METHOD, calls))):
-            checked[name] = _checked(encoded, name)
-    replies = backend.call_many(TransformRequest.METHOD, ((name, request.encode()) for name, request in pending))
-    for name, design in zip(names, designs):
-        if target.built_by(design):
-            yield _unchanged(name, design)
-            continue
-        try:
-            encoded = next(replies)
-        except ObjectChangedError:
-            # A resent call whose first attempt was applied (an OSD failed over)
-            # finds its own result: done, not a conflict.
-            yield _settled(backend, name, target)
-            continue
-        if name in checked:
-            yield _written(backend, name, checked[name])
-            continue
-        try:
-            yield _done(name, _checked(encoded, name))
-        except ObjectChangedError:
-            yield _settled(backend, name, target)
+    """Transforms each object by a storage-side call, many at once, in order."""
+    # One call per object, not a stream: a refusal of one object must not end the others' calls.
+    parallelism = IN_PROCESS_PARALLELISM if backend.runs_in_process else REMOTE_PARALLELISM
+    with ThreadPoolExecutor(parallelism, thread_name_prefix="skyhook-transform") as pool:
+        yield from ordered_map(pool, lambda name: _in_storage(backend, name, target), names, window=parallelism)
 
 
 def at_client(backend: Backend, names: list[str], target: TargetDesign) -> Iterator[ObjectTransform]:
     """Transforms each object at the client, a few at once, in order."""
-    with ThreadPoolExecutor(CLIENT_PARALLELISM, thread_name_prefix="skyhook-transform") as pool:
-        yield from ordered_map(pool, lambda name: _at_client(backend, name, target), names, window=CLIENT_PARALLELISM)
+    with ThreadPoolExecutor(IN_PROCESS_PARALLELISM, thread_name_prefix="skyhook-transform") as pool:
+        yield from ordered_map(
+            pool, lambda name: _at_client(backend, name, target), names, window=IN_PROCESS_PARALLELISM
+        )
+
+
+def _in_storage(backend: Backend, name: str, target: TargetDesign) -> ObjectTransform:
+    design = stored_design(backend.object_attribute(name, DESIGN_ATTRIBUTE))
+    if target.built_by(design):
+        return _unchanged(name, design)
+    request = target.request(_generation(design))
+    try:
+        if backend.writer_replies:
+            return _done(name, _checked(backend.call(name, request.METHOD, request.encode()), name))
+        # A refusal comes back as an error class only: the check says why first.
+        check = replace(request, method=CHECK_METHOD)
+        checked = _checked(backend.call(name, CHECK_METHOD, check.encode()), name)
+        backend.call(name, request.METHOD, request.encode())
+        return _written(backend, name, checked)
+    except ObjectChangedError:
+        # A resent call whose first attempt was applied (an OSD failed over)
+        # finds its own result: done, not a conflict.
+        return _settled(backend, name, target)
 
 
 def _at_client(backend: Backend, name: str, target: TargetDesign) -> ObjectTransform:
