@@ -35,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "tests"))
 from support.tables import make_typed_table  # noqa: E402  (the suite's typed data; a tool, not a test)
 
-METHODS = ["scan", "describe", "execute_plan"]  # the order of kMethods in method.h
+METHODS = ["scan", "describe", "execute_plan"]  # the order of kFuzzedMethods in fuzz_requests.cc
 FORMATS_OF_OBJECTS_TARGET = ["parquet", "ipc"]  # kFormats[0] and [1] in fuzz_objects.cc
 F = pc.field
 
