@@ -31,6 +31,7 @@ from skyhook.dev.cluster import READ_METHODS, role_capabilities
 from skyhook.errors import (
     CorruptObjectError,
     InvalidRequestError,
+    LimitExceededError,
     ObjectChangedError,
     ObjectNotFoundError,
     PermissionDeniedError,
@@ -237,6 +238,23 @@ def test_bad_input_changes_nothing(store):
         call_transform(store, name, request(Design("ipc")), 0)
     after = store.backend.read_versioned_object(name)
     assert after.data.to_pybytes() == data and after.attributes == corrupt.attributes
+
+
+@pytest.mark.parametrize("limit", [("SKYHOOK_MAX_CALL_MEMORY_MB", "1"), ("SKYHOOK_MAX_CALL_MS", "1")])
+@pytest.mark.parametrize("where", WHERE)
+def test_a_transform_over_the_node_limits_changes_nothing(tmp_path, monkeypatch, limit, where):
+    """The embedded store's node is this process: its limits bound the call."""
+    store = skyhook.connect((tmp_path / "store").as_uri())
+    big = pa.table({"id": pa.array(range(300_000)), "s": pa.array([f"value {i}" for i in range(300_000)])})
+    store.write_dataset("t", big)
+    names = [partition.object_name for partition in store.manifest("t").partitions]
+    before = {name: store.backend.read_versioned_object(name).data.to_pybytes() for name in names}
+    monkeypatch.setenv(*limit)
+    with pytest.raises(LimitExceededError, match="nothing was changed|memory"):
+        store.dataset("t").transform(Design("ipc", sort_by=[("s", "descending")]), where=where)
+    monkeypatch.delenv(limit[0])
+    assert {name: store.backend.read_versioned_object(name).data.to_pybytes() for name in names} == before
+    assert store.backend.object_attribute(names[0], DESIGN_ATTRIBUTE) is None
 
 
 def test_a_stale_client_write_loses_and_changes_nothing(store):
