@@ -224,6 +224,48 @@ class Pool {
     return {ToBytes(data), version};
   }
 
+  // The whole object, its attributes and its version, read by one operation
+  // (what ReplaceAtVersion compares against).
+  std::tuple<nb::bytes, std::map<std::string, nb::bytes>, uint64_t> ReadWithAttributes(
+      const std::string& object) {
+    librados::ObjectReadOperation operation;
+    ceph::bufferlist data;
+    std::map<std::string, ceph::bufferlist> attributes;
+    int read_code = 0, attributes_code = 0;
+    operation.read(0, 0, &data, &read_code);
+    operation.getxattrs(&attributes, &attributes_code);
+    auto [code, version] = OperateRead(object, operation);
+    Check(code < 0 ? code : (read_code < 0 ? read_code : attributes_code), "reading " + object);
+    std::map<std::string, nb::bytes> values;
+    for (auto& [name, value] : attributes) values.emplace(name, ToBytes(value));
+    return {ToBytes(data), std::move(values), version};
+  }
+
+  std::optional<nb::bytes> GetXattr(const std::string& object, const std::string& name) {
+    ceph::bufferlist value;
+    int code;
+    {
+      nb::gil_scoped_release release;
+      code = io_.getxattr(object, name.c_str(), value);
+    }
+    if (code == -ENODATA) return std::nullopt;
+    Check(code, "reading attribute " + name + " of " + object);
+    return ToBytes(value);
+  }
+
+  // Replace the bytes and set attributes (keeping the others) only if the
+  // object is still at version: false if it changed or is gone.
+  bool ReplaceAtVersion(const std::string& object, nb::bytes data,
+                        const std::map<std::string, nb::bytes>& attributes, uint64_t version) {
+    librados::ObjectWriteOperation operation;
+    operation.assert_version(version);
+    operation.write_full(ToBufferList(data));
+    for (const auto& [name, value] : attributes) {
+      operation.setxattr(name.c_str(), ToBufferList(value));
+    }
+    return CheckVersioned(Operate(object, operation), "replacing " + object);
+  }
+
   // Exclusive create: false if the object exists.
   bool Create(const std::string& object, nb::bytes data) {
     librados::ObjectWriteOperation operation;
@@ -434,6 +476,12 @@ NB_MODULE(_rados, m) {
            "Replace an object's data if it is at version; False if not.")
       .def("remove_at_version", &Pool::RemoveAtVersion, nb::arg("object"), nb::arg("version"),
            "Remove an object if it is at version; False if not.")
+      .def("read_with_attributes", &Pool::ReadWithAttributes,
+           "(data, attributes, version) of a whole object.")
+      .def("get_xattr", &Pool::GetXattr, nb::arg("object"), nb::arg("name"))
+      .def("replace_at_version", &Pool::ReplaceAtVersion, nb::arg("object"), nb::arg("data"),
+           nb::arg("attributes"), nb::arg("version"),
+           "Replace an object's data and set attributes if it is at version; False if not.")
       .def("list", &Pool::List, "Names of every object in the namespace.")
       .def("omap_items", &Pool::OmapItems)
       .def("exec", &Pool::Exec, nb::arg("object"), nb::arg("cls"), nb::arg("method"),

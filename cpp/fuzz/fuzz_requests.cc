@@ -1,6 +1,7 @@
 // libFuzzer target: mutated requests to every storage method, on fixed seed
 // objects (cpp/fuzz/objects). Input: one selector byte choosing the method and
 // the object, then the request exactly as a client sends it.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -13,6 +14,13 @@ namespace {
 
 std::vector<skyhook::fuzz::SeedFile>* seed_objects;
 
+// The methods the selector byte chooses from, in a fixed order (make_corpus.py
+// and show_input.py have it too), so regression inputs keep their method as
+// methods are added; the transform methods need an object that can be written.
+const std::array<const skyhook::MethodInfo*, 3> kFuzzedMethods = {
+    skyhook::FindMethod("scan"), skyhook::FindMethod("describe"),
+    skyhook::FindMethod("execute_plan")};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
@@ -22,8 +30,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const auto& method = skyhook::kMethods[data[0] % skyhook::kMethods.size()];
-  const auto& object = (*seed_objects)[data[0] / skyhook::kMethods.size() % seed_objects->size()];
+  const auto& method = *kFuzzedMethods[data[0] % kFuzzedMethods.size()];
+  const auto& object = (*seed_objects)[data[0] / kFuzzedMethods.size() % seed_objects->size()];
   skyhook::MemoryObjectContext context(object.bytes, skyhook::fuzz::FormatOf(object.name));
   skyhook::fuzz::CallAndCheck(method, &context, skyhook::fuzz::AlignedCopy(data + 1, size - 1));
   return 0;

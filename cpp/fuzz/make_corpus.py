@@ -37,7 +37,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "tests"))
 from support.tables import make_typed_table  # noqa: E402  (the suite's typed data; a tool, not a test)
 
-METHODS = ["scan", "describe", "execute_plan"]  # the order of kMethods in method.h
+METHODS = ["scan", "describe", "execute_plan"]  # the order of kFuzzedMethods in fuzz_requests.cc
 FORMATS_OF_OBJECTS_TARGET = ["parquet", "ipc", "rows"]  # kFormats[0], [1] and [2] in fuzz_objects.cc
 FORMAT_OF_EXTENSION = {".parquet": "parquet", ".arrow": "ipc", ".rows": "rows"}  # harness.cc's FormatOf
 DESIGN_SLOT = 5  # kFormats[5] in fuzz_objects.cc: the input carries a design attribute

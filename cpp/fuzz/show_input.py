@@ -14,7 +14,7 @@ from google.protobuf.message import DecodeError
 from substrait.gen.proto import extended_expression_pb2, plan_pb2
 
 HERE = Path(__file__).resolve().parent
-METHODS = ["scan", "describe", "execute_plan"]  # kMethods' order
+METHODS = ["scan", "describe", "execute_plan"]  # kFuzzedMethods' order (fuzz_requests.cc)
 
 
 def show(path: Path) -> None:

@@ -445,6 +445,93 @@ def demo(
     run_demo(store, scale_factor, work_dir, console)
 
 
+design_app = typer.Typer(
+    help="Physical designs of a dataset's objects, and transforms between them.", no_args_is_help=True
+)
+app.add_typer(design_app, name="design")
+
+
+@design_app.command("show")
+def design_show(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
+    """The design of each object: format, column groups, sort order, compression, size."""
+    with _open(store) as source:
+        designs = source.dataset(dataset).design()
+    table = Table(*designs.column_names)
+    for row in designs.to_pylist():
+        table.add_row(*(Text(_design_cell(value)) for value in row.values()))
+    console.print(table)
+
+
+def _design_cell(value: object) -> str:
+    """Numbers with separators; column groups as "a,b | c", other lists as "a,b"."""
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, list):
+        return (
+            " | ".join(_design_cell(item) for item in value)
+            if value and isinstance(value[0], list)
+            else ",".join(f"{item:,}" if isinstance(item, int) else str(item) for item in value)
+        )
+    return str(value)
+
+
+@design_app.command("transform")
+def design_transform(
+    dataset: str,
+    format: Annotated[str, typer.Option(help="rows, ipc or parquet.")],
+    column_groups: Annotated[
+        Optional[str],
+        typer.Option(help="Columns stored together: 'a,b:c' (groups split by ':'), or 'each' (a group per column)."),
+    ] = None,
+    sort_by: Annotated[
+        Optional[str], typer.Option(help="Sort keys inside each object: 'k1,k2:desc' (':desc' for descending).")
+    ] = None,
+    compression: Annotated[str, typer.Option(help="none, lz4 or zstd.")] = "zstd",
+    objects: Annotated[Optional[str], typer.Option(help="Partition numbers or object names, comma-separated.")] = None,
+    client_side: Annotated[bool, typer.Option(help="Convert at the client instead of inside storage.")] = False,
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """Rewrite a dataset's objects to a design, each in place, inside storage (or at the client)."""
+    design = skyhook.Design(format, _column_groups(column_groups), _sort_keys(sort_by), compression)
+    chosen = None if objects is None else [int(item) if item.isdigit() else item for item in objects.split(",")]
+    with _open(store) as source:
+        ds = source.dataset(dataset)
+        total = len(ds.manifest.partitions) if chosen is None else len(chosen)
+        bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total} objects"),
+            TimeRemainingColumn(),
+            TimeElapsedColumn(),
+            console=console,
+        )
+        task = bar.add_task(escape(f"transforming {dataset}"), total=total)
+        with bar:
+            report = ds.transform(design, chosen, "client" if client_side else "storage", lambda _: bar.advance(task))
+    console.print(
+        f"{report.rewritten} of {len(report.objects)} objects rewritten ({'at the client' if client_side else 'in storage'}) "
+        f"in {report.seconds:.2f} s: {_size(report.bytes_before)} -> {_size(report.bytes_after)}",
+        markup=False,
+    )
+
+
+def _column_groups(spec: str | None) -> str | list[list[str]] | None:
+    if spec is None or spec == "each":
+        return spec
+    return [[column for column in group.split(",") if column] for group in spec.split(":")]
+
+
+def _sort_keys(spec: str | None) -> list[tuple[str, str]]:
+    keys = []
+    for item in (spec or "").split(","):
+        if item:
+            column, _, order = item.partition(":")
+            if order not in ("", "asc", "desc"):
+                raise InvalidRequestError(f"--sort-by {item!r}: expected COLUMN or COLUMN:desc")
+            keys.append((column, "descending" if order == "desc" else "ascending"))
+    return keys
+
+
 cluster_app = typer.Typer(
     help="A local Ceph cluster (1 mon, 1 mgr, N OSDs) with the skyhook object class.", no_args_is_help=True
 )

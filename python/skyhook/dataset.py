@@ -3,7 +3,7 @@ for one, hands it projections and filters through ``scanner()``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -12,9 +12,11 @@ import pyarrow.dataset as pads
 
 from skyhook._arrow_dataset import ObjectDataset
 from skyhook.backends.base import Backend
+from skyhook.catalog.design import Design
 from skyhook.catalog.design_table import design_table
 from skyhook.catalog.manifest import Manifest
 from skyhook.catalog.pruning import fragment_guarantee
+from skyhook.design.transform import TransformProgress, TransformReport, transform_objects
 from skyhook.errors import DatasetChangedError
 from skyhook.execution import secondary_design
 from skyhook.execution.aggregate_execution import AggregateExecution
@@ -174,6 +176,25 @@ class Dataset(ObjectDataset):
         partitioning, csv_options (as for Store.write_dataset)."""
         manifest = write_dataset(self.store.backend, self.name, data, mode="append", must_exist=True, **options)
         return Dataset(self.store, manifest)
+
+    def transform(
+        self,
+        design: Design,
+        objects: Sequence[str | int] | None = None,
+        where: str = "storage",
+        progress: TransformProgress | None = None,
+    ) -> TransformReport:
+        """Rewrite objects (names or partition numbers; None: every object of
+        the dataset) to design, each in place: inside storage (one call per
+        object, many at once) or at the client (read, convert, write back).
+        Readers see each object whole, in its old design or its new one.
+        Objects that have the design already are left alone, so a transform
+        that failed part-way completes when run again. Raises ObjectChangedError
+        when another writer rewrote an object meanwhile (that object is left
+        as the other writer made it). The manifest's sizes are updated
+        (store.dataset(name) reads them)."""
+        report, _ = transform_objects(self.store.backend, self.manifest, design, objects, where, progress)
+        return report
 
     def filter(self, expression: pc.Expression | str) -> Dataset:
         if isinstance(expression, str):

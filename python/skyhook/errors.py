@@ -70,6 +70,10 @@ class LimitExceededError(SkyhookError):
     """A storage call needs more time or memory than the node allows."""
 
 
+class ObjectChangedError(SkyhookError):
+    """An object was rewritten by another writer since it was read: nothing was written."""
+
+
 class CorruptManifestError(SkyhookError):
     """A dataset's manifest is unreadable or names objects outside the dataset."""
 

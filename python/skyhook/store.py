@@ -233,7 +233,11 @@ class Store:
             current[dataset] = {p.object_name for p in manifest.partitions} if manifest else set()
         for owner, listed in owned:
             named = self.backend.partition_name(listed) in current.get(owner.dataset, ())
-            if owner.dataset in current and not named and owner not in live:
+            if (
+                owner.dataset in current
+                and owner not in live
+                and (not named or self.backend.abandoned_temporary(listed))
+            ):
                 report.orphans.append(listed)
         report.abandoned_writes = sorted(
             f"{record.dataset}.{record.generation}" for record in pending if record.abandoned

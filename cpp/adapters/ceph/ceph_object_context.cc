@@ -4,6 +4,8 @@
 #include <climits>
 #include <cstring>
 
+#include "skyhook/protocol/error.h"
+
 // Pacific's public rados/objclass.h leaves these out; the OSD exports them
 // (src/objclass/objclass.h) with these signatures, as it does the others.
 int cls_cxx_write_full(cls_method_context_t hctx, ceph::bufferlist* bl);
@@ -77,6 +79,19 @@ arrow::Result<std::optional<std::string>> CephObjectContext::GetXattr(const std:
   if (code == -ENODATA || code == -ENOENT) return std::nullopt;
   if (code < 0) return CephError("getxattr", code);
   return value.to_str();
+}
+
+arrow::Status CephObjectContext::ReplaceObject(const arrow::Buffer& data,
+                                               const std::map<std::string, std::string>& attributes,
+                                               const AttributeGuard& guard) {
+  ARROW_ASSIGN_OR_RAISE(auto value, GetXattr(guard.name));
+  if (value != guard.value) {
+    return Error(ErrorCode::kConflict, "the object's ", guard.name,
+                 " attribute changed meanwhile: nothing was written");
+  }
+  ARROW_RETURN_NOT_OK(WriteFull(data));
+  for (const auto& [name, attribute] : attributes) ARROW_RETURN_NOT_OK(SetXattr(name, attribute));
+  return arrow::Status::OK();
 }
 
 arrow::Status CephObjectContext::WriteFull(const arrow::Buffer& data) {

@@ -18,6 +18,11 @@ class CephObjectContext : public MutableObjectContext {
   arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset, uint64_t length) override;
   arrow::Result<std::optional<std::string>> GetXattr(const std::string& name) override;
 
+  /// One call's writes are one transaction, and the object cannot change
+  /// during the call (its placement group is locked): atomic as it is.
+  arrow::Status ReplaceObject(const arrow::Buffer& data,
+                              const std::map<std::string, std::string>& attributes,
+                              const AttributeGuard& guard) override;
   arrow::Status WriteFull(const arrow::Buffer& data) override;
   arrow::Status Append(const arrow::Buffer& data) override;
   arrow::Status Truncate(uint64_t size) override;

@@ -1,6 +1,7 @@
 #include "file_object_context.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -13,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "skyhook/protocol/error.h"
+
 namespace skyhook {
 namespace {
 
@@ -20,26 +23,19 @@ arrow::Status Failed(const char* what, const std::string& path) {
   return arrow::Status::IOError("cannot ", what, " ", path, ": ", std::strerror(errno));
 }
 
-// A "user." attribute `key` of `path` as `get` reads it (getxattr of the path,
-// or fgetxattr of a descriptor), or nullopt when it is not set.
-template <typename Get>
-arrow::Result<std::optional<std::string>> ReadXattrWith(const Get& get, const std::string& path,
-                                                        const std::string& key) {
+// A file's attribute `key` (by path, or by descriptor when fd >= 0), or
+// nullopt when it is not set.
+arrow::Result<std::optional<std::string>> ReadXattr(const std::string& path, const std::string& key,
+                                                    int fd = -1) {
   std::vector<char> value(256);
   while (true) {
-    ssize_t n = get(value.data(), value.size());
+    ssize_t n = fd >= 0 ? fgetxattr(fd, key.c_str(), value.data(), value.size())
+                        : getxattr(path.c_str(), key.c_str(), value.data(), value.size());
     if (n >= 0) return std::string(value.data(), static_cast<size_t>(n));
     if (errno == ENODATA) return std::nullopt;
     if (errno != ERANGE) return Failed(("read attribute " + key + " of").c_str(), path);
     value.resize(value.size() * 4);
   }
-}
-
-arrow::Result<std::optional<std::string>> ReadXattr(const std::string& path,
-                                                    const std::string& key) {
-  return ReadXattrWith(
-      [&](char* value, size_t size) { return getxattr(path.c_str(), key.c_str(), value, size); },
-      path, key);
 }
 
 // A new file beside `target`, named as the store names its temporary files
@@ -83,6 +79,13 @@ class TemporaryFile {
     return arrow::Status::OK();
   }
 
+  arrow::Status SetXattr(const std::string& name, const std::string& value) {
+    if (fsetxattr(fd_, name.c_str(), value.data(), value.size(), 0) != 0) {
+      return Failed("set an attribute of", path_);
+    }
+    return arrow::Status::OK();
+  }
+
   // The target's "user." attributes, which belong to the object, not its bytes.
   arrow::Status CopyXattrs() {
     ssize_t length = listxattr(target_.c_str(), nullptr, 0);
@@ -94,9 +97,7 @@ class TemporaryFile {
          name += std::strlen(name) + 1) {
       if (std::strncmp(name, "user.", 5) != 0) continue;
       ARROW_ASSIGN_OR_RAISE(auto value, ReadXattr(target_, name));
-      if (value && fsetxattr(fd_, name, value->data(), value->size(), 0) != 0) {
-        return Failed("set an attribute of", path_);
-      }
+      if (value) ARROW_RETURN_NOT_OK(SetXattr(name, *value));
     }
     return arrow::Status::OK();
   }
@@ -125,32 +126,52 @@ class TemporaryFile {
   bool committed_ = false;
 };
 
-}  // namespace
-
-FileObjectContext::~FileObjectContext() { Unmap(); }
-
-// The map and the attributes come from one descriptor: a rewrite renames
-// another file over the path at any time, and a reader must see the old
-// object or the new one whole, never one's attributes with the other's bytes.
-arrow::Result<std::shared_ptr<arrow::io::MemoryMappedFile>> FileObjectContext::Mapped() {
-  if (!file_) {
-    int fd = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Failed("open", path_);
-    auto mapped = arrow::io::MemoryMappedFile::Open("/proc/self/fd/" + std::to_string(fd),
-                                                    arrow::io::FileMode::READ);
-    if (!mapped.ok()) {
-      close(fd);
-      return mapped.status();
+// An exclusive flock on the file now at `path`: a lock taken on a file that
+// was renamed over meanwhile is dropped and taken again on the new one.
+class ObjectLock {
+ public:
+  static arrow::Result<std::unique_ptr<ObjectLock>> Take(const std::string& path) {
+    while (true) {
+      int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) return Failed("open", path);
+      std::unique_ptr<ObjectLock> lock(new ObjectLock(fd));
+      if (flock(fd, LOCK_EX) != 0) return Failed("lock", path);
+      struct stat locked{}, current{};
+      if (fstat(fd, &locked) != 0) return Failed("stat", path);
+      if (stat(path.c_str(), &current) == 0 && current.st_ino == locked.st_ino &&
+          current.st_dev == locked.st_dev) {
+        return lock;
+      }
     }
-    fd_ = fd;
-    file_ = std::move(*mapped);
   }
-  return file_;
+
+  ~ObjectLock() { close(fd_); }  // closing drops the lock
+  int fd() const { return fd_; }
+
+ private:
+  explicit ObjectLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+bool SameFile(int a, int b) {
+  struct stat first{}, second{};
+  return fstat(a, &first) == 0 && fstat(b, &second) == 0 && first.st_ino == second.st_ino &&
+         first.st_dev == second.st_dev;
 }
 
-void FileObjectContext::Unmap() {
-  file_.reset();
-  if (fd_ >= 0) close(std::exchange(fd_, -1));
+arrow::Status Conflict(const std::string& path, const std::string& why) {
+  return Error(ErrorCode::kConflict, "object ", std::filesystem::path(path).filename().string(),
+               " changed meanwhile (", why, "): nothing was written");
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::io::MemoryMappedFile>> FileObjectContext::Mapped() {
+  if (!file_) {
+    ARROW_ASSIGN_OR_RAISE(file_,
+                          arrow::io::MemoryMappedFile::Open(path_, arrow::io::FileMode::READ));
+  }
+  return file_;
 }
 
 arrow::Result<uint64_t> FileObjectContext::Size() {
@@ -166,11 +187,8 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> FileObjectContext::Read(uint64_t o
 }
 
 arrow::Result<std::optional<std::string>> FileObjectContext::GetXattr(const std::string& name) {
-  ARROW_RETURN_NOT_OK(Mapped().status());
-  const std::string key = "user." + name;
-  return ReadXattrWith(
-      [&](char* value, size_t size) { return fgetxattr(fd_, key.c_str(), value, size); }, path_,
-      key);
+  auto mapped = Mapped();
+  return ReadXattr(path_, "user." + name, mapped.ok() ? (*mapped)->file_descriptor() : -1);
 }
 
 arrow::Result<uint64_t> FileObjectContext::SizeOrZero() const {
@@ -195,7 +213,28 @@ arrow::Status FileObjectContext::Replace(uint64_t keep, const arrow::Buffer& tai
   ARROW_RETURN_NOT_OK(temporary->Resize(size));
   ARROW_RETURN_NOT_OK(temporary->CopyXattrs());
   ARROW_RETURN_NOT_OK(temporary->Commit());
-  Unmap();  // the next read maps the new file
+  file_.reset();  // the next read maps the new file
+  return arrow::Status::OK();
+}
+
+arrow::Status FileObjectContext::ReplaceObject(const arrow::Buffer& data,
+                                               const std::map<std::string, std::string>& attributes,
+                                               const AttributeGuard& guard) {
+  ARROW_ASSIGN_OR_RAISE(auto mapped, Mapped());
+  ARROW_ASSIGN_OR_RAISE(auto lock, ObjectLock::Take(path_));
+  if (!SameFile(lock->fd(), mapped->file_descriptor())) {
+    return Conflict(path_, "another writer replaced it");
+  }
+  ARROW_ASSIGN_OR_RAISE(auto value, ReadXattr(path_, "user." + guard.name, lock->fd()));
+  if (value != guard.value) return Conflict(path_, "its " + guard.name + " attribute differs");
+  ARROW_ASSIGN_OR_RAISE(auto temporary, TemporaryFile::Create(path_));
+  ARROW_RETURN_NOT_OK(temporary->Write(data.data(), static_cast<uint64_t>(data.size())));
+  ARROW_RETURN_NOT_OK(temporary->CopyXattrs());
+  for (const auto& [name, attribute] : attributes) {
+    ARROW_RETURN_NOT_OK(temporary->SetXattr("user." + name, attribute));
+  }
+  ARROW_RETURN_NOT_OK(temporary->Commit());
+  file_.reset();  // the next read maps the new file
   return arrow::Status::OK();
 }
 

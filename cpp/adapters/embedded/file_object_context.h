@@ -1,8 +1,11 @@
 // MutableObjectContext over a file of the embedded store: the object's bytes
 // are a memory-mapped file (reads are views, no copies), its attributes are
-// the file's "user." extended attributes, written atomically with it and read
-// from the file mapped, and its omap is in the store's OmapDatabase, opened
-// only when a method uses the omap.
+// the file's "user." extended attributes, written atomically with it, and its
+// omap is in the store's OmapDatabase, opened only when a method uses the omap.
+// Bytes and attributes are read from the one file mapped first, so a context
+// never mixes an object with the one that replaced it; ReplaceObject locks
+// the object's file (flock) as the client's guarded replace does
+// (python/skyhook/backends/embedded.py).
 #pragma once
 
 #include <memory>
@@ -19,12 +22,14 @@ class FileObjectContext : public MutableObjectContext {
  public:
   FileObjectContext(std::string path, std::string omap_database)
       : path_(std::move(path)), omap_database_(std::move(omap_database)) {}
-  ~FileObjectContext() override;
 
   arrow::Result<uint64_t> Size() override;
   arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset, uint64_t length) override;
   arrow::Result<std::optional<std::string>> GetXattr(const std::string& name) override;
 
+  arrow::Status ReplaceObject(const arrow::Buffer& data,
+                              const std::map<std::string, std::string>& attributes,
+                              const AttributeGuard& guard) override;
   arrow::Status WriteFull(const arrow::Buffer& data) override;
   arrow::Status Append(const arrow::Buffer& data) override;
   arrow::Status Truncate(uint64_t size) override;
@@ -37,7 +42,6 @@ class FileObjectContext : public MutableObjectContext {
 
  private:
   arrow::Result<std::shared_ptr<arrow::io::MemoryMappedFile>> Mapped();
-  void Unmap();
   /// The object's size, 0 when it does not exist yet.
   arrow::Result<uint64_t> SizeOrZero() const;
   /// Makes the object its first `keep` bytes, then `tail`, cut or zero-extended to `size`.
@@ -49,7 +53,6 @@ class FileObjectContext : public MutableObjectContext {
   std::string path_;
   std::string omap_database_;
   std::shared_ptr<arrow::io::MemoryMappedFile> file_;
-  int fd_ = -1;  // of the mapped file, for its attributes
   std::unique_ptr<OmapDatabase> omap_;
 };
 

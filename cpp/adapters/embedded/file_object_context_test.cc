@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "skyhook/protocol/error.h"
+
 namespace skyhook {
 namespace {
 
@@ -91,6 +93,38 @@ TEST_F(FileObjectContextTest, XattrsBelongToTheObjectAndSurviveWrites) {
   EXPECT_EQ(again.GetXattr("absent").ValueOrDie(), std::nullopt);
   ASSERT_TRUE(object.SetXattr("format", std::string(1000, 'x')).ok());
   EXPECT_EQ(again.GetXattr("format").ValueOrDie(), std::string(1000, 'x'));
+}
+
+TEST_F(FileObjectContextTest, ReplaceObjectSetsBytesAndAttributesTogether) {
+  auto object = Object("a");
+  ASSERT_TRUE(object.WriteFull(arrow::Buffer("old bytes")).ok());
+  ASSERT_TRUE(object.SetXattr("design", "1").ok());
+  ASSERT_TRUE(object.SetXattr("other", "kept").ok());
+  ASSERT_TRUE(object.ReplaceObject(arrow::Buffer("new"), {{"design", "2"}}, {"design", "1"}).ok());
+  auto reread = Object("a");
+  EXPECT_EQ(Contents(reread), "new");
+  EXPECT_EQ(reread.GetXattr("design").ValueOrDie(), "2");
+  EXPECT_EQ(reread.GetXattr("other").ValueOrDie(), "kept");
+  EXPECT_EQ(Files(), std::vector<std::string>{"a"});
+}
+
+TEST_F(FileObjectContextTest, ReplaceObjectRefusesAChangedObject) {
+  auto writer = Object("a");
+  ASSERT_TRUE(writer.WriteFull(arrow::Buffer("v1")).ok());
+  // A context keeps the file it read first: another writer's replacement is a conflict.
+  auto stale = Object("a");
+  EXPECT_EQ(Contents(stale), "v1");
+  ASSERT_TRUE(
+      Object("a").ReplaceObject(arrow::Buffer("v2"), {{"design", "2"}}, {"design", {}}).ok());
+  auto refused = stale.ReplaceObject(arrow::Buffer("v3"), {{"design", "3"}}, {"design", {}});
+  EXPECT_EQ(CodeOf(refused), ErrorCode::kConflict) << refused.ToString();
+  auto guarded = Object("a");
+  EXPECT_EQ(Contents(guarded), "v2");
+  refused = guarded.ReplaceObject(arrow::Buffer("v3"), {{"design", "3"}}, {"design", "1"});
+  EXPECT_EQ(CodeOf(refused), ErrorCode::kConflict) << refused.ToString();
+  auto last = Object("a");
+  EXPECT_EQ(Contents(last), "v2");
+  EXPECT_EQ(Files(), std::vector<std::string>{"a"});
 }
 
 TEST_F(FileObjectContextTest, OmapSetGetRemove) {

@@ -23,6 +23,7 @@ enum class ErrorCode : int32_t {
   kInternal = 8,            // anything else: a bug, reported with its message
   kPushedBack = 9,          // internal to a method: the node declined; never sent
   kLimitExceeded = 10,      // the call needs more time or memory than the node allows
+  kConflict = 11,           // the object changed since the client read it (another writer)
 };
 
 /// Attaches an ErrorCode to an arrow::Status so methods can say which error the

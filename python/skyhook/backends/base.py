@@ -21,6 +21,9 @@ class MethodCaller(ABC):
     reply_compression: str = "zstd"
     #: True when storage-side methods run in the client's own process.
     runs_in_process: bool = False
+    #: False where a method that writes answers only success or an error class
+    #: (Ceph returns no output of a write): the reason is asked of a checking method.
+    writer_replies: bool = True
 
     @abstractmethod
     def call(self, name: str, method: str, request: bytes) -> bytes:

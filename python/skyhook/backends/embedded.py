@@ -15,6 +15,7 @@ when the writer dies, which is how fsck tells abandoned writes from live ones.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import mmap
 import os
@@ -29,7 +30,13 @@ import pyarrow as pa
 
 from skyhook import _embedded
 from skyhook.backends.base import Backend
-from skyhook.backends.object_store import OpenedObject, PendingWrite, PendingWriteRecord, StoredManifest
+from skyhook.backends.object_store import (
+    OpenedObject,
+    PendingWrite,
+    PendingWriteRecord,
+    StoredManifest,
+    VersionedObject,
+)
 from skyhook.backends.parallel import ordered_map
 from skyhook.errors import InvalidRequestError, ObjectNotFoundError, SkyhookError, StoreNotFoundError
 from skyhook.names import check_dataset_name
@@ -83,6 +90,38 @@ class EmbeddedBackend(Backend):
         finally:
             os.close(descriptor)
 
+    def object_attribute(self, name: str, key: str) -> bytes | None:
+        try:
+            return os.getxattr(self._object_path(name), f"user.{key}")
+        except FileNotFoundError:
+            raise ObjectNotFoundError(f"object {name} is missing from {self.uri}") from None
+        except OSError as error:
+            if error.errno == errno.ENODATA:
+                return None
+            raise
+
+    def read_versioned_object(self, name: str) -> VersionedObject:
+        # Bytes and attributes of one open file: a rename meanwhile does not mix them.
+        # Its version is the file itself, which every rewrite replaces.
+        try:
+            file = open(self._object_path(name), "rb")  # noqa: SIM115 (closed below)
+        except FileNotFoundError:
+            raise ObjectNotFoundError(f"object {name} is missing from {self.uri}") from None
+        with file:
+            status = os.fstat(file.fileno())
+            return VersionedObject(
+                pa.py_buffer(file.read()), _user_attributes(file.fileno()), (status.st_dev, status.st_ino)
+            )
+
+    def replace_object_at(self, name: str, data: bytes, attributes: dict[str, bytes], version: object) -> bool:
+        path = self._object_path(name)
+        with _locked_object(path) as descriptor:
+            status = os.fstat(descriptor)
+            if (status.st_dev, status.st_ino) != version:
+                return False
+            _atomic_write(path, data, {**_user_attributes(descriptor), **attributes})
+            return True
+
     def delete_object(self, name: str) -> None:
         self._object_path(name).unlink(missing_ok=True)
 
@@ -92,6 +131,23 @@ class EmbeddedBackend(Backend):
     def partition_name(self, stored_name: str) -> str:
         temporary = _TEMPORARY.fullmatch(stored_name)
         return temporary["final"] if temporary else stored_name
+
+    def abandoned_temporary(self, stored_name: str) -> bool:
+        # An in-place rewrite holds its object's lock while its temporary file exists.
+        final = self.partition_name(stored_name)
+        if final == stored_name:
+            return False
+        try:
+            descriptor = os.open(self._object_path(final), os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            return False  # a new object's: fsck's own rules apply
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(descriptor)
 
     def call(self, name: str, method: str, request: bytes) -> bytes:
         return _embedded.call(str(self._object_path(name)), method, request)
@@ -244,7 +300,35 @@ def _abandoned(path: Path) -> bool:
         os.close(descriptor)
 
 
-def _atomic_write(path: Path, data: bytes | pa.Buffer, attributes: dict[str, bytes | str]) -> None:
+@contextmanager
+def _locked_object(path: Path) -> Iterator[int]:
+    """An exclusive flock on the file at path, the one the storage-side transform
+    takes (cpp/adapters/embedded/file_object_context.cc): a lock taken on a file
+    renamed over meanwhile is taken again on the new one."""
+    while True:
+        try:
+            descriptor = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise ObjectNotFoundError(f"object {path.name} is missing") from None
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            locked = os.fstat(descriptor)
+            try:
+                current = os.stat(path)
+            except FileNotFoundError:
+                raise ObjectNotFoundError(f"object {path.name} was deleted meanwhile") from None
+            if (current.st_dev, current.st_ino) == (locked.st_dev, locked.st_ino):
+                yield descriptor
+                return
+        finally:
+            os.close(descriptor)
+
+
+def _user_attributes(descriptor: int) -> dict[str, bytes]:
+    return {key[5:]: os.getxattr(descriptor, key) for key in os.listxattr(descriptor) if key.startswith("user.")}
+
+
+def _atomic_write(path: Path, data: bytes | pa.Buffer, attributes: dict[str, str] | dict[str, bytes]) -> None:
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(descriptor, "wb") as file:

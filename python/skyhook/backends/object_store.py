@@ -18,6 +18,16 @@ class StoredManifest:
 
 
 @dataclass(frozen=True)
+class VersionedObject:
+    """An object's bytes and attributes, read at one moment."""
+
+    data: pa.Buffer
+    attributes: dict[str, bytes]
+    #: Opaque; replace_object_at acts only if the object is still at it.
+    version: object
+
+
+@dataclass(frozen=True)
 class PendingWriteRecord:
     dataset: str
     generation: str
@@ -76,12 +86,32 @@ class ObjectStore(ABC):
         """The object's current version, for reads of its attributes and byte ranges that agree."""
 
     @abstractmethod
+    def object_attribute(self, name: str, key: str) -> bytes | None:
+        """One attribute of an object, None when it has none of that name."""
+
+    # Rewriting an object in place (a client-side transform) is a
+    # compare-and-swap too, so it cannot clobber another writer's change.
+
+    @abstractmethod
+    def read_versioned_object(self, name: str) -> VersionedObject: ...
+
+    @abstractmethod
+    def replace_object_at(self, name: str, data: bytes, attributes: dict[str, bytes], version: object) -> bool:
+        """Replace an object's bytes and set attributes (keeping the others) atomically,
+        if it is still at version; False if it changed."""
+
+    @abstractmethod
     def delete_object(self, name: str) -> None:
         """Remove an object; a missing object is not an error."""
 
     @abstractmethod
     def object_names(self) -> list[str]:
         """Every object of the store (partitions, temporaries and anything else in its namespace)."""
+
+    def abandoned_temporary(self, stored_name: str) -> bool:
+        """Whether a stored object is a temporary copy of an existing object
+        that no writer is making any more (a killed in-place rewrite's)."""
+        return False
 
     def partition_name(self, stored_name: str) -> str:
         """The partition object whose data a stored object holds: itself, or the

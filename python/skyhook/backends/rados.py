@@ -34,14 +34,22 @@ from skyhook.backends.object_store import (
     PendingWrite,
     PendingWriteRecord,
     StoredManifest,
+    VersionedObject,
 )
 from skyhook.errors import (
     ClassCallsNotPermittedError,
+    CorruptObjectError,
     InvalidRequestError,
+    LimitExceededError,
+    ObjectChangedError,
     ObjectNotFoundError,
     PermissionDeniedError,
+    SkyhookError,
     StorageError,
     StorageTimeoutError,
+    TypeMismatchError,
+    UnknownColumnError,
+    UnsupportedVersionError,
 )
 from skyhook.names import DATASET_NAME, GENERATION
 from skyhook.rpc.requests import WRITING_METHODS
@@ -58,12 +66,25 @@ MANIFEST_SUFFIX = ".manifest"
 DEFAULT_TIMEOUT_SECONDS = 30
 # Operations of the _rados module, by the OSD capability they need.
 _CLASS_CALLS = ("exec", "submit", "next")
-_WRITES = ("put", "create", "replace", "remove", "remove_at_version", "omap_set", "omap_remove")
+_WRITES = ("put", "create", "replace", "replace_at_version", "remove", "remove_at_version", "omap_set", "omap_remove")
+# What a skyhook method that writes returns instead of a reply when it fails
+# (cpp/adapters/ceph/cls_skyhook.cc, WriterErrno); ENOENT is a missing object.
+WRITER_ERRORS: dict[int, type[SkyhookError]] = {
+    errno.EINVAL: InvalidRequestError,
+    errno.EOPNOTSUPP: UnsupportedVersionError,
+    errno.ENOKEY: UnknownColumnError,
+    errno.EDOM: TypeMismatchError,
+    errno.EUCLEAN: CorruptObjectError,
+    errno.ECANCELED: ObjectChangedError,
+    errno.EFBIG: LimitExceededError,
+}
 # One write is limited by osd_max_write_size (90 MiB); keep well inside it.
 MAX_OBJECT_BYTES = 64 << 20
 
 
 class RadosBackend(Backend):
+    writer_replies = False
+
     def __init__(
         self,
         pool: str,
@@ -124,6 +145,20 @@ class RadosBackend(Backend):
 
     def open_object(self, name: str) -> OpenedObject:
         return _OpenedRadosObject(self, name, *self._do(self._pool.open, name))
+
+    def object_attribute(self, name: str, key: str) -> bytes | None:
+        return self._do(self._pool.get_xattr, name, key)
+
+    def read_versioned_object(self, name: str) -> VersionedObject:
+        data, attributes, version = self._do(self._pool.read_with_attributes, name)
+        return VersionedObject(pa.py_buffer(data), attributes, version)
+
+    def replace_object_at(self, name: str, data: bytes, attributes: dict[str, bytes], version: object) -> bool:
+        if len(data) > MAX_OBJECT_BYTES:
+            raise InvalidRequestError(
+                f"object {name} would be {len(data):,} bytes, over the {MAX_OBJECT_BYTES:,}-byte limit"
+            )
+        return self._do(self._pool.replace_at_version, name, data, attributes, version)
 
     def delete_object(self, name: str) -> None:
         self._do(self._pool.remove, name)
@@ -243,9 +278,7 @@ class RadosBackend(Backend):
                 self._running -= 1
                 self._idle.notify_all()
 
-    def _error(
-        self, error: OSError, context: str, operation: str = ""
-    ) -> StorageError | ObjectNotFoundError | PermissionDeniedError:
+    def _error(self, error: OSError, context: str, operation: str = "") -> SkyhookError:
         if error.errno == errno.ENOENT:
             return ObjectNotFoundError(str(error))
         if error.errno == errno.ETIMEDOUT:
@@ -255,6 +288,8 @@ class RadosBackend(Backend):
             )
         if error.errno in (errno.EPERM, errno.EACCES):
             return self._refusal(operation, error)
+        if operation in _CLASS_CALLS and error.errno in WRITER_ERRORS:
+            return WRITER_ERRORS[error.errno](f"storage refused the write ({error}); nothing was written")
         return StorageError(f"{context}: {error}")
 
     def _refusal(self, operation: str, error: OSError) -> PermissionDeniedError:

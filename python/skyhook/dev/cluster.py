@@ -38,6 +38,10 @@ class ClusterError(SkyhookError):
     """The local cluster could not be started, reached or stopped."""
 
 
+#: The skyhook class's methods that only read (cpp/skyhook/storage/methods/method.h).
+READ_METHODS = ("scan", "describe", "execute_plan", "transform_check")
+
+
 def role_capabilities(role: str, pool: str = POOL, namespace: str | None = None) -> dict[str, str]:
     """The least Ceph capabilities a skyhook user needs, per daemon type (README, "Ceph").
     A reader scans and aggregates; a writer also writes and deletes datasets; an
@@ -47,7 +51,9 @@ def role_capabilities(role: str, pool: str = POOL, namespace: str | None = None)
     # methods read objects of every pool and namespace (class calls need no `r`).
     skyhook_class = f"allow {scope} class skyhook"
     if role == "reader":
-        return {"mon": "allow r", "osd": f"allow r {scope}, {skyhook_class}"}
+        # Granted method by method: a class grant lets its methods write (transform) without `w`.
+        methods = ", ".join(f"{skyhook_class} {method}" for method in READ_METHODS)
+        return {"mon": "allow r", "osd": f"allow r {scope}, {methods}"}
     if role == "writer":
         return {"mon": "allow r", "osd": f"allow rw {scope}, {skyhook_class}"}
     if role == "admin":

@@ -9,6 +9,7 @@ from skyhook.errors import (
     CorruptObjectError,
     InvalidRequestError,
     LimitExceededError,
+    ObjectChangedError,
     ObjectNotFoundError,
     ResultTooLargeError,
     SkyhookError,
@@ -33,6 +34,7 @@ class ErrorCode(IntEnum):
     INTERNAL = 8
     PUSHED_BACK = 9  # internal to a method: a reply that executed nothing; never sent
     LIMIT_EXCEEDED = 10
+    CONFLICT = 11
 
 
 #: The exception of every code a reply carries.
@@ -46,4 +48,5 @@ ERROR_BY_CODE: dict[int, type[SkyhookError]] = {
     ErrorCode.NOT_FOUND: ObjectNotFoundError,
     ErrorCode.INTERNAL: StorageError,
     ErrorCode.LIMIT_EXCEEDED: LimitExceededError,
+    ErrorCode.CONFLICT: ObjectChangedError,
 }

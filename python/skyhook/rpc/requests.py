@@ -1,5 +1,6 @@
 """Typed requests, one per storage-side method, mirroring cpp/skyhook/protocol/
-(scan_request.h, plan_request.h, describe_request.h, column_request.h) field for field."""
+(scan_request.h, plan_request.h, describe_request.h, column_request.h, transform_request.h) field for
+field."""
 
 from __future__ import annotations
 
@@ -109,3 +110,19 @@ class IndexRequest:
 
     def encode(self) -> bytes:
         return encode_request_frame({"method": self.METHOD, "column": self.column})
+
+
+@dataclass(frozen=True)
+class TransformRequest:
+    """Rewrite one object to a design, if its design is still at a generation
+    (method "transform"), or only check that it could ("transform_check")."""
+
+    METHOD: ClassVar[str] = "transform"
+    design: bytes  # a skyhook.design attribute value in request form (catalog/design.py)
+    expected_generation: int
+    method: str = METHOD
+
+    def encode(self) -> bytes:
+        return encode_request_frame(
+            {"method": self.method, "design": self.design, "expected_generation": self.expected_generation}
+        )

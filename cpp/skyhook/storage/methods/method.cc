@@ -38,18 +38,21 @@ std::shared_ptr<arrow::Buffer> EncodeWithCpuTime(Reply reply, const CpuTimer& ti
 }
 
 template <typename Call>
-std::shared_ptr<arrow::Buffer> Guarded(Call call) {
+std::shared_ptr<arrow::Buffer> Guarded(Call call, ErrorCode* status = nullptr) {
   CpuTimer timer;
+  auto encoded = [&](Reply reply) {
+    if (status != nullptr) *status = reply.code;
+    return EncodeWithCpuTime(std::move(reply), timer);
+  };
   try {
     auto initialized = InitializeOnce();
-    if (!initialized.ok()) return EncodeOrFallback(Reply::FromStatus(initialized));
-    return EncodeWithCpuTime(call(), timer);
+    if (!initialized.ok()) return encoded(Reply::FromStatus(initialized));
+    return encoded(call());
   } catch (const std::exception& e) {
-    return EncodeOrFallback(
+    return encoded(
         Reply::FromStatus(arrow::Status::UnknownError("storage method raised: ", e.what())));
   } catch (...) {
-    return EncodeOrFallback(
-        Reply::FromStatus(arrow::Status::UnknownError("storage method raised")));
+    return encoded(Reply::FromStatus(arrow::Status::UnknownError("storage method raised")));
   }
 }
 
@@ -63,9 +66,11 @@ const MethodInfo* FindMethod(std::string_view name) {
 }
 
 std::shared_ptr<arrow::Buffer> RunMethod(const MethodInfo& method, MutableObjectContext* object,
-                                         const std::shared_ptr<arrow::Buffer>& request) {
+                                         const std::shared_ptr<arrow::Buffer>& request,
+                                         ErrorCode* status) {
   return Guarded(
-      [&] { return std::visit([&](auto run) { return run(object, request); }, method.method); });
+      [&] { return std::visit([&](auto run) { return run(object, request); }, method.method); },
+      status);
 }
 
 std::shared_ptr<arrow::Buffer> RunMethod(const MethodInfo& method, ObjectContext* object,

@@ -1,5 +1,5 @@
 // The registry of storage-side methods, by the name both adapters expose them
-// under ("scan", "describe", "execute_plan"). A method is a reader, given only
+// under ("scan", "describe", "execute_plan", "transform"). A method is a reader, given only
 // the object's ObjectContext, or a writer, given its MutableObjectContext and
 // registered by the adapters with write permission.
 #pragma once
@@ -18,6 +18,7 @@
 #include "skyhook/storage/methods/execute_plan.h"
 #include "skyhook/storage/methods/scan.h"
 #include "skyhook/storage/methods/secondary_design_method.h"
+#include "skyhook/storage/methods/transform.h"
 #include "skyhook/storage/object/mutable_object_context.h"
 #include "skyhook/storage/object/object_context.h"
 
@@ -35,7 +36,7 @@ struct MethodInfo {
 };
 
 // A compile-time table, so the Ceph adapter can register one entry point per method.
-inline constexpr std::array<MethodInfo, 7> kMethods = {{
+inline constexpr std::array<MethodInfo, 9> kMethods = {{
     {"scan", ReadMethod{&Scan}},
     {"describe", ReadMethod{&Describe}},
     {"execute_plan", ReadMethod{&ExecutePlan}},
@@ -43,6 +44,8 @@ inline constexpr std::array<MethodInfo, 7> kMethods = {{
     {"analyze", WriteMethod{&Analyze}},
     {"create_index", WriteMethod{&CreateIndex}},
     {"drop_index", WriteMethod{&DropIndex}},
+    {"transform", WriteMethod{&Transform}},
+    {"transform_check", ReadMethod{&TransformCheck}},
 }};
 
 /// The method registered under `name`, or nullptr.
@@ -50,9 +53,11 @@ const MethodInfo* FindMethod(std::string_view name);
 
 /// Runs one method and encodes its reply: a writer gets the whole context, a
 /// reader its read-only side. Never throws: a storage server must survive any
-/// request, so exceptions become kInternal replies.
+/// request, so exceptions become kInternal replies. `status`, if given, gets
+/// the reply's code (Ceph returns only that of a method that writes).
 std::shared_ptr<arrow::Buffer> RunMethod(const MethodInfo& method, MutableObjectContext* object,
-                                         const std::shared_ptr<arrow::Buffer>& request);
+                                         const std::shared_ptr<arrow::Buffer>& request,
+                                         ErrorCode* status = nullptr);
 
 /// The same over an object that cannot be written (the fuzz harnesses' objects
 /// in memory): a writer is refused with a kInternal reply.

@@ -48,8 +48,9 @@ ErrorCode StatusOf(const std::shared_ptr<arrow::Buffer>& reply) {
   return static_cast<ErrorCode>(static_cast<const arrow::Int32Scalar&>(*status).value);
 }
 
-TEST(Methods, OnlyTheSecondaryDesignBuildersWrite) {
-  const std::set<std::string_view> writers = {"analyze", "create_index", "drop_index"};
+TEST(Methods, OnlyTheSecondaryDesignBuildersAndTransformWrite) {
+  const std::set<std::string_view> writers = {"analyze", "create_index", "drop_index",
+                                              "transform"};
   for (const auto& method : kMethods) {
     EXPECT_EQ(method.writes(), writers.count(method.name) == 1) << method.name;
   }

@@ -18,8 +18,21 @@
 
 namespace skyhook {
 
+/// The condition of ReplaceObject: attribute `name` still has `value`
+/// (nullopt: is still unset).
+struct AttributeGuard {
+  std::string name;
+  std::optional<std::string> value;
+};
+
 class MutableObjectContext : public ObjectContext {
  public:
+  /// Replace the object's bytes and set `attributes` as one change, if `guard`
+  /// holds (else kConflict): readers see the old object or the new one, and a
+  /// crash leaves one of them whole. Other attributes and the omap are kept.
+  virtual arrow::Status ReplaceObject(const arrow::Buffer& data,
+                                      const std::map<std::string, std::string>& attributes,
+                                      const AttributeGuard& guard) = 0;
   /// Replace the object's bytes with `data`, creating the object if needed.
   /// Attributes and omap are kept.
   virtual arrow::Status WriteFull(const arrow::Buffer& data) = 0;

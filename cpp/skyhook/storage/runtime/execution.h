@@ -18,8 +18,8 @@ namespace skyhook {
 /// Execution types have a constructor (Request, CallResources*), Run(object,
 /// call, reply) and AddStatistics(reply, timer). kPushedBack and, where the
 /// client can do the work itself (kPushesBackOverLimits), kLimitExceeded
-/// become a reply that executed nothing.
-/// Object is ObjectContext, or MutableObjectContext for a writing method.
+/// become a reply that executed nothing. Object is ObjectContext, or
+/// MutableObjectContext for a method that writes.
 template <typename Request, typename Execution, typename Object>
 Reply RunExecution(Object* object, const std::shared_ptr<arrow::Buffer>& request) {
   CpuTimer timer;

@@ -1,0 +1,160 @@
+#include "skyhook/storage/methods/transform.h"
+
+#include <numeric>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <arrow/table.h>
+
+#include "skyhook/protocol/error.h"
+#include "skyhook/protocol/transform_request.h"
+#include "skyhook/storage/object/object_design.h"
+#include "skyhook/storage/object/object_reader.h"
+#include "skyhook/storage/object/object_writer.h"
+#include "skyhook/storage/runtime/execution.h"
+
+namespace skyhook {
+namespace {
+
+// Ceph refuses writes over osd_max_write_size (90 MiB); the client's own cap.
+constexpr int64_t kMaxObjectBytes = int64_t{64} << 20;
+constexpr int64_t kReadBatchRows = 64 * 1024;
+
+arrow::Result<ObjectDesign> RequestedDesign(const arrow::Buffer& encoded) {
+  // The request form has no extents: parsed as the design of an empty object.
+  auto design = ParseDesign(
+      std::string_view(reinterpret_cast<const char*>(encoded.data()), encoded.size()), 0);
+  if (!design.ok()) {
+    return Error(ErrorCode::kInvalidRequest,
+                 "the requested design is malformed: ", design.status().message());
+  }
+  ARROW_RETURN_NOT_OK(CheckDesignRequest(*design));
+  return design;
+}
+
+// Before any data is read: every column the design names is the object's.
+arrow::Status CheckColumns(const ObjectDesign& design, const arrow::Schema& schema) {
+  std::vector<std::string> named;
+  for (const auto& group : design.column_groups) {
+    named.insert(named.end(), group.columns.begin(), group.columns.end());
+  }
+  for (const auto& key : design.sort_by) named.push_back(key.column);
+  for (const auto& column : named) {
+    if (schema.GetFieldIndex(column) < 0) {
+      return Error(ErrorCode::kUnknownColumn, "the design names column '", column,
+                   "', which the object does not have");
+    }
+  }
+  return arrow::Status::OK();
+}
+
+// Arrow's own refusals of a design (sorting by a list column, say) are the request's fault.
+arrow::Status RequestFault(const arrow::Status& status) {
+  if (CodeOf(status) != ErrorCode::kInternal) return status;
+  if (!status.IsNotImplemented() && !status.IsTypeError() && !status.IsInvalid()) return status;
+  return Error(ErrorCode::kInvalidRequest, "the design cannot be built: ", status.message());
+}
+
+class TransformExecution {
+ public:
+  // A rewrite only storage can make: over a limit it fails, changing nothing.
+  static constexpr bool kPushesBackOverLimits = false;
+
+  TransformExecution(TransformRequest request, CallResources* resources)
+      : request_(std::move(request)), resources_(resources) {}
+
+  /// On an ObjectContext (transform_check) only what can be checked before
+  /// the rewrite; on a MutableObjectContext the rewrite too.
+  template <typename Object>
+  arrow::Status Run(Object* object, const InFlightCall&, Reply* reply) {
+    ARROW_ASSIGN_OR_RAISE(target_, RequestedDesign(*request_.design));
+    ARROW_ASSIGN_OR_RAISE(reader_, ObjectReader::Open(object, resources_->pool()));
+    // The attribute as read with the data: the rewrite happens only while it is unchanged.
+    ARROW_ASSIGN_OR_RAISE(guard_value_, object->GetXattr(kDesignAttribute));
+    ARROW_ASSIGN_OR_RAISE(auto current, ReadDesign(object));
+    if (current.generation != request_.expected_generation) {
+      return Error(ErrorCode::kConflict, "the object's design is at generation ",
+                   current.generation, ", not ", request_.expected_generation,
+                   ": another transform changed it");
+    }
+    target_.generation = current.generation + 1;
+    ARROW_ASSIGN_OR_RAISE(bytes_before_, object->Size());
+    ARROW_RETURN_NOT_OK(CheckColumns(target_, *reader_->schema()));
+    if constexpr (std::is_same_v<Object, MutableObjectContext>) return Rewrite(object, reply);
+    return arrow::Status::OK();
+  }
+
+  void AddStatistics(Reply* reply, const CpuTimer& timer) const {
+    reply->statistics = {{"num_rows", rows_},
+                         {"bytes_read", reader_ ? reader_->bytes_read() : 0},
+                         {"bytes_written", bytes_written_},
+                         {"bytes_before", static_cast<int64_t>(bytes_before_)},
+                         {"storage_cpu_ns", timer.ElapsedNanos()}};
+  }
+
+ private:
+  arrow::Status Rewrite(MutableObjectContext* object, Reply* reply) {
+    ARROW_ASSIGN_OR_RAISE(auto table, ReadAll());
+    auto encoded = EncodeObject(table, target_, resources_->pool());
+    if (!encoded.ok()) return RequestFault(encoded.status());
+    ARROW_RETURN_NOT_OK(WithinLimits("encoding"));
+    if (encoded->data->size() > kMaxObjectBytes) {
+      return Error(ErrorCode::kLimitExceeded, "the new object would be ", encoded->data->size(),
+                   " bytes, over the ", kMaxObjectBytes, "-byte object limit");
+    }
+    ARROW_ASSIGN_OR_RAISE(auto attribute, SerializeDesign(encoded->design));
+    ARROW_RETURN_NOT_OK(object->ReplaceObject(*encoded->data,
+                                              {{kDesignAttribute, attribute->ToString()}},
+                                              AttributeGuard{kDesignAttribute, guard_value_}));
+    rows_ = table->num_rows();
+    bytes_written_ = encoded->data->size();
+    reply->body = attribute;
+    return arrow::Status::OK();
+  }
+
+  arrow::Result<std::shared_ptr<arrow::Table>> ReadAll() {
+    std::vector<int> fields(reader_->schema()->num_fields());
+    std::iota(fields.begin(), fields.end(), 0);
+    ARROW_ASSIGN_OR_RAISE(auto batches, reader_->ReadFields(fields, kReadBatchRows));
+    std::vector<std::shared_ptr<arrow::RecordBatch>> read;
+    while (true) {
+      ARROW_RETURN_NOT_OK(WithinLimits("reading"));
+      ARROW_ASSIGN_OR_RAISE(auto batch, batches->Next());
+      if (batch == nullptr) break;
+      read.push_back(std::move(batch));
+    }
+    return arrow::Table::FromRecordBatches(reader_->schema(), std::move(read));
+  }
+
+  arrow::Status WithinLimits(const char* step) const {
+    if (!resources_->OutOfTime()) return arrow::Status::OK();
+    return Error(ErrorCode::kLimitExceeded, "transforming the object takes longer than the node's ",
+                 resources_->limits().max_call_ms, " ms per call (", step,
+                 "); nothing was changed");
+  }
+
+  TransformRequest request_;
+  CallResources* resources_;
+  ObjectDesign target_;
+  std::optional<std::string> guard_value_;
+  std::unique_ptr<ObjectReader> reader_;
+  uint64_t bytes_before_ = 0;
+  int64_t rows_ = 0;
+  int64_t bytes_written_ = 0;
+};
+
+}  // namespace
+
+Reply Transform(MutableObjectContext* object, const std::shared_ptr<arrow::Buffer>& request) {
+  return RunExecution<TransformRequest, TransformExecution>(object, request);
+}
+
+Reply TransformCheck(ObjectContext* object, const std::shared_ptr<arrow::Buffer>& request) {
+  return RunExecution<TransformRequest, TransformExecution>(object, request);
+}
+
+}  // namespace skyhook
