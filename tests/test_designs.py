@@ -298,7 +298,7 @@ def test_the_cost_model_counts_the_extents_a_read_needs(store):
 def test_an_opened_object_reads_the_version_it_opened(store):
     """What plain reads rely on: attributes and bytes of one version, never the
     attributes of one and the bytes of another (a transform rewrites objects)."""
-    from skyhook.backends.object_store import ObjectChangedError
+    from skyhook.errors import ObjectChangedError
 
     dataset = store.write_dataset("t", TABLE, rows_per_object=1000)
     name = dataset.manifest.partitions[0].object_name

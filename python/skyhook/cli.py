@@ -689,8 +689,6 @@ def _size(value: int) -> str:
 
 
 # Secondary design (statistics and indexes in each object's omap).
-design_app = typer.Typer(help="The physical design of a dataset's objects.", no_args_is_help=True)
-app.add_typer(design_app, name="design")
 
 
 def _object_progress(description: str) -> tuple[Progress, Any]:

@@ -46,10 +46,6 @@ class PendingWrite(ABC):
     def finish(self) -> None: ...
 
 
-class ObjectChangedError(Exception):
-    """The object was replaced since it was opened (a transform rewrote it): open it again."""
-
-
 class OpenedObject(ABC):
     """One version of an object, as it was when opened: its size and attributes,
     and reads of byte ranges of that same version (never of a newer one)."""

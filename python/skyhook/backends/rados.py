@@ -29,7 +29,6 @@ import pyarrow as pa
 
 from skyhook.backends.base import Backend
 from skyhook.backends.object_store import (
-    ObjectChangedError,
     OpenedObject,
     PendingWrite,
     PendingWriteRecord,

@@ -39,7 +39,7 @@ class ClusterError(SkyhookError):
 
 
 #: The skyhook class's methods that only read (cpp/skyhook/storage/methods/method.h).
-READ_METHODS = ("scan", "describe", "execute_plan", "transform_check")
+READ_METHODS = ("scan", "describe", "execute_plan", "secondary_design", "transform_check")
 
 
 def role_capabilities(role: str, pool: str = POOL, namespace: str | None = None) -> dict[str, str]:

@@ -20,13 +20,14 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from skyhook.backends.object_codec import decode_object
-from skyhook.backends.object_store import ObjectChangedError, OpenedObject
+from skyhook.backends.object_store import OpenedObject
 from skyhook.catalog.design import DESIGN_ATTRIBUTE, ObjectDesign
 from skyhook.catalog.object_format import FORMAT_ATTRIBUTE, stored_schema
 from skyhook.errors import (
     ClassCallsNotPermittedError,
     CorruptObjectError,
     InvalidRequestError,
+    ObjectChangedError,
     OutOfMemoryError,
     SkyhookError,
     StorageError,

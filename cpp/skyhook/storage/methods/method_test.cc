@@ -49,8 +49,7 @@ ErrorCode StatusOf(const std::shared_ptr<arrow::Buffer>& reply) {
 }
 
 TEST(Methods, OnlyTheSecondaryDesignBuildersAndTransformWrite) {
-  const std::set<std::string_view> writers = {"analyze", "create_index", "drop_index",
-                                              "transform"};
+  const std::set<std::string_view> writers = {"analyze", "create_index", "drop_index", "transform"};
   for (const auto& method : kMethods) {
     EXPECT_EQ(method.writes(), writers.count(method.name) == 1) << method.name;
   }

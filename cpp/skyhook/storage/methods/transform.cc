@@ -1,5 +1,6 @@
 #include "skyhook/storage/methods/transform.h"
 
+#include <map>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -15,7 +16,9 @@
 #include "skyhook/storage/object/object_design.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/object/object_writer.h"
+#include "skyhook/storage/object/replacement_view.h"
 #include "skyhook/storage/runtime/execution.h"
+#include "skyhook/storage/secondary/secondary_design.h"
 
 namespace skyhook {
 namespace {
@@ -107,8 +110,12 @@ class TransformExecution {
                    " bytes, over the ", kMaxObjectBytes, "-byte object limit");
     }
     ARROW_ASSIGN_OR_RAISE(auto attribute, SerializeDesign(encoded->design));
-    ARROW_RETURN_NOT_OK(object->ReplaceObject(*encoded->data,
-                                              {{kDesignAttribute, attribute->ToString()}},
+    const std::map<std::string, std::string> attributes = {
+        {kDesignAttribute, attribute->ToString()}};
+    // Statistics and indexes the object keeps follow it (replacement_view.h says why first).
+    ReplacementView replacement(object, encoded->data, attributes);
+    ARROW_RETURN_NOT_OK(RebuildSecondaryDesign(&replacement, resources_));
+    ARROW_RETURN_NOT_OK(object->ReplaceObject(*encoded->data, attributes,
                                               AttributeGuard{kDesignAttribute, guard_value_}));
     rows_ = table->num_rows();
     bytes_written_ = encoded->data->size();
