@@ -133,6 +133,23 @@ def test_stale_statistics_and_indexes_are_ignored(store):
     assert scanner.stats.zones_skipped == 0 and scanner.stats.rows_read_by_index == 0
 
 
+def test_a_storage_side_transform_rebuilds_statistics_and_indexes(store):
+    """The transform rewrites the object and, in the same call, the secondary
+    design of its new data: fresh statistics and indexes that the scan uses."""
+    table = TABLE.slice(0, 600)
+    dataset = store.write_dataset("t", table, row_group_size=ZONE_ROWS)
+    dataset.compute_statistics()
+    dataset.create_index("id")
+    dataset.transform(Design("ipc", sort_by=[("id", "descending")], row_group_size=ZONE_ROWS // 2))
+    design = store.dataset("t").secondary_design()
+    assert design["statistics"][0].as_py() and design["indexes"][0].as_py() == ["id"]
+    assert design["zones"][0].as_py() == 12  # the new object's record batches
+    for filter in (pc.field("id") == 123, (pc.field("id") > 500) & (pc.field("id") < 520)):
+        result, stats = scan(store.dataset("t"), filter)
+        assert_same_table(result.sort_by("id"), expected(table, None, filter).sort_by("id"))
+        assert stats.rows_read_by_index == result.num_rows > 0
+
+
 def test_bad_requests_are_clear_errors_and_write_nothing(store):
     dataset = store.write_dataset("t", TABLE.slice(0, 300))
     with pytest.raises(skyhook.errors.UnknownColumnError, match="no column 'nope'"):
