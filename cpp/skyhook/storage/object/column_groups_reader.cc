@@ -19,6 +19,32 @@ arrow::Status Disagrees(const std::string& problem) {
                "object's column extents disagree with its design: ", problem);
 }
 
+// A read that must end after `expected` rows, as the design says: extents
+// whose footers do not say their row count (IPC) are checked as they are read.
+class CountedBatches : public arrow::RecordBatchReader {
+ public:
+  CountedBatches(std::shared_ptr<arrow::RecordBatchReader> batches, int64_t expected)
+      : batches_(std::move(batches)), expected_(expected) {}
+
+  std::shared_ptr<arrow::Schema> schema() const override { return batches_->schema(); }
+
+  arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* out) override {
+    ARROW_RETURN_NOT_OK(batches_->ReadNext(out));
+    if (*out != nullptr) {
+      read_ += (*out)->num_rows();
+      if (read_ > expected_) return Disagrees("its extents hold more rows than its design says");
+    } else if (read_ != expected_) {
+      return Disagrees("its extents hold fewer rows than its design says");
+    }
+    return arrow::Status::OK();
+  }
+
+ private:
+  std::shared_ptr<arrow::RecordBatchReader> batches_;
+  int64_t expected_;
+  int64_t read_ = 0;
+};
+
 // Batches of several readers over the same rows, side by side: each output
 // batch is as long as the shortest head, the rest of the others stays for
 // the next one.
@@ -120,11 +146,14 @@ class ColumnGroupsReader : public ObjectReader {
       ARROW_ASSIGN_OR_RAISE(parts[part],
                             groups_[group]->ReadFields(part_fields[part], batch_size, start_row));
     }
+    const int64_t expected = std::max<int64_t>(num_rows_ - start_row, 0);
     if (parts.size() == 1 && std::is_sorted(field_indices.begin(), field_indices.end())) {
-      return parts[0];  // one group, its fields as asked: nothing to zip
+      // One group, its fields as asked: nothing to zip.
+      return std::make_shared<CountedBatches>(std::move(parts[0]), expected);
     }
-    return std::make_shared<ZippedBatches>(std::move(parts), std::move(positions),
-                                           std::move(schema));
+    return std::make_shared<CountedBatches>(
+        std::make_shared<ZippedBatches>(std::move(parts), std::move(positions), std::move(schema)),
+        expected);
   }
 
  private:

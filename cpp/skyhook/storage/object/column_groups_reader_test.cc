@@ -38,6 +38,9 @@ class DesignedObject : public ObjectContext {
     if (name == kDesignAttribute) return design_;
     return std::nullopt;
   }
+  arrow::Result<std::optional<std::string>> GetOmap(const std::string&) override {
+    return std::nullopt;
+  }
 
   std::vector<std::pair<uint64_t, uint64_t>> reads;
 

@@ -268,13 +268,11 @@ arrow::Result<ObjectDesign> ReadDesign(ObjectContext* object) {
                  " attribute: it was not written as a skyhook partition");
   }
   ObjectDesign design;
-  if (*format == "parquet") {
-    design.format = ObjectFormat::kParquet;
-  } else if (*format == "ipc") {
-    design.format = ObjectFormat::kIpc;
-  } else {
+  auto parsed = ParseFormat(*format);
+  if (!parsed.ok()) {
     return Error(ErrorCode::kCorruptObject, "object has unknown format '", *format, "'");
   }
+  design.format = *parsed;
   design.column_groups = {ColumnGroup{{}, 0, size}};
   design.compression = "unknown";
   design.num_rows = -1;  // only its footer knows

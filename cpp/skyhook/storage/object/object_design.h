@@ -23,7 +23,7 @@
 namespace skyhook {
 
 constexpr char kDesignAttribute[] = "skyhook.design";
-/// The attribute of objects written before designs: "parquet" or "ipc".
+/// The attribute of objects written before designs: "parquet" or "ipc" (or "rows").
 constexpr char kFormatAttribute[] = "skyhook.format";
 constexpr int32_t kDesignVersion = 1;
 
@@ -73,8 +73,8 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> SerializeDesign(const ObjectDesign
 /// duplicate columns, extents outside the object or overlapping).
 arrow::Result<ObjectDesign> ParseDesign(std::string_view encoded, uint64_t object_size);
 
-/// The design an object carries; objects written before designs (only a
-/// `skyhook.format` attribute) read as one Parquet or IPC extent.
+/// The design an object carries; objects with only a `skyhook.format`
+/// attribute (written before designs) read as one extent of that format.
 /// kCorruptObject when it has neither attribute or a malformed one.
 arrow::Result<ObjectDesign> ReadDesign(ObjectContext* object);
 
