@@ -10,7 +10,7 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from skyhook.errors import UnknownColumnError
+from skyhook.errors import TypeMismatchError, UnknownColumnError
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.rpc.reply import Reply, decode_reply
 from skyhook.rpc.requests import AnalyzeRequest, IndexRequest, SecondaryDesignRequest
@@ -58,6 +58,7 @@ def analyze(objects: DatasetObjects, progress: Progress | None = None) -> None:
 def create_index(objects: DatasetObjects, column: str, progress: Progress | None = None) -> None:
     """An index on column in every object (storage refuses unindexable types)."""
     _check_column(objects, column)
+    _check_indexable(objects.schema.field(column))
     _call_every_object(objects, IndexRequest(column), f"indexing {objects.name}.{column}", progress)
 
 
@@ -71,6 +72,33 @@ def drop_index(objects: DatasetObjects, column: str, progress: Progress | None =
 def _check_column(objects: DatasetObjects, column: str) -> None:
     if column not in objects.schema.names:
         raise UnknownColumnError(f"dataset {objects.name} has no column {column!r}")
+
+
+_INDEXABLE = (
+    pa.types.is_integer,
+    pa.types.is_decimal,
+    pa.types.is_boolean,
+    pa.types.is_date,
+    pa.types.is_time,
+    pa.types.is_timestamp,
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_binary,
+    pa.types.is_large_binary,
+    pa.types.is_fixed_size_binary,
+)
+
+
+def _check_indexable(field: pa.Field) -> None:
+    """The rule storage applies (column_index.cc, NotIndexable), said before any
+    call: a write method that fails on Ceph returns only an error code."""
+    if any(indexable(field.type) for indexable in _INDEXABLE):
+        return
+    if pa.types.is_floating(field.type):
+        reason = "floating-point values are not indexed (NaN has no place in an order)"
+    else:
+        reason = "only integer, decimal, date, time, timestamp, string and binary columns are indexed"
+    raise TypeMismatchError(f"column {field.name!r} ({field.type}) cannot be indexed: {reason}")
 
 
 #: Per object: what secondary_designs returns.
