@@ -98,9 +98,7 @@ DEFAULT_STORE = "skyhook-store"
 MAX_CELL_WIDTH = 40
 
 
-def _open(
-    store: str, create: bool = False, retention_seconds: float = DEFAULT_RETENTION_SECONDS
-) -> skyhook.Store:
+def _open(store: str, create: bool = False, retention_seconds: float = DEFAULT_RETENTION_SECONDS) -> skyhook.Store:
     try:
         return skyhook.connect(store, create=create, retention_seconds=retention_seconds)
     except StoreNotFoundError as error:

@@ -21,8 +21,13 @@ from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRe
 from skyhook.ingest import statistics, write
 from skyhook.ingest.csv_options import CsvOptions
 from skyhook.ingest.files import Partitioning
+from skyhook.ingest.garbage_collection import (
+    DEFAULT_RETENTION_SECONDS,
+    Collection,
+    collect_after_write,
+    collect_garbage,
+)
 from skyhook.ingest.partitioning import DEFAULT_TARGET_OBJECT_SIZE
-from skyhook.ingest.garbage_collection import DEFAULT_RETENTION_SECONDS, Collection, collect_after_write, collect_garbage
 from skyhook.ingest.publish import swap_retiring
 from skyhook.ingest.sources import DataSource
 from skyhook.names import ObjectOwner, check_dataset_name, object_owner
@@ -205,7 +210,9 @@ class Store:
         while True:
             stored = self._stored_manifest(name)
             Manifest.from_bytes(stored.data, name)  # a corrupt one is refused
-            if swap_retiring(self.backend, name, stored, "", lambda: self.backend.delete_manifest(name, stored.version)):
+            if swap_retiring(
+                self.backend, name, stored, "", lambda: self.backend.delete_manifest(name, stored.version)
+            ):
                 break
             # Replaced meanwhile: delete what is there now (its writer retired the old objects).
         collect_after_write(self.backend, self.retention_seconds, name)

@@ -39,9 +39,7 @@ class Retirement:
     objects: tuple[str, ...]
 
 
-def retire_objects(
-    store: ObjectStore, dataset: str, replaced_by: str, object_names: Iterable[str]
-) -> list[Retirement]:
+def retire_objects(store: ObjectStore, dataset: str, replaced_by: str, object_names: Iterable[str]) -> list[Retirement]:
     """Record object_names of dataset as retired by the publication replaced_by.
     Call it before swapping the manifest that stops naming them; if the swap
     fails, withdraw_retirement the records returned. Objects still named by the
@@ -69,9 +67,7 @@ def withdraw_retirement(store: ObjectStore, records: list[Retirement]) -> None:
         store.drop_retirement(record.dataset, record.key)
 
 
-def retirements(
-    store: ObjectStore, dataset: str | None = None
-) -> tuple[list[Retirement], list[tuple[str, str, str]]]:
+def retirements(store: ObjectStore, dataset: str | None = None) -> tuple[list[Retirement], list[tuple[str, str, str]]]:
     """The log's records (of dataset, or all), and (dataset, key, problem) of each
     record that cannot be trusted: those are never acted upon."""
     records, corrupt = [], []

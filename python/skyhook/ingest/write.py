@@ -19,8 +19,8 @@ from skyhook.catalog.manifest import Manifest, Partition
 from skyhook.errors import DatasetNotFoundError, InvalidRequestError
 from skyhook.ingest.csv_options import CsvOptions
 from skyhook.ingest.files import Partitioning
-from skyhook.ingest.partitioning import DEFAULT_TARGET_OBJECT_SIZE, split_partitions
 from skyhook.ingest.garbage_collection import DEFAULT_RETENTION_SECONDS, collect_after_write
+from skyhook.ingest.partitioning import DEFAULT_TARGET_OBJECT_SIZE, split_partitions
 from skyhook.ingest.publish import check_mode, exists_error, publish
 from skyhook.ingest.schema_match import conform
 from skyhook.ingest.sources import DataSource, open_source
