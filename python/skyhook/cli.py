@@ -38,6 +38,7 @@ from skyhook.errors import (
 )
 from skyhook.expression.commands import expression_app
 from skyhook.ingest.files import file_format, input_files
+from skyhook.ingest.garbage_collection import DEFAULT_RETENTION_SECONDS
 from skyhook.store import DEFAULT_FSCK_GRACE_SECONDS
 
 
@@ -97,9 +98,9 @@ DEFAULT_STORE = "skyhook-store"
 MAX_CELL_WIDTH = 40
 
 
-def _open(store: str, create: bool = False) -> skyhook.Store:
+def _open(store: str, create: bool = False, retention_seconds: float = DEFAULT_RETENTION_SECONDS) -> skyhook.Store:
     try:
-        return skyhook.connect(store, create=create)
+        return skyhook.connect(store, create=create, retention_seconds=retention_seconds)
     except StoreNotFoundError as error:
         raise StoreNotFoundError(
             f"{error} (a mistyped --store? `skyhook import DATASET FILE --store {store}` creates a store)"
@@ -398,38 +399,53 @@ def rm(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
 def fsck(
     dataset: Annotated[Optional[str], typer.Argument(help="Check only this dataset.")] = None,
     store: StoreOption = DEFAULT_STORE,
-    repair: Annotated[bool, typer.Option(help="Delete the orphan objects found.")] = False,
+    repair: Annotated[
+        bool, typer.Option(help="Delete the orphans and the retired objects whose retention is over.")
+    ] = False,
     grace_seconds: Annotated[
         float, typer.Option(help="Ceph: a write silent this long counts as abandoned.")
     ] = DEFAULT_FSCK_GRACE_SECONDS,
+    retention_seconds: Annotated[
+        float, typer.Option(help="How long replaced objects are kept for the readers that opened them.")
+    ] = DEFAULT_RETENTION_SECONDS,
 ) -> None:
-    """Find objects that no dataset and no running write owns (left by crashed writers) and, on Ceph, where
-    the list of datasets and the manifests disagree; --repair fixes both. Exits with 1 if problems remain."""
-    with _open(store) as source:
+    """Find objects that no dataset and no running write owns (left by crashed writers), objects that
+    manifests name and the store lacks, and, on Ceph, where the list of datasets and the manifests
+    disagree; --repair fixes what it can (a missing object's data cannot be restored: rewrite or delete
+    its dataset). Retired objects (replaced, kept for their readers) are not problems. Exits with 1 if
+    problems remain."""
+    with _open(store, retention_seconds=retention_seconds) as source:
         report = source.fsck(dataset, repair=repair, grace_seconds=grace_seconds)
     for title, names in (
         ("orphan objects", report.orphans),
+        ("missing objects (dangling references; a repair cannot restore them)", report.dangling),
         ("abandoned writes", report.abandoned_writes),
         ("writes in progress (left alone)", report.in_progress),
         ("corrupt manifests (their objects left alone)", report.corrupt_manifests),
+        ("corrupt retirement records", report.corrupt_retirements),
         ("list of datasets", report.index_problems),
     ):
         if names:
             console.print(Text.assemble((title, "bold"), f" ({len(names)}):"))
             for name in names:
                 console.print(f"  {name}", markup=False)
+    if report.retired:
+        kept = len(report.retired) - len(report.collected)
+        console.print(f"retired objects: {len(report.retired)} (deleted now: {len(report.collected)}, kept: {kept})")
     if report.clean:
         console.print("clean")
     elif report.repaired:
         fixed = {
             "orphan objects deleted": report.orphans,
             "abandoned write records dropped": report.abandoned_writes,
+            "corrupt retirement records dropped": report.corrupt_retirements,
             "entries of the list of datasets fixed": report.index_problems,
         }
-        console.print("repaired: " + ", ".join(f"{what}: {len(names)}" for what, names in fixed.items() if names))
+        done = ", ".join(f"{what}: {len(names)}" for what, names in fixed.items() if names)
+        console.print(f"repaired: {done}" if done else "nothing a repair can fix")
     else:
         console.print("run again with --repair to delete the orphans")
-    if report.corrupt_manifests or not (report.clean or report.repaired):
+    if report.corrupt_manifests or report.dangling or not (report.clean or report.repaired):
         raise SystemExit(1)
 
 

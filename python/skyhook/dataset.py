@@ -37,6 +37,7 @@ class DatasetStore(Protocol):
 
     backend: Backend
     uri: str
+    retention_seconds: float
 
     def dataset(self, name: str) -> Dataset: ...
 
@@ -174,7 +175,15 @@ class Dataset(ObjectDataset):
         the dataset's write design) or its shorthand format, row_group_size and
         compression, target_object_size, rows_per_object, progress,
         partitioning, csv_options (as for Store.write_dataset)."""
-        manifest = write_dataset(self.store.backend, self.name, data, mode="append", must_exist=True, **options)
+        manifest = write_dataset(
+            self.store.backend,
+            self.name,
+            data,
+            mode="append",
+            must_exist=True,
+            retention_seconds=self.store.retention_seconds,
+            **options,
+        )
         return Dataset(self.store, manifest)
 
     def transform(

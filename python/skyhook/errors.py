@@ -63,7 +63,8 @@ class DatasetExistsError(SkyhookError):
 
 
 class DatasetChangedError(SkyhookError):
-    """A pickled dataset was overwritten since: its generation is no longer current."""
+    """The version of a dataset asked for is gone: a pickled dataset was overwritten
+    since, or a scan of a replaced version outlived the retention of its objects."""
 
 
 class LimitExceededError(SkyhookError):

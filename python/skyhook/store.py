@@ -13,15 +13,22 @@ import pyarrow as pa
 
 from skyhook.backends.base import Backend
 from skyhook.backends.object_store import StoredManifest
-from skyhook.catalog.design import Design
+from skyhook.backends.retirement import retirements
+from skyhook.catalog.design import DESIGN_ATTRIBUTE, Design
 from skyhook.catalog.manifest import Manifest
 from skyhook.dataset import Dataset
-from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRequestError
+from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRequestError, ObjectNotFoundError
 from skyhook.ingest import statistics, write
 from skyhook.ingest.csv_options import CsvOptions
 from skyhook.ingest.files import Partitioning
+from skyhook.ingest.garbage_collection import (
+    DEFAULT_RETENTION_SECONDS,
+    Collection,
+    collect_after_write,
+    collect_garbage,
+)
 from skyhook.ingest.partitioning import DEFAULT_TARGET_OBJECT_SIZE
-from skyhook.ingest.publish import delete_objects
+from skyhook.ingest.publish import swap_retiring
 from skyhook.ingest.sources import DataSource
 from skyhook.names import ObjectOwner, check_dataset_name, object_owner
 
@@ -29,18 +36,21 @@ from skyhook.names import ObjectOwner, check_dataset_name, object_owner
 DEFAULT_FSCK_GRACE_SECONDS = 600
 
 
-def connect(uri: str, *, create: bool = True) -> Store:
+def connect(uri: str, *, create: bool = True, retention_seconds: float = DEFAULT_RETENTION_SECONDS) -> Store:
     """Open a store: ``file:///abs/path`` (or a plain path) for the embedded store,
     ``ceph://POOL?conf=/path/ceph.conf[&namespace=NS][&user=NAME][&keyring=/path][&timeout=SECONDS]``
     for RADOS (every Ceph operation fails after the timeout, 30 s by default).
     An embedded store that does not exist yet is created, or with create=False
     is a StoreNotFoundError (so a mistyped path is not silently a new, empty
-    store); a Ceph pool must exist either way."""
+    store); a Ceph pool must exist either way. retention_seconds: how long the
+    objects an overwrite or a delete replaced outlive it, for the readers that
+    opened them (see Store.collect_garbage)."""
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file"):
         from skyhook.backends.embedded import EmbeddedBackend
 
-        return Store(EmbeddedBackend(unquote(parsed.path) if parsed.scheme else uri, create=create))
+        backend = EmbeddedBackend(unquote(parsed.path) if parsed.scheme else uri, create=create)
+        return Store(backend, retention_seconds)
     if parsed.scheme == "ceph":
         from skyhook.backends.rados import RadosBackend
 
@@ -54,7 +64,7 @@ def connect(uri: str, *, create: bool = True) -> Store:
             )
         if timeout is not None:
             options["timeout_seconds"] = int(timeout)
-        return Store(RadosBackend(parsed.netloc, options.pop("conf"), **options))
+        return Store(RadosBackend(parsed.netloc, options.pop("conf"), **options), retention_seconds)
     raise InvalidRequestError(f"unsupported store URI {uri!r}: expected file:///path or ceph://POOL?conf=...")
 
 
@@ -87,8 +97,12 @@ class Store:
     """Pickles by reference, as its URI (which carries every connection option):
     unpickling connects to the same store, once per process and URI."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, retention_seconds: float = DEFAULT_RETENTION_SECONDS) -> None:
+        if not retention_seconds >= 0:
+            raise InvalidRequestError(f"retention_seconds must be >= 0, not {retention_seconds}")
         self.backend = backend
+        #: How long replaced objects outlive the publication that replaced them.
+        self.retention_seconds = retention_seconds
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (reconnect, (self.uri,))
@@ -168,8 +182,9 @@ class Store:
         Concurrent writers of one dataset never lose data silently: of concurrent
         creators exactly one succeeds and the others raise DatasetExistsError; of
         concurrent overwriters the last to publish wins; concurrent appends all
-        land. Every writer deletes the objects of the manifest it replaced (an
-        append replaces none) and, if it fails, its own."""
+        land. A writer that fails deletes its own objects; the objects of the
+        manifest an overwrite replaced are retired, and deleted once
+        retention_seconds have passed (see collect_garbage)."""
         manifest = write.write_dataset(
             self.backend,
             name,
@@ -184,26 +199,43 @@ class Store:
             progress=progress,
             partitioning=partitioning,
             csv_options=csv_options,
+            retention_seconds=self.retention_seconds,
         )
         return Dataset(self, manifest)
 
     def delete_dataset(self, name: str) -> None:
-        """Delete the manifest, then the objects it names. A corrupt manifest
-        raises CorruptManifestError and nothing is deleted."""
+        """Delete the manifest; its objects are retired, deleted once
+        retention_seconds have passed. A corrupt manifest raises
+        CorruptManifestError and nothing is deleted."""
         while True:
             stored = self._stored_manifest(name)
-            manifest = Manifest.from_bytes(stored.data, name)
-            if self.backend.delete_manifest(name, stored.version):
-                delete_objects(self.backend, manifest)
-                return
-            # Replaced meanwhile: delete what is there now (its writer deleted the old objects).
+            Manifest.from_bytes(stored.data, name)  # a corrupt one is refused
+            if swap_retiring(
+                self.backend, name, stored, "", lambda: self.backend.delete_manifest(name, stored.version)
+            ):
+                break
+            # Replaced meanwhile: delete what is there now (its writer retired the old objects).
+        collect_after_write(self.backend, self.retention_seconds, name)
+
+    def collect_garbage(self, name: str | None = None) -> Collection:
+        """Delete the retired objects (of dataset name, or of all) whose
+        retention period has passed: objects that an overwrite, a delete or a
+        compaction replaced, kept meanwhile for the readers that opened them.
+        Writes and fsck(repair=True) do this too."""
+        if name is not None:
+            check_dataset_name(name)
+        return collect_garbage(self.backend, self.retention_seconds, name)
 
     def fsck(
         self, name: str | None = None, repair: bool = False, grace_seconds: float = DEFAULT_FSCK_GRACE_SECONDS
     ) -> FsckReport:
-        """Find (and with repair, delete) orphan objects: partitions (and temporary
-        files of partitions) that neither a dataset's manifest names nor a write in
-        progress owns, left by crashed or killed writers. On RADOS a write whose
+        """Check the datasets (name, or all) against the objects stored. Orphans:
+        partitions (and temporary files of partitions) that no manifest, no write
+        in progress and no retirement owns, left by crashed or killed writers.
+        Retired objects are reported, not orphans: a repair deletes those whose
+        retention has passed (collect_garbage). Dangling references: objects a
+        manifest names that are missing; a repair cannot invent their data and
+        leaves them (rewrite or delete the dataset). On RADOS a write whose
         writer has been silent for grace_seconds counts as abandoned; the
         embedded store knows exactly which writers are alive. Without a name,
         the list of datasets is checked against the manifests too (RADOS)."""
@@ -215,7 +247,9 @@ class Store:
 
         # Order matters. An object listed now was stored after its write was
         # registered; a write still registered after the listing is protected,
-        # and one that finished since has published a manifest read after this.
+        # and one that finished since has published a manifest read after this;
+        # an object that manifest no longer names was retired before it, so is
+        # in the log read last.
         listing = self.backend.object_names()
         objects = [(object_owner(self.backend.partition_name(listed)), listed) for listed in listing]
         owned = [(owner, listed) for owner, listed in objects if owner is not None and wanted(owner.dataset)]
@@ -231,14 +265,25 @@ class Store:
                 report.corrupt_manifests.append(f"{dataset}: {error}")  # its objects are left alone
                 continue
             current[dataset] = {p.object_name for p in manifest.partitions} if manifest else set()
+        records, corrupt_records = retirements(self.backend, name)
+        report.corrupt_retirements = [f"{dataset}.{key}: {problem}" for dataset, key, problem in corrupt_records]
+        retired = {object_name for record in records for object_name in record.objects}
         for owner, listed in owned:
-            named = self.backend.partition_name(listed) in current.get(owner.dataset, ())
-            if (
-                owner.dataset in current
-                and owner not in live
-                and (not named or self.backend.abandoned_temporary(listed))
-            ):
+            partition = self.backend.partition_name(listed)
+            named = partition in current.get(owner.dataset, ())
+            if owner.dataset not in current or owner in live:
+                continue
+            if not named and partition == listed and listed in retired:
+                report.retired.append(listed)
+            elif not named or self.backend.abandoned_temporary(listed):
                 report.orphans.append(listed)
+        stored_names = set(listing)
+        for dataset, named in sorted(current.items()):
+            report.dangling.extend(
+                f"{dataset}: {object_name}"
+                for object_name in sorted(named - stored_names)
+                if not self._object_exists(object_name)  # stored after the listing?
+            )
         report.abandoned_writes = sorted(
             f"{record.dataset}.{record.generation}" for record in pending if record.abandoned
         )
@@ -250,8 +295,18 @@ class Store:
             for record in pending:
                 if record.abandoned:
                     self.backend.forget_write(record.dataset, record.generation)
+            for dataset, key, _ in corrupt_records:
+                self.backend.drop_retirement(dataset, key)
+            report.collected = collect_garbage(self.backend, self.retention_seconds, name).deleted
             report.repaired = True
         return report
+
+    def _object_exists(self, object_name: str) -> bool:
+        try:
+            self.backend.object_attribute(object_name, DESIGN_ATTRIBUTE)
+        except ObjectNotFoundError:
+            return False
+        return True
 
     def describe_object(self, object_name: str) -> tuple[pa.StructArray, dict[str, int]]:
         """Per-column statistics of one object ({min, max, null_count} per column,
@@ -261,18 +316,33 @@ class Store:
 
 @dataclass
 class FsckReport:
-    #: Partition objects no manifest and no live write owns (deleted by a repair).
+    #: Partition objects no manifest, no live write and no retirement owns (deleted by a repair).
     orphans: list[str] = field(default_factory=list)
+    #: Objects replaced and kept for the readers that opened them (a repair deletes those due).
+    retired: list[str] = field(default_factory=list)
+    #: Retired objects this repair deleted, their retention over.
+    collected: list[str] = field(default_factory=list)
+    #: "<dataset>: <object>" a manifest names and the store lacks (a repair cannot restore them).
+    dangling: list[str] = field(default_factory=list)
     #: "<dataset>.<generation>" of writes still running: their objects were left alone.
     in_progress: list[str] = field(default_factory=list)
     #: "<dataset>.<generation>" of writes whose writer died (their records are dropped by a repair).
     abandoned_writes: list[str] = field(default_factory=list)
     #: Datasets whose manifest cannot be trusted: their objects were left alone.
     corrupt_manifests: list[str] = field(default_factory=list)
+    #: "<dataset>.<key>: <problem>" of retirement records that cannot be trusted (dropped by a repair).
+    corrupt_retirements: list[str] = field(default_factory=list)
     #: Where the list of datasets and the manifests disagree (RADOS; fixed by a repair).
     index_problems: list[str] = field(default_factory=list)
     repaired: bool = False
 
     @property
     def clean(self) -> bool:
-        return not (self.orphans or self.abandoned_writes or self.corrupt_manifests or self.index_problems)
+        return not (
+            self.orphans
+            or self.dangling
+            or self.abandoned_writes
+            or self.corrupt_manifests
+            or self.corrupt_retirements
+            or self.index_problems
+        )

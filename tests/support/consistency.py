@@ -19,7 +19,9 @@ def partition_objects(store: skyhook.Store, dataset: str | None = None) -> list[
 
 
 def assert_consistent(store: skyhook.Store, dataset: str, expected: pa.Table) -> None:
-    """The dataset reads as expected, storage holds exactly its objects, fsck is clean."""
+    """The dataset reads as expected, storage holds exactly its objects once the
+    retired ones are collected (store keeps none), fsck is clean."""
+    store.collect_garbage(dataset)
     assert_same_table(store.dataset(dataset).to_table(), expected)
     assert partition_objects(store, dataset) == sorted(p.object_name for p in store.manifest(dataset).partitions)
     report = store.fsck()

@@ -20,8 +20,11 @@ CEPH_NODE_LIMITS = {"max_call_ms": 3000, "max_call_memory_mb": 512, "max_reply_m
 
 
 def open_store(backend: str, directory: Path, request: pytest.FixtureRequest) -> skyhook.Store:
-    """An empty store: a fresh directory, or a fresh RADOS namespace of the session's cluster."""
+    """An empty store: a fresh directory, or a fresh RADOS namespace of the session's cluster.
+    Replaced objects are deleted right after the publication that replaced them
+    (no retention), so a test sees exactly the objects its datasets name;
+    tests/test_commit_protocol.py tests the retention."""
     if backend == "embedded":
-        return skyhook.connect(directory.as_uri())
+        return skyhook.connect(directory.as_uri(), retention_seconds=0)
     cluster = request.getfixturevalue("ceph_cluster")
-    return skyhook.connect(f"{cluster.uri}&namespace=test-{uuid.uuid4().hex[:12]}")
+    return skyhook.connect(f"{cluster.uri}&namespace=test-{uuid.uuid4().hex[:12]}", retention_seconds=0)

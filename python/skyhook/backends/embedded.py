@@ -11,6 +11,7 @@ A manifest is compared and swapped under an exclusive ``flock`` of
 "the" lock at once). A write in progress holds an ``flock`` on its record
 ``pending/<dataset>.<generation>`` until it finishes; the kernel drops the lock
 when the writer dies, which is how fsck tells abandoned writes from live ones.
+Retirement records are files ``retired/<dataset>.<key>``, each written once.
 """
 
 from __future__ import annotations
@@ -55,12 +56,13 @@ class EmbeddedBackend(Backend):
         self.manifests = self.root / "manifests"
         self.locks = self.root / "locks"
         self.pending = self.root / "pending"
+        self.retired = self.root / "retired"
         self.parallelism = parallelism or os.cpu_count() or 1
         if not create and not (self.root / _MARKER).exists():
             raise StoreNotFoundError(f"no skyhook store at {self.root}")
         if self.root.exists() and any(self.root.iterdir()) and not (self.root / _MARKER).exists():
             raise SkyhookError(f"{self.root} exists and is not a skyhook store")
-        for directory in (self.objects, self.manifests, self.locks, self.pending):
+        for directory in (self.objects, self.manifests, self.locks, self.pending, self.retired):
             directory.mkdir(parents=True, exist_ok=True)
         if not (self.root / _MARKER).exists():
             _atomic_write(self.root / _MARKER, b"skyhook embedded store, layout 1\n", {})
@@ -205,6 +207,23 @@ class EmbeddedBackend(Backend):
     def forget_write(self, dataset: str, generation: str) -> None:
         (self.pending / f"{dataset}.{generation}").unlink(missing_ok=True)
 
+    def put_retirement(self, dataset: str, key: str, record: bytes) -> None:
+        _atomic_write(self._retirement_path(dataset, key), record, {})
+
+    def retirement_records(self) -> list[tuple[str, str, bytes]]:
+        records = []
+        for path in self.retired.iterdir():
+            dataset, dot, key = path.name.partition(".")
+            if dataset and dot and not path.name.startswith("."):
+                try:
+                    records.append((dataset, key, path.read_bytes()))
+                except FileNotFoundError:
+                    continue  # collected meanwhile
+        return records
+
+    def drop_retirement(self, dataset: str, key: str) -> None:
+        self._retirement_path(dataset, key).unlink(missing_ok=True)
+
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
@@ -217,6 +236,13 @@ class EmbeddedBackend(Backend):
     def _manifest_path(self, dataset: str) -> Path:
         check_dataset_name(dataset)
         return self.manifests / dataset
+
+    def _retirement_path(self, dataset: str, key: str) -> Path:
+        """retired/DATASET.KEY, refusing any name that could lead outside retired/."""
+        name = f"{dataset}.{key}"
+        if name.startswith(".") or "/" in name or "\0" in name:
+            raise InvalidRequestError(f"invalid retirement record name {name!r}")
+        return self.retired / name
 
     def _read_manifest(self, dataset: str) -> bytes | None:
         try:

@@ -1,6 +1,7 @@
 """The object store a backend offers: a flat namespace of objects with
-attributes, dataset manifests published by compare-and-swap, and a record of
-the writes in progress (for fsck)."""
+attributes, dataset manifests published by compare-and-swap, a record of
+the writes in progress (for fsck) and a log of retired objects (replaced by a
+publication, deleted once no reader can still need them)."""
 
 from __future__ import annotations
 
@@ -152,3 +153,19 @@ class ObjectStore(ABC):
     @abstractmethod
     def forget_write(self, dataset: str, generation: str) -> None:
         """Drop the record of an abandoned write (after fsck removed its objects)."""
+
+    # The retirement log (skyhook.backends.retirement): records that are each
+    # stored once under a key of their own and removed once, never rewritten, so
+    # no two clients ever update one record and none can lose another's.
+
+    @abstractmethod
+    def put_retirement(self, dataset: str, key: str, record: bytes) -> None:
+        """Store a retirement record of dataset under key (a fresh generation)."""
+
+    @abstractmethod
+    def retirement_records(self) -> list[tuple[str, str, bytes]]:
+        """Every retirement record as (dataset, key, record)."""
+
+    @abstractmethod
+    def drop_retirement(self, dataset: str, key: str) -> None:
+        """Remove a retirement record; a missing one is not an error."""

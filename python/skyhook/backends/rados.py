@@ -11,7 +11,9 @@ Manifests are created exclusively and replaced or removed only at the object
 version read (``assert_version``). Writes in progress are omap entries of
 ``_skyhook.pending`` (``<dataset>.<generation>`` -> time of the writer's last
 heartbeat); RADOS cannot tell a dead client from a slow one, so fsck counts a
-write silent for longer than its grace as abandoned. Every operation gives up
+write silent for longer than its grace as abandoned. Retirement records are
+omap entries of ``_skyhook.retired`` (``<dataset>.<key>`` -> the record), each
+set once and removed once. Every operation gives up
 after ``timeout`` seconds (URI option, default 30) instead of waiting for ever
 on a placement group whose OSDs are down.
 """
@@ -61,6 +63,7 @@ except ImportError:  # built without librados-dev
 CLASS_NAME = "skyhook"
 DATASET_INDEX = "_skyhook.datasets"
 PENDING_WRITES = "_skyhook.pending"
+RETIREMENTS = "_skyhook.retired"
 MANIFEST_SUFFIX = ".manifest"
 DEFAULT_TIMEOUT_SECONDS = 30
 # Operations of the _rados module, by the OSD capability they need.
@@ -254,6 +257,20 @@ class RadosBackend(Backend):
 
     def forget_write(self, dataset: str, generation: str) -> None:
         self._do(self._pool.omap_remove, PENDING_WRITES, [f"{dataset}.{generation}"])
+
+    def put_retirement(self, dataset: str, key: str, record: bytes) -> None:
+        self._do(self._pool.omap_set, RETIREMENTS, {f"{dataset}.{key}": record.decode()})
+
+    def retirement_records(self) -> list[tuple[str, str, bytes]]:
+        records = []
+        for entry, record in self._do(self._pool.omap_items, RETIREMENTS).items():
+            dataset, dot, key = entry.partition(".")
+            if dot:  # else not ours: never acted upon
+                records.append((dataset, key, record.encode()))
+        return records
+
+    def drop_retirement(self, dataset: str, key: str) -> None:
+        self._do(self._pool.omap_remove, RETIREMENTS, [f"{dataset}.{key}"])
 
     def close(self) -> None:
         """Closes the pool once the operations running on it have finished

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.substrait as pas
 
 from skyhook.catalog.pruning import matching_partitions
-from skyhook.errors import ClassCallsNotPermittedError
+from skyhook.errors import ClassCallsNotPermittedError, ObjectNotFoundError
 from skyhook.execution.placement import Placement, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
@@ -93,6 +93,12 @@ class AggregateExecution:
             self.stats.filter_in_storage = self.stats.aggregate_in_storage = False
 
     def run(self) -> pa.Table:
+        try:
+            return self._run()
+        except ObjectNotFoundError as error:
+            raise self.source.missing(error) from None
+
+    def _run(self) -> pa.Table:
         manifest = self.source.manifest
         partitions = matching_partitions(manifest, self.query.filter)
         self.stats.objects_pruned = len(manifest.partitions) - len(partitions)

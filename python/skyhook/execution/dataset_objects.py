@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from skyhook.backends.base import Backend
 from skyhook.catalog.manifest import Manifest
+from skyhook.errors import CorruptManifestError, DatasetChangedError, ObjectNotFoundError, SkyhookError
 
 
 @dataclass(frozen=True)
@@ -24,3 +25,21 @@ class DatasetObjects:
     @property
     def schema(self) -> pa.Schema:
         return self.manifest.schema
+
+    def missing(self, error: ObjectNotFoundError) -> SkyhookError:
+        """What an object of this version missing means: if the dataset was
+        replaced or deleted since, the version's objects were retired and their
+        retention is over (DatasetChangedError); else the error itself."""
+        stored = self.backend.get_manifest(self.name)
+        try:
+            current = None if stored is None else Manifest.from_bytes(stored.data, self.name)
+        except CorruptManifestError:
+            return error
+        if current is not None and current.version(self.manifest.generation) is not None:
+            return error
+        now = "deleted" if current is None else f"now generation {current.generation}"
+        return DatasetChangedError(
+            f"dataset {self.name!r} was replaced since this version of it (generation "
+            f"{self.manifest.generation}) was opened ({now}), and its objects outlived their "
+            f"retention: open it again with store.dataset({self.name!r})"
+        )

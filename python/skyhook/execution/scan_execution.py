@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from skyhook.catalog.pruning import matching_partitions
-from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, first_line
+from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, ObjectNotFoundError, first_line
 from skyhook.execution.cost import bytes_read, predicted_reply_ratio
 from skyhook.execution.placement import Decision, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
@@ -180,6 +180,8 @@ class ScanExecution:
                     table = self._conform(table)
                 self.stats.rows_returned += table.num_rows
                 yield table
+        except ObjectNotFoundError as error:
+            raise self.source.missing(error) from None
         finally:
             self.stats.wall_s += time.perf_counter() - started
 

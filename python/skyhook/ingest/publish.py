@@ -1,9 +1,12 @@
-"""Publishing a manifest by compare-and-swap, and deleting the objects of the
-manifest it replaced."""
+"""Publishing a manifest by compare-and-swap, retiring the objects of the
+manifest it replaced (skyhook.backends.retirement)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from skyhook.backends.object_store import ObjectStore, StoredManifest
+from skyhook.backends.retirement import retire_objects, withdraw_retirement
 from skyhook.catalog.manifest import Manifest
 from skyhook.errors import (
     CorruptManifestError,
@@ -27,12 +30,10 @@ def exists_error(name: str) -> DatasetExistsError:
     return DatasetExistsError(f"dataset {name!r} exists; pass mode='overwrite' to replace it")
 
 
-def publish(
-    store: ObjectStore, manifest: Manifest, mode: str, must_exist: bool = False
-) -> tuple[Manifest, Manifest | None]:
-    """Compare-and-swap the manifest into place; returns the manifest published
-    (an append's holds the rows before it too) and the one replaced (whose
-    objects the caller deletes; never for an append, which keeps them)."""
+def publish(store: ObjectStore, manifest: Manifest, mode: str, must_exist: bool = False) -> Manifest:
+    """Compare-and-swap the manifest into place and return the manifest
+    published (an append's holds the rows before it too). An overwrite retires
+    the objects of the manifest it replaces (an append keeps them)."""
     name, data = manifest.dataset, manifest.to_bytes()
     while True:
         current = store.get_manifest(name)
@@ -40,7 +41,7 @@ def publish(
             if must_exist:
                 raise DatasetNotFoundError(f"dataset {name!r} was deleted: nothing to append to")
             if store.create_manifest(name, data):
-                return manifest, None
+                return manifest
             if mode == "create":
                 raise exists_error(name)
         elif mode == "create":
@@ -50,11 +51,28 @@ def publish(
             # the others published, each named once.
             appended = _appendable(Manifest.from_bytes(current.data, name), manifest).appended(manifest)
             if store.replace_manifest(name, appended.to_bytes(), current.version):
-                return appended, None
-        elif store.replace_manifest(name, data, current.version):
-            return manifest, _readable_manifest(current, name)
+                return appended
+        elif swap_retiring(
+            store, name, current, manifest.generation, lambda: store.replace_manifest(name, data, current.version)
+        ):
+            return manifest
         # Another writer published in between: overwrite means "replace
         # whatever is there now", append "add to it", so try again against it.
+
+
+def swap_retiring(
+    store: ObjectStore, name: str, replaced: StoredManifest, replaced_by: str, swap: Callable[[], bool]
+) -> bool:
+    """Run swap (a compare-and-swap of the manifest replaced, by the publication
+    replaced_by; "" for a delete) with the objects of replaced retired just
+    before it; a swap that fails withdraws them. A corrupt manifest's objects are left to fsck."""
+    manifest = _readable_manifest(replaced, name)
+    names = [partition.object_name for partition in manifest.partitions] if manifest else []
+    records = retire_objects(store, name, replaced_by, names)
+    if swap():
+        return True
+    withdraw_retirement(store, records)
+    return False
 
 
 def _appendable(current: Manifest, added: Manifest) -> Manifest:
@@ -66,11 +84,6 @@ def _appendable(current: Manifest, added: Manifest) -> Manifest:
             "schema: nothing was appended"
         )
     return current
-
-
-def delete_objects(store: ObjectStore, manifest: Manifest) -> None:
-    for partition in manifest.partitions:
-        store.delete_object(partition.object_name)
 
 
 def _readable_manifest(stored: StoredManifest, name: str) -> Manifest | None:

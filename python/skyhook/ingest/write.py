@@ -1,8 +1,8 @@
 """Writing a dataset: the source split into partitions, one object each, built
 by the C++ core's one writer in the write's design and stored with its design
 attribute, described in storage, then the manifest published by compare-and-swap.
-A failed write deletes its own objects; a successful one deletes those of the
-manifest it replaced (Store.write_dataset states the guarantees). An append
+A failed write deletes its own objects; a successful one retires those of the
+manifest it replaced and collects what is due (Store.write_dataset states the guarantees). An append
 replaces nothing: its manifest names the objects before it and its own."""
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from skyhook.catalog.manifest import Manifest, Partition
 from skyhook.errors import DatasetNotFoundError, InvalidRequestError
 from skyhook.ingest.csv_options import CsvOptions
 from skyhook.ingest.files import Partitioning
+from skyhook.ingest.garbage_collection import DEFAULT_RETENTION_SECONDS, collect_after_write
 from skyhook.ingest.partitioning import DEFAULT_TARGET_OBJECT_SIZE, split_partitions
-from skyhook.ingest.publish import check_mode, delete_objects, exists_error, publish
+from skyhook.ingest.publish import check_mode, exists_error, publish
 from skyhook.ingest.schema_match import conform
 from skyhook.ingest.sources import DataSource, open_source
 from skyhook.ingest.statistics import concat_statistics, partition_statistics
@@ -47,12 +48,15 @@ def write_dataset(
     partitioning: Partitioning = "hive",
     csv_options: CsvOptions | Mapping[str, Any] | None = None,
     must_exist: bool = False,
+    retention_seconds: float = DEFAULT_RETENTION_SECONDS,
 ) -> Manifest:
     """Store data as the dataset name (see Store.write_dataset); returns its
     published manifest. must_exist: an append fails if the dataset is gone.
     design (or its shorthand format, row_group_size, compression) is what the
     new objects are built as; by default a new dataset's Design() and an
-    append's the dataset's write design."""
+    append's the dataset's write design. retention_seconds: how long the objects
+    an overwrite replaces outlive it (skyhook.ingest.garbage_collection); the
+    retired objects already due are deleted after the write."""
     check_dataset_name(name)
     check_mode(mode)
     design = _asked_design(design, format, row_group_size, compression)
@@ -99,15 +103,14 @@ def write_dataset(
                 tuple(partitions),
                 concat_statistics(statistics, source.schema),
             )
-            manifest, replaced = publish(backend, manifest, mode, must_exist)
+            manifest = publish(backend, manifest, mode, must_exist)
         except BaseException:
             for written_object in written:
                 backend.delete_object(written_object)
             raise
-        if replaced is not None:
-            delete_objects(backend, replaced)
     finally:
         pending.finish()
+    collect_after_write(backend, retention_seconds, name)
     return manifest
 
 

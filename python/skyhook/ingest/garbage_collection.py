@@ -1,0 +1,85 @@
+"""Deleting retired objects (skyhook.backends.retirement) once no reader can
+still need them: when the retention period after their latest retirement has
+passed, and never while the dataset's current manifest names them.
+
+A retention period, not reader leases: readers need only read access (a
+Ceph user with `allow r` cannot register a lease), a crashed reader can pin
+nothing, and garbage is bounded by the overwrites of one period. A reader that
+is still scanning a replaced version once its objects are gone gets
+DatasetChangedError, never a partial answer."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from skyhook.backends.object_store import ObjectStore
+from skyhook.backends.retirement import retirements
+from skyhook.catalog.manifest import Manifest
+from skyhook.errors import CorruptManifestError, SkyhookError
+
+#: How long replaced objects outlive the publication that replaced them: far
+#: longer than a scan takes (every storage call is bounded by the node limits).
+DEFAULT_RETENTION_SECONDS = 3600.0
+
+
+@dataclass
+class Collection:
+    #: Retired objects deleted now.
+    deleted: list[str] = field(default_factory=list)
+    #: Retired objects kept because a reader may still use them, as (object, seconds until due).
+    kept: list[tuple[str, float]] = field(default_factory=list)
+
+
+def collect_garbage(store: ObjectStore, retention_seconds: float, dataset: str | None = None) -> Collection:
+    """Delete the retired objects (of dataset, or of every dataset) that are due,
+    and drop the records left with nothing to delete."""
+    # Manifests first, then the log: a writer records what it retires before
+    # swapping the manifest, so an object that a manifest read here no longer
+    # names is retired by a record read after it.
+    datasets = [dataset] if dataset is not None else sorted({r.dataset for r in retirements(store)[0]})
+    current = {name: named for name in datasets if (named := current_objects(store, name)) is not None}
+    records = retirements(store, dataset)[0]
+    records = [record for record in records if record.dataset in current]
+    latest: dict[str, float] = {}  # object -> its latest retirement
+    for record in records:
+        for name in record.objects:
+            latest[name] = max(latest.get(name, record.retired_at), record.retired_at)
+    now = time.time()
+    collection = Collection()
+    owner = {name: record.dataset for record in records for name in record.objects}
+    for name, retired_at in sorted(latest.items()):
+        if name in current[owner[name]]:
+            continue  # a retirement whose swap never happened
+        if retired_at + retention_seconds <= now:
+            store.delete_object(name)
+            collection.deleted.append(name)
+        else:
+            collection.kept.append((name, retired_at + retention_seconds - now))
+    deleted = set(collection.deleted)
+    for record in records:
+        if record.retired_at + retention_seconds <= now and all(
+            name in deleted or name in current[record.dataset] for name in record.objects
+        ):
+            store.drop_retirement(record.dataset, record.key)
+    return collection
+
+
+def collect_after_write(store: ObjectStore, retention_seconds: float, dataset: str) -> None:
+    """collect_garbage(dataset) once a write or delete has published: a failure
+    here is not the write's, and leaves what is due to the next write or fsck."""
+    try:
+        collect_garbage(store, retention_seconds, dataset)
+    except SkyhookError:
+        pass
+
+
+def current_objects(store: ObjectStore, dataset: str) -> set[str] | None:
+    """The objects the dataset's manifest names (none once it is deleted); None
+    if the manifest cannot be trusted, whose dataset is then left alone."""
+    stored = store.get_manifest(dataset)
+    try:
+        manifest = None if stored is None else Manifest.from_bytes(stored.data, dataset)
+    except CorruptManifestError:
+        return None
+    return {partition.object_name for partition in manifest.partitions} if manifest else set()
