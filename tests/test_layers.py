@@ -28,11 +28,38 @@ LIBRARY: dict[str, set[str]] = {
     "ingest": {"catalog", "backends", "rpc"} | FOUNDATION,
     "execution": {"native", "plan", "catalog", "backends", "rpc"} | FOUNDATION,
     "design": {"native", "catalog", "backends", "rpc"} | FOUNDATION,
-    "dataset": {"native", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
-    "store": {"dataset", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
-    "skyhook": {"store", "dataset", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
+    "distributed": {"native", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
+    "dataset": {"native", "distributed", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"}
+    | FOUNDATION,
+    "store": {"dataset", "distributed", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"}
+    | FOUNDATION,
+    "skyhook": {
+        "store",
+        "dataset",
+        "distributed",
+        "design",
+        "execution",
+        "plan",
+        "ingest",
+        "catalog",
+        "backends",
+        "rpc",
+    }
+    | FOUNDATION,
     # The gene-expression use case (issue 12), over the whole client; only the CLI uses it.
-    "expression": {"skyhook", "store", "dataset", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"}
+    "expression": {
+        "skyhook",
+        "store",
+        "dataset",
+        "distributed",
+        "design",
+        "execution",
+        "plan",
+        "ingest",
+        "catalog",
+        "backends",
+        "rpc",
+    }
     | FOUNDATION,
 }
 # The command line and the developer tooling (dev cluster, TPC-H, demo) may use

@@ -3,6 +3,8 @@ inside storage; only results cross to the client."""
 
 from skyhook.catalog.design import Design, SortKey
 from skyhook.dataset import Dataset
+from skyhook.distributed.plan import Plan
+from skyhook.distributed.target import TransformTarget
 from skyhook.errors import (
     ClassCallsNotPermittedError,
     CorruptManifestError,
@@ -38,6 +40,8 @@ __all__ = [
     "connect",
     "Store",
     "Dataset",
+    "Plan",
+    "TransformTarget",
     "Design",
     "SortKey",
     "Scanner",

@@ -16,6 +16,9 @@ from skyhook.backends.object_store import StoredManifest
 from skyhook.catalog.design import Design
 from skyhook.catalog.manifest import Manifest
 from skyhook.dataset import Dataset
+from skyhook.distributed import plan_store
+from skyhook.distributed.plan import Plan
+from skyhook.distributed.runner import PlanProgress, cancel_plan, queue_plan, run_plan
 from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRequestError
 from skyhook.ingest import statistics, write
 from skyhook.ingest.csv_options import CsvOptions
@@ -197,6 +200,28 @@ class Store:
                 delete_objects(self.backend, manifest)
                 return
             # Replaced meanwhile: delete what is there now (its writer deleted the old objects).
+
+    def plans(self, dataset: str | None = None) -> list[Plan]:
+        """The transformation plans stored (of dataset, if given), oldest first, with their progress."""
+        if dataset is not None:
+            check_dataset_name(dataset)
+        return plan_store.plans(self.backend, dataset)
+
+    def plan(self, dataset: str, plan_id: str) -> Plan:
+        return plan_store.load(self.backend, dataset, plan_id)[0]
+
+    def resume_plan(self, plan: Plan, progress: PlanProgress | None = None) -> Plan:
+        """Finishes a plan whose run stopped (crashed, killed, paused or failed);
+        a finished or cancelled plan, or one another live process runs, is refused."""
+        return run_plan(self.backend, plan, progress)
+
+    def queue_plan(self, plan: Plan) -> Plan:
+        """Leaves a stored plan to ``skyhook worker`` (the storage tier runs it)."""
+        return queue_plan(self.backend, plan)
+
+    def cancel_plan(self, plan: Plan) -> Plan:
+        """Stops a plan: groups committed stay, new objects of the others are deleted."""
+        return cancel_plan(self.backend, plan)
 
     def fsck(
         self, name: str | None = None, repair: bool = False, grace_seconds: float = DEFAULT_FSCK_GRACE_SECONDS

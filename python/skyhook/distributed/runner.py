@@ -1,0 +1,217 @@
+"""Running a stored plan step by step. Progress is saved in the plan after
+every step, so a run that crashed or was killed resumes at its first step not
+done (a half-written target is written again). While it runs, each group's new
+objects are registered as a write in progress (fsck leaves them alone); once
+the runner is dead they are orphans to fsck until a resumed run commits them,
+and a commit whose objects fsck removed first streams them again."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+
+import pyarrow as pa
+
+from skyhook.backends.base import Backend
+from skyhook.backends.object_store import PendingWrite
+from skyhook.catalog.design import Design, ObjectDesign
+from skyhook.catalog.manifest import Manifest
+from skyhook.design.transform import transform_objects
+from skyhook.distributed import plan_store
+from skyhook.distributed.commit import commit_copy, commit_in_place, missing_objects
+from skyhook.distributed.plan import Plan, Step
+from skyhook.distributed.retire import retire
+from skyhook.distributed.stream import run_stream
+from skyhook.errors import (
+    DatasetChangedError,
+    DatasetNotFoundError,
+    InvalidRequestError,
+    ObjectChangedError,
+    first_line,
+)
+
+#: Called after each step with the plan (its progress) and the step done.
+PlanProgress = Callable[[Plan, Step], None]
+#: A runner on another host silent this long is taken for dead.
+STALE_SECONDS = 120.0
+
+
+def this_runner() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def runner_alive(plan: Plan) -> bool:
+    """Whether the runner that has a running plan is alive (exactly, on this host)."""
+    if plan.state != "running":
+        return False
+    host, _, pid = plan.runner.rpartition(":")
+    if host == socket.gethostname() and pid.isdigit():
+        if int(pid) == os.getpid():
+            return False  # this process (a run it abandoned by an exception)
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+    return time.time() - plan.heartbeat < STALE_SECONDS
+
+
+def check_runnable(plan: Plan) -> None:
+    if plan.finished:
+        raise InvalidRequestError(f"plan {plan.id} of {plan.dataset!r} is {plan.state}: there is nothing to run")
+    if runner_alive(plan):
+        raise InvalidRequestError(f"plan {plan.id} of {plan.dataset!r} is being run by {plan.runner}")
+
+
+def run_plan(backend: Backend, plan: Plan, progress: PlanProgress | None = None, max_steps: int | None = None) -> Plan:
+    """Runs (or resumes) the stored plan's steps not done, at most max_steps of
+    them (then it is paused); returns the plan as stored afterwards."""
+    if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0):
+        raise InvalidRequestError(f"max_steps must be a non-negative integer, not {max_steps!r}")
+    plan, version = plan_store.load(backend, plan.dataset, plan.id)
+    check_runnable(plan)
+    plan.state, plan.runner, plan.heartbeat, plan.error = "running", this_runner(), time.time(), ""
+    version = plan_store.update(backend, plan, version)
+    pending: dict[int, PendingWrite] = {}
+    try:
+        ran = 0
+        for step in plan.steps:
+            if step.done:
+                continue
+            if max_steps is not None and ran >= max_steps:
+                plan.state = "paused"
+                break
+            if step.group not in pending and step.kind != "local":
+                pending[step.group] = backend.begin_write(plan.into or plan.dataset, plan.groups[step.group])
+            try:
+                _run_step(backend, plan, step, pending.get(step.group))
+            except DatasetChangedError:
+                _drop_uncommitted(backend, plan, step.group)  # they can never be committed
+                raise
+            step.done = True
+            ran += 1
+            if step.kind == "commit":
+                pending.pop(step.group).finish()
+            plan.heartbeat = time.time()
+            version = _saved(backend, plan, version)
+            if progress:
+                progress(plan, step)
+        else:
+            plan.state = "done"
+        _saved(backend, plan, version)
+    except BaseException as error:
+        plan.state, plan.error = "failed", first_line(error)
+        _record_failure(backend, plan)
+        raise
+    finally:
+        for write in pending.values():
+            write.finish()
+    return plan
+
+
+def cancel_plan(backend: Backend, plan: Plan) -> Plan:
+    """Cancels a stored plan: groups committed stay, the new objects of groups not
+    committed are deleted (a running runner stops after its step)."""
+    plan, version = plan_store.load(backend, plan.dataset, plan.id)
+    if plan.finished:
+        raise InvalidRequestError(f"plan {plan.id} of {plan.dataset!r} is {plan.state} already")
+    plan.state = "cancelled"
+    plan_store.update(backend, plan, version)
+    if not runner_alive(plan):
+        for group in range(len(plan.groups)):
+            _drop_uncommitted(backend, plan, group)
+    return plan
+
+
+def _drop_uncommitted(backend: Backend, plan: Plan, group: int) -> None:
+    """Deletes the new objects of a group not committed (never published: no reader has them)."""
+    if any(step.done for step in plan.steps if step.group == group and step.kind == "commit"):
+        return
+    for step in plan.steps:
+        if step.group == group and step.kind == "stream":
+            for name in step.targets:
+                backend.delete_object(name)
+
+
+def queue_plan(backend: Backend, plan: Plan) -> Plan:
+    """Hands a stored plan to ``skyhook worker``."""
+    plan, version = plan_store.load(backend, plan.dataset, plan.id)
+    check_runnable(plan)
+    plan.state = "queued"
+    plan_store.update(backend, plan, version)
+    return plan
+
+
+def _run_step(backend: Backend, plan: Plan, step: Step, pending: PendingWrite | None) -> None:
+    if step.kind == "local":
+        manifest = _manifest(backend, plan.dataset)
+        transform_objects(backend, manifest, _as_design(plan.target_design()), step.sources)
+    elif step.kind == "stream":
+        assert pending is not None
+        run_stream(backend, plan, step, _manifest(backend, plan.dataset), pending)
+    else:
+        assert pending is not None
+        _commit(backend, plan, step, pending)
+
+
+def _commit(backend: Backend, plan: Plan, step: Step, pending: PendingWrite) -> None:
+    streams = [other for other in plan.steps if other.group == step.group and other.kind == "stream"]
+    targets = [name for stream in streams for name in stream.written]
+    if missing_objects(backend, targets):  # fsck removed them after a crash: stream them again
+        manifest = _manifest(backend, plan.dataset)
+        for stream in streams:
+            run_stream(backend, plan, stream, manifest, pending)
+        targets = [name for stream in streams for name in stream.written]
+    generation = plan.groups[step.group]
+    if plan.into is None:
+        before = _manifest(backend, plan.dataset)
+        commit_in_place(backend, plan.dataset, generation, step.sources, targets)
+        retire(backend, before, step.sources)
+    else:
+        source = _manifest(backend, plan.dataset)
+        schema = source.schema if plan.columns is None else pa.schema([source.schema.field(c) for c in plan.columns])
+        first = not any(other.done for other in plan.steps if other.kind == "commit")
+        commit_copy(backend, plan.into, generation, plan.target_design(), schema, targets, first)
+
+
+def _saved(backend: Backend, plan: Plan, version: object) -> object:
+    try:
+        return plan_store.update(backend, plan, version)
+    except ObjectChangedError:
+        stored, version = plan_store.load(backend, plan.dataset, plan.id)
+        if stored.state == "cancelled":
+            raise InvalidRequestError(f"plan {plan.id} of {plan.dataset!r} was cancelled while it ran") from None
+        raise
+
+
+def _record_failure(backend: Backend, plan: Plan) -> None:
+    """Saves the failure over whatever is stored, unless the plan was cancelled meanwhile."""
+    try:
+        stored, version = plan_store.load(backend, plan.dataset, plan.id)
+        if stored.state != "cancelled":
+            plan_store.update(backend, plan, version)
+    except Exception:  # noqa: BLE001 (the step's error is the one to raise)
+        pass
+
+
+def _manifest(backend: Backend, dataset: str) -> Manifest:
+    stored = backend.get_manifest(dataset)
+    if stored is None:
+        raise DatasetNotFoundError(f"dataset {dataset!r} was deleted while a plan was transforming it")
+    return Manifest.from_bytes(stored.data, dataset)
+
+
+def _as_design(design: ObjectDesign) -> Design:
+    """The user's Design an object design request was made of."""
+    groups = [list(group.columns) for group in design.column_groups]
+    return Design(
+        design.format,
+        None if groups == [[]] else groups,
+        design.sort_by,
+        design.compression,
+        design.row_group_size,
+    )
