@@ -9,13 +9,16 @@ import random
 import signal
 import subprocess
 import sys
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from typer.testing import CliRunner
 
 import skyhook
 from skyhook import TransformTarget
+from skyhook.cli import app
 from skyhook.errors import DatasetChangedError, DatasetExistsError, InvalidRequestError
 from support.assertions import assert_same_table
 from support.tables import make_typed_table
@@ -132,24 +135,35 @@ def test_filter_then_copy_with_projection_moves_only_the_subset(store):
     expected = big.filter(pc.field("v") < 10).select(["k", "s"])
     assert_same_table(store.dataset("copy").to_table().sort_by("k"), expected)
     assert_same_table(store.dataset("t").to_table().sort_by("k"), big)  # the source is unchanged
-    moved = sum(step.measured.get("bytes_returned", 0) for step in plan.steps)
-    selected = sum(step.measured.get("selected_bytes", 0) for step in plan.steps)
+    measured = {key: sum(step.measured.get(key, 0) for step in plan.steps) for key in plan.steps[0].measured}
+    moved, decoded, selected = measured["bytes_returned"], measured["bytes_decoded"], measured["selected_bytes"]
     assert selected == expected.nbytes
-    print(f"filter-then-copy moved {moved:,} bytes for a {selected:,}-byte subset: {moved / selected:.3f}x")
-    assert moved <= 1.25 * selected  # loose here; measured ratio in the report
+    print(f"filter-then-copy moved {moved:,} bytes ({decoded:,} decoded) for a {selected:,}-byte subset")
+    assert moved <= decoded <= 1.10 * selected  # loose here: the measured ratio is in the README
     assert_no_orphans(store)
 
 
-def test_an_append_racing_a_plan_is_kept(store):
+def test_an_append_racing_a_plan_is_kept(store, monkeypatch):
     dataset = many_small_objects(store)
     plan = dataset.plan_transform(TransformTarget(rows_per_object=1000))
     dataset.run_plan(plan, max_steps=1)  # group 0 streamed, not committed
-    extra = make_typed_table(rows=300, seed=9)
-    extra = extra.set_column(0, "id", pa.array(range(3000, 3300), pa.int64()))
-    store.dataset("t").append(extra, rows_per_object=100)
-    dataset.run_plan(plan, max_steps=2)  # group 0 committed against the appended manifest
+    extra = make_typed_table(rows=400, seed=9)
+    extra = extra.set_column(0, "id", pa.array(range(3000, 3400), pa.int64()))
+    store.dataset("t").append(extra.slice(0, 200), rows_per_object=100)  # between two steps
+    # And one inside the commit: between its read of the manifest and its compare-and-swap.
+    swap = store.backend.replace_manifest
+    raced = []
+
+    def racing_swap(name: str, data: bytes, version: object) -> bool:
+        if not raced:
+            raced.append(skyhook.connect(store.uri).dataset("t").append(extra.slice(200), rows_per_object=100))
+        return swap(name, data, version)
+
+    monkeypatch.setattr(store.backend, "replace_manifest", racing_swap)
     dataset.run_plan(plan)
+    assert raced
     assert_answers(store, "t", pa.concat_tables([TABLE, extra]))
+    assert len(store.manifest("t").partitions) == 3 + 4
     assert_no_orphans(store)
 
 
@@ -242,26 +256,20 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(store):
     assert_no_orphans(store)
 
 
-def skyhook_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "skyhook.cli", *args],
-        capture_output=True,
-        text=True,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
-        timeout=300,
-    )
+def skyhook_cli(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args))
 
 
 def test_the_command_line_plans_runs_and_the_worker_resumes(store):
     many_small_objects(store)
     planned = skyhook_cli("design", "plan", "t", "--rows-per-object", "1000", "--store", store.uri)
-    assert planned.returncode == 0, planned.stderr
+    assert planned.exit_code == 0, planned.stderr
     assert "bytes to read" in planned.stdout and "stream" in planned.stdout
     assert_answers(store, "t", TABLE)  # planning changes nothing
     queued = skyhook_cli("design", "run", "t", "--worker", "--store", store.uri)
-    assert queued.returncode == 0 and store.plans("t")[0].state == "queued", queued.stderr
+    assert queued.exit_code == 0 and store.plans("t")[0].state == "queued", queued.stderr
     worked = skyhook_cli("worker", "--once", "--store", store.uri)
-    assert worked.returncode == 0 and "1 plan(s) run" in worked.stdout, worked.stderr
+    assert worked.exit_code == 0 and "1 plan(s) run" in worked.stdout, worked.stderr
     assert store.plans("t")[0].state == "done"
     assert_answers(store, "t", TABLE)
     status = skyhook_cli("design", "status", "t", "--store", store.uri)
@@ -273,7 +281,7 @@ def test_the_command_line_plans_runs_and_the_worker_resumes(store):
         (("design", "plan", "t", "--rows-per-object", "0"), "impossible target"),
     ]:
         failed = skyhook_cli(*args, "--store", store.uri)
-        assert failed.returncode == 1 and "Traceback" not in failed.stderr, failed.stderr
+        assert failed.exit_code == 1 and "Traceback" not in failed.stderr, failed.stderr
         assert len(failed.stderr.splitlines()) == 1 and message in failed.stderr, failed.stderr
     assert len(store.plans("t")) == 1
     assert_no_orphans(store)

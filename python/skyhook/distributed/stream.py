@@ -42,6 +42,7 @@ def run_stream(backend: Backend, plan: Plan, step: Step, manifest: Manifest, pen
         "rows": table.num_rows,
         "bytes_read": stats.bytes_read,
         "bytes_returned": stats.bytes_returned,
+        "bytes_decoded": stats.bytes_decoded,
         "selected_bytes": table.nbytes,
     }
 
