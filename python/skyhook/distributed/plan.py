@@ -127,8 +127,8 @@ class Plan:
 
     def __str__(self) -> str:
         lines = [
-            f"plan {self.id} for {self.dataset!r}: {self.summary} [{self.state}, "
-            f"{self.steps_done}/{len(self.steps)} steps done]",
+            f"plan {self.id} for {self.dataset!r} (as of version {self.planned_from}): {self.summary} "
+            f"[{self.state}, {self.steps_done}/{len(self.steps)} steps done]",
             f"  bytes to read in storage {self.bytes_read:,}, to move out of storage {self.bytes_moved:,}, "
             f"to write {self.bytes_written:,}; estimated {self.estimated_seconds:.1f} s",
         ]

@@ -147,14 +147,13 @@ def queue_plan(backend: Backend, plan: Plan) -> Plan:
 
 
 def _run_step(backend: Backend, plan: Plan, step: Step, pending: PendingWrite | None) -> None:
-    if step.kind == "local":
+    """pending: the write in progress of the step's group (None for a local transform, which writes none)."""
+    if pending is None:
         manifest = _manifest(backend, plan.dataset)
         transform_objects(backend, manifest, _as_design(plan.target_design()), step.sources)
     elif step.kind == "stream":
-        assert pending is not None
         run_stream(backend, plan, step, _manifest(backend, plan.dataset), pending)
     else:
-        assert pending is not None
         _commit(backend, plan, step, pending)
 
 

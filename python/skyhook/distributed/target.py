@@ -83,6 +83,8 @@ def resolve(target: TransformTarget, manifest: Manifest) -> ResolvedTarget:
             raise InvalidRequestError(f"dataset {manifest.dataset!r} has no column {column!r}")
     if columns is not None and (not columns or len(set(columns)) != len(columns)):
         raise InvalidRequestError("columns must name each column once, and at least one")
+    if target.cluster_by is not None and pa.types.is_nested(schema.field(target.cluster_by).type):
+        raise InvalidRequestError(f"cannot cluster by {target.cluster_by!r}: its values have no order")
     if target.cluster_by is not None and columns is not None and target.cluster_by not in columns:
         raise InvalidRequestError(f"the cluster key {target.cluster_by!r} must be one of the columns copied")
     if target.into is None and (filter is not None or columns is not None):
