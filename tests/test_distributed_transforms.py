@@ -5,6 +5,7 @@ nothing behind after fsck; bad input changes nothing."""
 
 from __future__ import annotations
 
+import pickle
 import random
 import signal
 import subprocess
@@ -66,6 +67,7 @@ def assert_no_orphans(store: skyhook.Store) -> None:
 def test_compaction_merges_small_objects_and_leaves_right_sized_ones_in_place(store):
     dataset = many_small_objects(store)
     kept = dataset.manifest.partitions[0].object_name
+    pickled = pickle.dumps(dataset)
     plan = dataset.plan_transform(TransformTarget(rows_per_object=1000))
     text = str(plan)
     assert "bytes to read" in text and "estimated" in text and plan.bytes_read > 0
@@ -77,6 +79,9 @@ def test_compaction_merges_small_objects_and_leaves_right_sized_ones_in_place(st
     after = store.manifest("t")
     assert [p.num_rows for p in after.partitions] == [1000, 1000, 1000]
     assert after.partitions[0].object_name == kept  # never copied
+    # A dataset pickled before names objects retired since: refused, not read wrong.
+    with pytest.raises(DatasetChangedError, match="pickled, or transformed"):
+        pickle.loads(pickled)
     assert_no_orphans(store)
     # Planned again: nothing left to do.
     assert store.dataset("t").plan_transform(TransformTarget(rows_per_object=1000)).steps == []

@@ -305,7 +305,7 @@ def reopen_dataset(store: DatasetStore, name: str, generation: str, filter: pc.E
     manifest = current.version(generation)
     if manifest is None:
         raise DatasetChangedError(
-            f"dataset {name!r} in {store.uri} was overwritten since it was pickled (generation "
+            f"dataset {name!r} in {store.uri} was overwritten since it was pickled, or transformed (generation "
             f"{generation}, now {current.generation}): open it again with store.dataset({name!r})"
         )
     return Dataset(store, manifest, filter)
