@@ -32,13 +32,25 @@ from skyhook.names import ObjectOwner, check_dataset_name, object_owner
 DEFAULT_FSCK_GRACE_SECONDS = 600
 
 
-def connect(uri: str, *, create: bool = True) -> Store:
+def connect(uri: str, *, create: bool = True, workload_log: int | None = None) -> Store:
     """Open a store: ``file:///abs/path`` (or a plain path) for the embedded store,
     ``ceph://POOL?conf=/path/ceph.conf[&namespace=NS][&user=NAME][&keyring=/path][&timeout=SECONDS]``
     for RADOS (every Ceph operation fails after the timeout, 30 s by default).
     An embedded store that does not exist yet is created, or with create=False
     is a StoreNotFoundError (so a mistyped path is not silently a new, empty
-    store); a Ceph pool must exist either way."""
+    store); a Ceph pool must exist either way. workload_log: records of the
+    workload log kept per dataset (0: queries are not logged; default: the
+    environment's SKYHOOK_WORKLOAD_LOG, else 200)."""
+    if workload_log is not None and (
+        isinstance(workload_log, bool) or not isinstance(workload_log, int) or workload_log < 0
+    ):
+        raise InvalidRequestError(f"workload_log must be a number of records >= 0, not {workload_log!r}")
+    store = _connected(uri, create)
+    store.backend.workload_log_records = workload_log
+    return store
+
+
+def _connected(uri: str, create: bool) -> Store:
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file"):
         from skyhook.backends.embedded import EmbeddedBackend

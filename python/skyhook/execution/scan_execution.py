@@ -20,6 +20,7 @@ from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, first
 from skyhook.execution.cost import bytes_read, predicted_reply_ratio
 from skyhook.execution.placement import Decision, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
+from skyhook.execution.workload_log import record_query
 from skyhook.plan.carried_types import as_dataset_types, is_carried
 from skyhook.plan.expressions import (
     Columns,
@@ -161,8 +162,25 @@ class ScanExecution:
         partitions = matching_partitions(self.source.manifest, self.filter)
         self.scanned = {partition.number for partition in partitions}
         self.stats.objects_pruned += len(self.source.manifest.partitions) - len(partitions)
+        before = (self.stats.rows_scanned, self.stats.rows_returned, self.stats.bytes_read, self.stats.wall_s)
         for table in self._tables(partitions):
             yield from table.to_batches(max_chunksize=self.batch_size)
+        rows_scanned, rows_returned, read, wall_s = (
+            now - then
+            for now, then in zip(
+                (self.stats.rows_scanned, self.stats.rows_returned, self.stats.bytes_read, self.stats.wall_s), before
+            )
+        )
+        record_query(
+            self.source.backend,
+            self.source.name,
+            self.source.schema,
+            "scan",
+            columns_read(self.source.schema, self.columns, self.filter),
+            self.filter,
+            dict(rows_scanned=rows_scanned, rows_returned=rows_returned, bytes_read=read, wall_s=wall_s),
+            [partition.object_name for partition in partitions],
+        )
 
     def object_table(self, partition: Partition, decided: Decision | None = None) -> pa.Table:
         """One object's rows, for a fragment of the Arrow dataset (which Arrow
