@@ -724,6 +724,28 @@ def design_plan(
     console.print(f"stored as plan {plan.id}: run it with `skyhook design run {dataset}`", markup=False)
 
 
+@design_app.command("advise")
+def design_advise(
+    dataset: str,
+    apply: Annotated[bool, typer.Option(help="Plan and run the first proposed transform.")] = False,
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """Propose designs from the dataset's workload log, with the bytes the logged queries would read before and
+    after; --apply plans and runs the first transform among them."""
+    with _open(store) as source:
+        target = source.dataset(dataset)
+        advice = target.advise()
+        for item in advice:
+            console.print(str(item), markup=False)
+        chosen = next((item for item in advice if item.target is not None), None)
+        if apply and chosen is None:
+            raise InvalidRequestError(f"nothing to apply to {dataset!r}: no transform is proposed")
+        if apply:
+            plan = target.plan_transform(chosen.target)
+            console.print(str(plan), markup=False)
+            _run_with_bar(source, plan)
+
+
 def _chosen_plan(source: skyhook.Store, dataset: str, plan_id: str | None, states: tuple[str, ...]) -> skyhook.Plan:
     if plan_id is not None:
         return source.plan(dataset, plan_id)

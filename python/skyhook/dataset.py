@@ -18,6 +18,7 @@ from skyhook.catalog.manifest import Manifest
 from skyhook.catalog.pruning import fragment_guarantee
 from skyhook.design.transform import TransformProgress, TransformReport, transform_objects
 from skyhook.distributed import plan_store
+from skyhook.distributed.advisor import Advice, advise
 from skyhook.distributed.plan import Plan
 from skyhook.distributed.planner import make_plan
 from skyhook.distributed.runner import PlanProgress, run_plan
@@ -30,6 +31,7 @@ from skyhook.execution.explain import Explanation, analyze_aggregate, analyze_sc
 from skyhook.execution.object_scans import ObjectScans
 from skyhook.execution.scan_execution import ScanStatistics
 from skyhook.execution.scanner import Scanner
+from skyhook.execution.workload_log import QueryRecord, read_log
 from skyhook.ingest.sources import DataSource
 from skyhook.ingest.write import write_dataset
 from skyhook.plan.aggregate import AggregateQuery
@@ -214,6 +216,18 @@ class Dataset(ObjectDataset):
         plan = make_plan(self.store.backend, self.manifest, resolved)
         plan_store.save_new(self.store.backend, plan)
         return plan
+
+    def workload(self) -> list[QueryRecord]:
+        """The dataset's logged queries, oldest first (skyhook.connect's workload_log)."""
+        return read_log(self.store.backend, self.name)
+
+    def advise(self) -> list[Advice]:
+        """Designs proposed from the workload log (cluster key, compaction, an
+        index, column groups), each with the bytes the logged queries would read
+        in storage before and after, estimated from the statistics; the
+        transforms first, the most beneficial first. Apply one with
+        ``run_plan(plan_transform(advice.target))``."""
+        return advise(self.store.backend, self.manifest, read_log(self.store.backend, self.name))
 
     def run_plan(self, plan: Plan, progress: PlanProgress | None = None, max_steps: int | None = None) -> Plan:
         """Runs a stored plan of this dataset (or resumes it), at most max_steps
