@@ -41,5 +41,5 @@ def scan_sources(
         history=(),
         kept=(),
     )
-    execution = ScanExecution(DatasetObjects(subset, backend), columns, filter, pushdown=True)
+    execution = ScanExecution(DatasetObjects(subset, backend), columns, filter, pushdown=True, logged=False)
     return execution.to_table(), execution.stats

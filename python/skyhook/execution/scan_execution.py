@@ -113,8 +113,11 @@ class ScanExecution:
         max_slice_cpu_ns: int | None = None,
         reply_compression: str | None = None,
         reply_within_object: bool | None = None,
+        logged: bool = True,
     ) -> None:
+        """logged: whether a finished scan goes into the workload log (a transform's own reads do not)."""
         schema = source.schema
+        self.logged = logged
         self.source = source
         self.projected_schema = projected_schema(schema, columns, filter)
         self.columns = columns
@@ -165,6 +168,8 @@ class ScanExecution:
         before = (self.stats.rows_scanned, self.stats.rows_returned, self.stats.bytes_read, self.stats.wall_s)
         for table in self._tables(partitions):
             yield from table.to_batches(max_chunksize=self.batch_size)
+        if not self.logged:
+            return
         rows_scanned, rows_returned, read, wall_s = (
             now - then
             for now, then in zip(
