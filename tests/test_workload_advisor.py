@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import random
 import threading
+import time
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 
 import skyhook
 from skyhook.cli import app
+from skyhook.distributed.schedule import parse_rate
 from skyhook.execution.workload_log import read_log
 from support.assertions import assert_same_table
 
@@ -131,3 +133,55 @@ def test_advice_without_a_log_is_a_one_line_error(store):
     failed = CliRunner().invoke(app, ["design", "advise", "w", "--store", store.uri])
     assert failed.exit_code == 1 and len(failed.stderr.splitlines()) == 1, failed.stderr
     assert "no queries of 'w' are logged" in failed.stderr
+
+
+def test_a_schedule_orders_the_working_set_first_and_bounds_the_rate(store):
+    table = workload_table()
+    store.write_dataset("s", table.slice(0, 2000), rows_per_object=2000)
+    dataset = store.dataset("s").append(table.slice(2000), rows_per_object=500)  # 12 small objects
+    for first in range(7000, 8000, 100):  # the workload reads the last objects only
+        dataset.to_table(filter=(pc.field("id") >= first) & (pc.field("id") < first + 100))
+    hot = {name for record in dataset.workload() for name in record.objects}
+    target = skyhook.TransformTarget(rows_per_object=2000)
+    plan = dataset.plan_transform(target)  # three groups of four objects, in object order
+    assert [step.kind for step in plan.steps] == ["stream", "commit"] * 3
+    assert not hot & set(plan.steps[0].sources) and hot <= set(plan.steps[-1].sources)
+    ran: list[skyhook.Plan] = []
+    total = sum(step.bytes_read + step.bytes_written for step in plan.steps)
+    rate = total / 0.8  # the whole plan at this rate takes 0.8 s
+    started = time.monotonic()
+    done = dataset.run_plan(
+        plan, lambda _, step: ran.append(step), schedule=skyhook.Schedule(rate=rate, order="working-set")
+    )
+    elapsed = time.monotonic() - started
+    assert done.state == "done" and done.order == "working-set"
+    assert hot <= set(ran[0].sources) and ran[1].kind == "commit"  # the hot group first
+    print(f"rate limit {rate:,.0f} B/s: ran at {total / elapsed:,.0f} B/s")
+    assert total / elapsed <= rate * 1.05
+    assert_same_table(store.dataset("s").to_table().sort_by("id"), table)
+    # A cluster's key ranges: two streams in flight, the logged ranges first.
+    dataset = store.dataset("s")
+    dataset.to_table(filter=day_range(DAYS - 10, 5))
+    plan = dataset.plan_transform(skyhook.TransformTarget(cluster_by="day", rows_per_object=1000))
+    ran.clear()
+    dataset.run_plan(plan, lambda _, step: ran.append(step), schedule=skyhook.Schedule(parallel=2, order="working-set"))
+    last_range = max(step.key_range for step in plan.steps if step.key_range is not None)
+    assert ran[0].key_range == last_range or ran[1].key_range == last_range, [s.key_range for s in ran]
+    assert ran[-1].kind == "commit"
+    assert_same_table(store.dataset("s").to_table().sort_by("id"), table)
+    assert store.fsck(grace_seconds=0).clean
+
+
+def test_bad_schedules_are_one_line_errors(store):
+    store.write_dataset("s", workload_table().slice(0, 100))
+    store.dataset("s").plan_transform(skyhook.TransformTarget(rows_per_object=10))
+    for args, message in [
+        (("--rate", "fast"), "invalid rate 'fast'"),
+        (("--parallel", "0"), "parallel must be a positive integer"),
+        (("--order", "random"), "order is one of key, working-set"),
+    ]:
+        failed = CliRunner().invoke(app, ["design", "run", "s", *args, "--store", store.uri])
+        assert failed.exit_code == 1 and len(failed.stderr.splitlines()) == 1, failed.stderr
+        assert message in failed.stderr, failed.stderr
+    assert store.plans("s")[0].state == "planned"
+    assert parse_rate("50MB/s") == 50e6 and parse_rate("1GiB/s") == 1 << 30 and parse_rate("2000") == 2000

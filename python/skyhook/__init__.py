@@ -4,6 +4,7 @@ inside storage; only results cross to the client."""
 from skyhook.catalog.design import Design, SortKey
 from skyhook.dataset import Dataset
 from skyhook.distributed.plan import Plan
+from skyhook.distributed.schedule import Schedule
 from skyhook.distributed.target import TransformTarget
 from skyhook.errors import (
     ClassCallsNotPermittedError,
@@ -42,6 +43,7 @@ __all__ = [
     "Dataset",
     "Plan",
     "TransformTarget",
+    "Schedule",
     "Design",
     "SortKey",
     "Scanner",

@@ -28,6 +28,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 import skyhook
+from skyhook.distributed.schedule import parse_rate
 from skyhook.errors import (
     CorruptManifestError,
     DatasetExistsError,
@@ -731,7 +732,7 @@ def design_advise(
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Propose designs from the dataset's workload log, with the bytes the logged queries would read before and
-    after; --apply plans and runs the first transform among them."""
+    after; --apply plans and runs the first transform among them, what the workload reads most first."""
     with _open(store) as source:
         target = source.dataset(dataset)
         advice = target.advise()
@@ -743,7 +744,7 @@ def design_advise(
         if apply:
             plan = target.plan_transform(chosen.target)
             console.print(str(plan), markup=False)
-            _run_with_bar(source, plan)
+            _run_with_bar(source, plan, skyhook.Schedule(order="working-set"))
 
 
 def _chosen_plan(source: skyhook.Store, dataset: str, plan_id: str | None, states: tuple[str, ...]) -> skyhook.Plan:
@@ -755,7 +756,7 @@ def _chosen_plan(source: skyhook.Store, dataset: str, plan_id: str | None, state
     return candidates[-1]
 
 
-def _run_with_bar(source: skyhook.Store, plan: skyhook.Plan) -> skyhook.Plan:
+def _run_with_bar(source: skyhook.Store, plan: skyhook.Plan, schedule: skyhook.Schedule | None = None) -> skyhook.Plan:
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -765,7 +766,7 @@ def _run_with_bar(source: skyhook.Store, plan: skyhook.Plan) -> skyhook.Plan:
     )
     task = bar.add_task(escape(f"plan {plan.id} of {plan.dataset}"), total=len(plan.steps), completed=plan.steps_done)
     with bar:
-        done = source.resume_plan(plan, lambda progress, _: bar.update(task, completed=progress.steps_done))
+        done = source.resume_plan(plan, lambda progress, _: bar.update(task, completed=progress.steps_done), schedule)
     console.print(f"plan {done.id}: {done.state}, {done.steps_done}/{len(done.steps)} steps", markup=False)
     return done
 
@@ -778,16 +779,24 @@ def design_run(
     dataset: str,
     plan: PlanOption = None,
     worker: Annotated[bool, typer.Option(help="Queue it for `skyhook worker` instead of running it here.")] = False,
+    rate: Annotated[
+        Optional[str], typer.Option(help="At most this many bytes/s read and written, e.g. 50MB/s.")
+    ] = None,
+    parallel: Annotated[int, typer.Option(help="Stream steps in flight at once.")] = 1,
+    order: Annotated[
+        str, typer.Option(help="key (as planned) or working-set (what the logged workload reads most first).")
+    ] = "key",
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
-    """Run a dataset's planned transform, with a progress bar."""
+    """Run a dataset's planned transform under a schedule, with a progress bar."""
+    schedule = skyhook.Schedule(None if rate is None else parse_rate(rate), parallel, order)
     with _open(store) as source:
         chosen = _chosen_plan(source, dataset, plan, ("planned",))
         if worker:
-            source.queue_plan(chosen)
+            source.queue_plan(chosen, schedule)
             console.print(f"plan {chosen.id} queued for `skyhook worker`", markup=False)
         else:
-            _run_with_bar(source, chosen)
+            _run_with_bar(source, chosen, schedule)
 
 
 @design_app.command("resume")

@@ -22,6 +22,7 @@ from skyhook.distributed.advisor import Advice, advise
 from skyhook.distributed.plan import Plan
 from skyhook.distributed.planner import make_plan
 from skyhook.distributed.runner import PlanProgress, run_plan
+from skyhook.distributed.schedule import Schedule
 from skyhook.distributed.target import TransformTarget, resolve
 from skyhook.errors import DatasetChangedError, DatasetExistsError, InvalidRequestError
 from skyhook.execution import secondary_design
@@ -229,16 +230,23 @@ class Dataset(ObjectDataset):
         ``run_plan(plan_transform(advice.target))``."""
         return advise(self.store.backend, self.manifest, read_log(self.store.backend, self.name))
 
-    def run_plan(self, plan: Plan, progress: PlanProgress | None = None, max_steps: int | None = None) -> Plan:
+    def run_plan(
+        self,
+        plan: Plan,
+        progress: PlanProgress | None = None,
+        max_steps: int | None = None,
+        schedule: Schedule | None = None,
+    ) -> Plan:
         """Runs a stored plan of this dataset (or resumes it), at most max_steps
-        steps (then it is paused; None: to the end); returns its progress. Each
+        steps (then it is paused; None: to the end), under schedule (rate,
+        parallel streams, order; None: the plan's own); returns its progress. Each
         group of objects commits by compare-and-swap on the manifest: readers see
         the objects before it or after it, and appends made meanwhile are kept.
         A plan whose sources another writer replaced fails cleanly (nothing of
         that group is published): cancel it and plan again."""
         if not isinstance(plan, Plan) or plan.dataset != self.name:
             raise InvalidRequestError(f"run_plan takes a plan of dataset {self.name!r}")
-        return run_plan(self.store.backend, plan, progress, max_steps)
+        return run_plan(self.store.backend, plan, progress, max_steps, schedule)
 
     def filter(self, expression: pc.Expression | str) -> Dataset:
         if isinstance(expression, str):

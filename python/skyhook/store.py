@@ -19,6 +19,7 @@ from skyhook.dataset import Dataset
 from skyhook.distributed import plan_store
 from skyhook.distributed.plan import Plan
 from skyhook.distributed.runner import PlanProgress, cancel_plan, queue_plan, run_plan
+from skyhook.distributed.schedule import Schedule
 from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRequestError
 from skyhook.ingest import statistics, write
 from skyhook.ingest.csv_options import CsvOptions
@@ -222,14 +223,15 @@ class Store:
     def plan(self, dataset: str, plan_id: str) -> Plan:
         return plan_store.load(self.backend, dataset, plan_id)[0]
 
-    def resume_plan(self, plan: Plan, progress: PlanProgress | None = None) -> Plan:
-        """Finishes a plan whose run stopped (crashed, killed, paused or failed);
-        a finished or cancelled plan, or one another live process runs, is refused."""
-        return run_plan(self.backend, plan, progress)
+    def resume_plan(self, plan: Plan, progress: PlanProgress | None = None, schedule: Schedule | None = None) -> Plan:
+        """Finishes a plan whose run stopped (crashed, killed, paused or failed),
+        under schedule (None: the plan's own); a finished or cancelled plan, or
+        one another live process runs, is refused."""
+        return run_plan(self.backend, plan, progress, schedule=schedule)
 
-    def queue_plan(self, plan: Plan) -> Plan:
-        """Leaves a stored plan to ``skyhook worker`` (the storage tier runs it)."""
-        return queue_plan(self.backend, plan)
+    def queue_plan(self, plan: Plan, schedule: Schedule | None = None) -> Plan:
+        """Leaves a stored plan to ``skyhook worker`` (the storage tier runs it, under schedule)."""
+        return queue_plan(self.backend, plan, schedule)
 
     def cancel_plan(self, plan: Plan) -> Plan:
         """Stops a plan: groups committed stay, new objects of the others are deleted."""

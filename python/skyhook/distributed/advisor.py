@@ -19,11 +19,11 @@ from collections import Counter
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from skyhook.backends.base import Backend
 from skyhook.catalog.manifest import Manifest
 from skyhook.catalog.pruning import matching_partitions
+from skyhook.distributed.key_ranges import ranges_met
 from skyhook.distributed.planner import make_plan
 from skyhook.distributed.target import TransformTarget, resolve
 from skyhook.errors import InvalidRequestError
@@ -94,7 +94,7 @@ def _cluster(backend: Backend, manifest: Manifest, records: list[QueryRecord]) -
         before += _bytes_before(manifest, record)
         total = sum(bytes_read(p, record.columns) for p in manifest.partitions)
         on_key = [r for r in _ranges(manifest, record) if r.column == key]
-        touched = _ranges_touched(bounds, on_key[0], manifest.schema.field(key)) if on_key else None
+        touched = _ranges_touched(bounds, on_key[0]) if on_key else None
         ranges = 1 if bounds is None else len(bounds) + 1
         after += total if touched is None else -(-total * touched // ranges)
     return Advice("cluster", f"cluster by {key!r} ({len(bounds or []) + 1} key ranges)", before, after, target)
@@ -105,22 +105,12 @@ def _rows_per_object(manifest: Manifest) -> int:
     return max(1, -(-manifest.num_rows // max(2, len(manifest.partitions))))
 
 
-def _ranges_touched(bounds: pa.Array | None, on_key: ColumnRange, field: pa.Field) -> int | None:
-    """How many of the cluster's ranges [b[i-1], b[i]) the key range meets (None: unknown)."""
+def _ranges_touched(bounds: pa.Array | None, on_key: ColumnRange) -> int | None:
+    """How many of the cluster's key ranges the key range meets (None: unknown)."""
     if bounds is None:
         return 1
-    try:
-        low, high = (None if v is None else pa.scalar(v).cast(bounds.type) for v in (on_key.low, on_key.high))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return None
-    lowers = [None, *bounds]  # range i starts at lowers[i], ends before uppers[i]
-    uppers = [*bounds, None]
-    touched = 0
-    for lower, upper in zip(lowers, uppers):
-        starts_in = high is None or lower is None or pc.less_equal(lower, high).as_py()
-        ends_in = low is None or upper is None or pc.less(low, upper).as_py()
-        touched += bool(starts_in and ends_in)
-    return touched
+    met = ranges_met(bounds, on_key)
+    return None if met is None else sum(met)
 
 
 def _compaction(manifest: Manifest, records: list[QueryRecord]) -> Advice | None:

@@ -83,6 +83,10 @@ class Plan:
     columns: list[str] | None = None
     cluster_by: str | None = None
     bounds: bytes = b""
+    #: The schedule it runs under (distributed/schedule.py), kept for resumes and the worker.
+    rate: float | None = None
+    parallel: int = 1
+    order: str = "key"
 
     @property
     def finished(self) -> bool:

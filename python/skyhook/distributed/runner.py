@@ -11,6 +11,7 @@ import os
 import socket
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
@@ -23,6 +24,7 @@ from skyhook.distributed import plan_store
 from skyhook.distributed.commit import commit_copy, commit_in_place, missing_objects
 from skyhook.distributed.plan import Plan, Step
 from skyhook.distributed.retire import retire
+from skyhook.distributed.schedule import Pacer, Schedule, in_order
 from skyhook.distributed.stream import run_stream
 from skyhook.errors import (
     DatasetChangedError,
@@ -31,6 +33,7 @@ from skyhook.errors import (
     ObjectChangedError,
     first_line,
 )
+from skyhook.execution.workload_log import read_log
 
 #: Called after each step with the plan (its progress) and the step done.
 PlanProgress = Callable[[Plan, Step], None]
@@ -67,38 +70,50 @@ def check_runnable(plan: Plan) -> None:
         raise InvalidRequestError(f"plan {plan.id} of {plan.dataset!r} is being run by {plan.runner}")
 
 
-def run_plan(backend: Backend, plan: Plan, progress: PlanProgress | None = None, max_steps: int | None = None) -> Plan:
+def run_plan(
+    backend: Backend,
+    plan: Plan,
+    progress: PlanProgress | None = None,
+    max_steps: int | None = None,
+    schedule: Schedule | None = None,
+) -> Plan:
     """Runs (or resumes) the stored plan's steps not done, at most max_steps of
-    them (then it is paused); returns the plan as stored afterwards."""
+    them (then it is paused), under schedule (None: the one it has); returns
+    the plan as stored afterwards."""
     if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0):
         raise InvalidRequestError(f"max_steps must be a non-negative integer, not {max_steps!r}")
     plan, version = plan_store.load(backend, plan.dataset, plan.id)
     check_runnable(plan)
+    _schedule(backend, plan, schedule)
     plan.state, plan.runner, plan.heartbeat, plan.error = "running", this_runner(), time.time(), ""
     version = plan_store.update(backend, plan, version)
     pending: dict[int, PendingWrite] = {}
+    pacer = Pacer(plan.rate)
     try:
-        ran = 0
-        for step in plan.steps:
-            if step.done:
-                continue
+        todo, ran = [step for step in plan.steps if not step.done], 0
+        while todo:
             if max_steps is not None and ran >= max_steps:
                 plan.state = "paused"
                 break
-            if step.group not in pending and step.kind != "local":
-                pending[step.group] = backend.begin_write(plan.into or plan.dataset, plan.groups[step.group])
+            batch = _next_batch(todo, plan.parallel if max_steps is None else min(plan.parallel, max_steps - ran))
+            for step in batch:
+                if step.group not in pending and step.kind != "local":
+                    pending[step.group] = backend.begin_write(plan.into or plan.dataset, plan.groups[step.group])
             try:
-                _run_step(backend, plan, step, pending.get(step.group))
+                _run_batch(backend, plan, batch, pending)
             except DatasetChangedError:
-                _drop_uncommitted(backend, plan, step.group)  # they can never be committed
+                for step in batch:
+                    _drop_uncommitted(backend, plan, step.group)  # they can never be committed
                 raise
-            step.done = True
-            ran += 1
-            if step.kind == "commit":
-                pending.pop(step.group).finish()
+            for step in batch:
+                step.done = True
+                if step.kind == "commit":
+                    pending.pop(step.group).finish()
+            ran, todo = ran + len(batch), todo[len(batch) :]
+            pacer.account(sum(step.bytes_read + step.bytes_written for step in batch))
             plan.heartbeat = time.time()
             version = _saved(backend, plan, version)
-            if progress:
+            for step in batch if progress else []:
                 progress(plan, step)
         else:
             plan.state = "done"
@@ -111,6 +126,33 @@ def run_plan(backend: Backend, plan: Plan, progress: PlanProgress | None = None,
         for write in pending.values():
             write.finish()
     return plan
+
+
+def _schedule(backend: Backend, plan: Plan, schedule: Schedule | None) -> None:
+    """Puts plan under schedule: its settings, and its steps in the schedule's order."""
+    if schedule is None:
+        return
+    if not isinstance(schedule, Schedule):
+        raise InvalidRequestError(f"schedule must be a skyhook.Schedule, not {type(schedule).__name__}")
+    plan.rate, plan.parallel, plan.order = schedule.rate, schedule.parallel, schedule.order
+    records = read_log(backend, plan.dataset) if schedule.order == "working-set" else []
+    plan.steps = in_order(plan, schedule.order, records)
+
+
+def _next_batch(todo: list[Step], parallel: int) -> list[Step]:
+    """The next steps to run together: up to parallel stream steps in a row, else one step."""
+    batch = [todo[0]]
+    while batch[-1].kind == "stream" and len(batch) < min(parallel, len(todo)) and todo[len(batch)].kind == "stream":
+        batch.append(todo[len(batch)])
+    return batch
+
+
+def _run_batch(backend: Backend, plan: Plan, batch: list[Step], pending: dict[int, PendingWrite]) -> None:
+    if len(batch) == 1:
+        _run_step(backend, plan, batch[0], pending.get(batch[0].group))
+        return
+    with ThreadPoolExecutor(len(batch)) as pool:
+        list(pool.map(lambda step: _run_step(backend, plan, step, pending.get(step.group)), batch))
 
 
 def cancel_plan(backend: Backend, plan: Plan) -> Plan:
@@ -137,10 +179,11 @@ def _drop_uncommitted(backend: Backend, plan: Plan, group: int) -> None:
                 backend.delete_object(name)
 
 
-def queue_plan(backend: Backend, plan: Plan) -> Plan:
-    """Hands a stored plan to ``skyhook worker``."""
+def queue_plan(backend: Backend, plan: Plan, schedule: Schedule | None = None) -> Plan:
+    """Hands a stored plan to ``skyhook worker`` (to run under schedule, if given)."""
     plan, version = plan_store.load(backend, plan.dataset, plan.id)
     check_runnable(plan)
+    _schedule(backend, plan, schedule)
     plan.state = "queued"
     plan_store.update(backend, plan, version)
     return plan
