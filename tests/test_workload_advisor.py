@@ -88,10 +88,14 @@ def test_queries_are_logged_bounded_and_never_failed_by_the_log(store, monkeypat
         skyhook.connect(store.uri, workload_log=-1)
 
 
-def test_silenced_connection_logs_nothing(store):
+def test_a_silenced_connection_logs_nothing_and_a_deleted_dataset_no_log(store):
     silent = skyhook.connect(store.uri, workload_log=0)
     silent.write_dataset("w", workload_table().slice(0, 100))
     silent.dataset("w").to_table(filter="id < 5")
+    assert read_log(store.backend, "w") == []
+    store.dataset("w").count_rows(filter="id < 5")
+    assert len(read_log(store.backend, "w")) == 1
+    store.delete_dataset("w")  # its log goes with it
     assert read_log(store.backend, "w") == []
 
 

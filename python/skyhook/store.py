@@ -21,6 +21,7 @@ from skyhook.distributed.plan import Plan
 from skyhook.distributed.runner import PlanProgress, cancel_plan, queue_plan, run_plan
 from skyhook.distributed.schedule import Schedule
 from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRequestError
+from skyhook.execution.workload_log import clear_log
 from skyhook.ingest import statistics, write
 from skyhook.ingest.csv_options import CsvOptions
 from skyhook.ingest.files import Partitioning
@@ -204,13 +205,14 @@ class Store:
         return Dataset(self, manifest)
 
     def delete_dataset(self, name: str) -> None:
-        """Delete the manifest, then the objects it names. A corrupt manifest
-        raises CorruptManifestError and nothing is deleted."""
+        """Delete the manifest, then the objects it names and its workload log.
+        A corrupt manifest raises CorruptManifestError and nothing is deleted."""
         while True:
             stored = self._stored_manifest(name)
             manifest = Manifest.from_bytes(stored.data, name)
             if self.backend.delete_manifest(name, stored.version):
                 delete_objects(self.backend, manifest)
+                clear_log(self.backend, name)
                 return
             # Replaced meanwhile: delete what is there now (its writer deleted the old objects).
 

@@ -38,7 +38,7 @@ class Advice:
     kind: str  # "cluster", "compact", "index", "column groups"
     description: str
     bytes_before: int  # bytes the logged queries read in storage, by the statistics
-    bytes_after: int
+    bytes_after: int  # estimated only for transforms (advice only: as before)
     target: TransformTarget | None = None  # a transform that applies it (None: advice only)
 
     @property
@@ -46,10 +46,11 @@ class Advice:
         return self.bytes_before / max(1, self.bytes_after)
 
     def __str__(self) -> str:
-        applies = "" if self.target is None else " [--apply]"
+        if self.target is None:  # advice only: its benefit is not estimated
+            return f"{self.kind}: {self.description}; its queries read {self.bytes_before:,} bytes (advice only)"
         return (
             f"{self.kind}: {self.description}; logged queries read {self.bytes_before:,} -> "
-            f"{self.bytes_after:,} bytes ({self.benefit:.1f}x){applies}"
+            f"{self.bytes_after:,} bytes ({self.benefit:.1f}x) [--apply]"
         )
 
 
