@@ -141,6 +141,9 @@ class Plan:
             f"read {step.bytes_read:,} move {step.bytes_moved:,} write {step.bytes_written:,}"
             for number, step in enumerate(self.steps)
         ]
+        if (self.rate, self.parallel, self.order) != (None, 1, "key"):
+            rate = "unlimited" if self.rate is None else f"{self.rate:,.0f} bytes/s"
+            lines.append(f"  schedule: rate {rate}, {self.parallel} stream(s) in flight, {self.order} order")
         if self.error:
             lines.append(f"  error: {self.error}")
         return "\n".join(lines)
