@@ -17,6 +17,8 @@ PACKAGE = "skyhook"
 # package itself ("skyhook", its __init__) in the layer of that name. The C++
 # extension modules (CMakeLists.txt's nanobind modules) make the layer native.
 FOUNDATION = {"errors", "names"}  # exceptions and the names of the store's namespace
+# What the user-facing layers (dataset, store and up) build on.
+CLIENT = {"distributed", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"}
 LIBRARY: dict[str, set[str]] = {
     "errors": set(),
     "names": {"errors"},
@@ -28,12 +30,12 @@ LIBRARY: dict[str, set[str]] = {
     "ingest": {"catalog", "backends", "rpc"} | FOUNDATION,
     "execution": {"native", "plan", "catalog", "backends", "rpc"} | FOUNDATION,
     "design": {"native", "catalog", "backends", "rpc"} | FOUNDATION,
-    "dataset": {"native", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
-    "store": {"dataset", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
-    "skyhook": {"store", "dataset", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
+    "distributed": {"native", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
+    "dataset": {"native"} | CLIENT | FOUNDATION,
+    "store": {"dataset"} | CLIENT | FOUNDATION,
+    "skyhook": {"store", "dataset"} | CLIENT | FOUNDATION,
     # The gene-expression use case (issue 12), over the whole client; only the CLI uses it.
-    "expression": {"skyhook", "store", "dataset", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"}
-    | FOUNDATION,
+    "expression": {"skyhook", "store", "dataset"} | CLIENT | FOUNDATION,
 }
 # The command line and the developer tooling (dev cluster, TPC-H, demo) may use
 # anything; the library never imports either of them.

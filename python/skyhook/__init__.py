@@ -3,6 +3,9 @@ inside storage; only results cross to the client."""
 
 from skyhook.catalog.design import Design, SortKey
 from skyhook.dataset import Dataset
+from skyhook.distributed.plan import Plan
+from skyhook.distributed.schedule import Schedule
+from skyhook.distributed.target import TransformTarget
 from skyhook.errors import (
     ClassCallsNotPermittedError,
     CorruptManifestError,
@@ -38,6 +41,9 @@ __all__ = [
     "connect",
     "Store",
     "Dataset",
+    "Plan",
+    "TransformTarget",
+    "Schedule",
     "Design",
     "SortKey",
     "Scanner",

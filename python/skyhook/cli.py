@@ -28,6 +28,7 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 import skyhook
+from skyhook.distributed.schedule import parse_rate
 from skyhook.errors import (
     CorruptManifestError,
     DatasetExistsError,
@@ -702,6 +703,167 @@ def _size(value: int) -> str:
             return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
         value /= 1024
     return str(value)
+
+
+# Distributed transforms: plans stored in the store, run here or by `skyhook worker`.
+
+
+@design_app.command("plan")
+def design_plan(
+    dataset: str,
+    rows_per_object: Annotated[Optional[int], typer.Option(help="Rows per target object.")] = None,
+    object_size: Annotated[Optional[int], typer.Option(help="Bytes per target object (default 32 MiB).")] = None,
+    cluster_by: Annotated[Optional[str], typer.Option(help="Range-partition by this column (sorted inside).")] = None,
+    where: Annotated[Optional[str], typer.Option("--where", "-w", help="Copy only these rows (needs --into).")] = None,
+    columns: Annotated[
+        Optional[str], typer.Option("--columns", "-c", help="Copy only these columns (needs --into).")
+    ] = None,
+    into: Annotated[
+        Optional[str], typer.Option(help="Copy into this new dataset instead of rewriting in place.")
+    ] = None,
+    format: Annotated[Optional[str], typer.Option(help="Target objects' format: rows, ipc or parquet.")] = None,
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """Plan a transform across a dataset's objects (compact or split, cluster by a key, filter-then-copy): prints its
+    steps and the bytes each reads, moves and writes; nothing changes until `skyhook design run`."""
+    target = skyhook.TransformTarget(
+        rows_per_object=rows_per_object,
+        object_size=object_size,
+        cluster_by=cluster_by,
+        filter=where,
+        columns=None if columns is None else [column for column in columns.split(",") if column],
+        into=into,
+        design=None if format is None else skyhook.Design(format),
+    )
+    with _open(store) as source:
+        plan = source.dataset(dataset).plan_transform(target)
+    console.print(str(plan), markup=False)
+    console.print(f"stored as plan {plan.id}: run it with `skyhook design run {dataset}`", markup=False)
+
+
+@design_app.command("advise")
+def design_advise(
+    dataset: str,
+    apply: Annotated[bool, typer.Option(help="Plan and run the first proposed transform.")] = False,
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """Propose designs from the dataset's workload log, with the bytes the logged queries would read before and
+    after; --apply plans and runs the first transform among them, what the workload reads most first."""
+    with _open(store) as source:
+        target = source.dataset(dataset)
+        advice = target.advise()
+        for item in advice:
+            console.print(str(item), markup=False)
+        chosen = next((item for item in advice if item.target is not None), None)
+        if apply and chosen is None:
+            raise InvalidRequestError(f"nothing to apply to {dataset!r}: no transform is proposed")
+        if apply:
+            plan = target.plan_transform(chosen.target)
+            console.print(str(plan), markup=False)
+            _run_with_bar(source, plan, skyhook.Schedule(order="working-set"))
+
+
+def _chosen_plan(source: skyhook.Store, dataset: str, plan_id: str | None, states: tuple[str, ...]) -> skyhook.Plan:
+    if plan_id is not None:
+        return source.plan(dataset, plan_id)
+    candidates = [plan for plan in source.plans(dataset) if plan.state in states]
+    if not candidates:
+        raise InvalidRequestError(f"dataset {dataset!r} has no plan that is {' or '.join(states)}")
+    return candidates[-1]
+
+
+def _run_with_bar(source: skyhook.Store, plan: skyhook.Plan, schedule: skyhook.Schedule | None = None) -> skyhook.Plan:
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} steps"),
+        TimeElapsedColumn(),
+        console=console,
+    )
+    task = bar.add_task(escape(f"plan {plan.id} of {plan.dataset}"), total=len(plan.steps), completed=plan.steps_done)
+    with bar:
+        done = source.resume_plan(plan, lambda progress, _: bar.update(task, completed=progress.steps_done), schedule)
+    console.print(f"plan {done.id}: {done.state}, {done.steps_done}/{len(done.steps)} steps", markup=False)
+    return done
+
+
+PlanOption = Annotated[Optional[str], typer.Option("--plan", help="The plan's id (default: the latest that fits).")]
+
+
+@design_app.command("run")
+def design_run(
+    dataset: str,
+    plan: PlanOption = None,
+    worker: Annotated[bool, typer.Option(help="Queue it for `skyhook worker` instead of running it here.")] = False,
+    rate: Annotated[
+        Optional[str], typer.Option(help="At most this many bytes/s read and written, e.g. 50MB/s.")
+    ] = None,
+    parallel: Annotated[int, typer.Option(help="Stream steps in flight at once.")] = 1,
+    order: Annotated[
+        str, typer.Option(help="key (as planned) or working-set (what the logged workload reads most first).")
+    ] = "key",
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """Run a dataset's planned transform under a schedule, with a progress bar."""
+    schedule = skyhook.Schedule(None if rate is None else parse_rate(rate), parallel, order)
+    with _open(store) as source:
+        chosen = _chosen_plan(source, dataset, plan, ("planned",))
+        if worker:
+            source.queue_plan(chosen, schedule)
+            console.print(f"plan {chosen.id} queued for `skyhook worker`", markup=False)
+        else:
+            _run_with_bar(source, chosen, schedule)
+
+
+@design_app.command("resume")
+def design_resume(dataset: str, plan: PlanOption = None, store: StoreOption = DEFAULT_STORE) -> None:
+    """Finish a transform whose run stopped (crashed, killed, paused or failed)."""
+    with _open(store) as source:
+        _run_with_bar(source, _chosen_plan(source, dataset, plan, ("running", "paused", "failed")))
+
+
+@design_app.command("cancel")
+def design_cancel(dataset: str, plan: PlanOption = None, store: StoreOption = DEFAULT_STORE) -> None:
+    """Cancel a transform: groups committed stay, the others' new objects are deleted."""
+    with _open(store) as source:
+        chosen = source.cancel_plan(
+            _chosen_plan(source, dataset, plan, ("planned", "queued", "running", "paused", "failed"))
+        )
+    console.print(f"plan {chosen.id} cancelled", markup=False)
+
+
+@design_app.command("status")
+def design_status(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
+    """The dataset's transform plans: state, steps done, bytes, and the latest one's steps."""
+    with _open(store) as source:
+        plans = source.plans(dataset)
+    table = Table("plan", "state", "steps", "read", "move", "write", "what")
+    for plan in plans:
+        table.add_row(
+            *(Text(value) for value in (plan.id, plan.state, f"{plan.steps_done}/{len(plan.steps)}")),
+            *(Text(_size(value)) for value in (plan.bytes_read, plan.bytes_moved, plan.bytes_written)),
+            Text(plan.summary + (f" (error: {plan.error})" if plan.error else "")),
+        )
+    console.print(table)
+
+
+@app.command()
+def worker(
+    store: StoreOption = DEFAULT_STORE,
+    once: Annotated[bool, typer.Option(help="Stop when no plan is left to run.")] = False,
+    interval: Annotated[float, typer.Option(min=0.1, help="Seconds between polls.")] = 5.0,
+) -> None:
+    """Run the transform plans queued (`skyhook design run --worker`) or left by a dead runner: the storage tier's
+    driver of distributed transforms (run it beside the OSDs)."""
+    from skyhook.distributed.worker import work
+
+    def log(plan: skyhook.Plan, outcome: str | None) -> None:
+        said = "started" if outcome == "started" else ("done" if outcome is None else f"failed: {outcome}")
+        console.print(f"plan {plan.id} of {plan.dataset}: {said}", markup=False)
+
+    with _open(store) as source:
+        ran = work(source.backend, log, once, interval)
+    console.print(f"{ran} plan(s) run", markup=False)
 
 
 # Secondary design (statistics and indexes in each object's omap).

@@ -17,7 +17,14 @@ from skyhook.catalog.design_table import design_table
 from skyhook.catalog.manifest import Manifest
 from skyhook.catalog.pruning import fragment_guarantee
 from skyhook.design.transform import TransformProgress, TransformReport, transform_objects
-from skyhook.errors import DatasetChangedError
+from skyhook.distributed import plan_store
+from skyhook.distributed.advisor import Advice, advise
+from skyhook.distributed.plan import Plan
+from skyhook.distributed.planner import make_plan
+from skyhook.distributed.runner import PlanProgress, run_plan
+from skyhook.distributed.schedule import Schedule
+from skyhook.distributed.target import TransformTarget, resolve
+from skyhook.errors import DatasetChangedError, DatasetExistsError, InvalidRequestError
 from skyhook.execution import secondary_design
 from skyhook.execution.aggregate_execution import AggregateExecution
 from skyhook.execution.dataset_objects import DatasetObjects
@@ -25,6 +32,7 @@ from skyhook.execution.explain import Explanation, analyze_aggregate, analyze_sc
 from skyhook.execution.object_scans import ObjectScans
 from skyhook.execution.scan_execution import ScanStatistics
 from skyhook.execution.scanner import Scanner
+from skyhook.execution.workload_log import QueryRecord, read_log
 from skyhook.ingest.sources import DataSource
 from skyhook.ingest.write import write_dataset
 from skyhook.plan.aggregate import AggregateQuery
@@ -205,6 +213,50 @@ class Dataset(ObjectDataset):
         report, _ = transform_objects(self.store.backend, self.manifest, design, objects, where, progress)
         return report
 
+    def plan_transform(self, target: TransformTarget) -> Plan:
+        """A plan to rewrite this dataset across its objects to target (compact
+        or split to a size, cluster by a key, copy a filtered projection into a
+        new dataset): its steps with the bytes each reads in storage, moves out
+        of storage and writes, and an estimated time (print it). Nothing is
+        changed yet; the plan is stored, for run_plan, store.resume_plan or
+        ``skyhook worker``."""
+        resolved = resolve(target, self.manifest)
+        if resolved.into is not None and self.store.backend.get_manifest(resolved.into) is not None:
+            raise DatasetExistsError(f"dataset {resolved.into!r} exists: a copy goes into a new dataset")
+        plan = make_plan(self.store.backend, self.manifest, resolved)
+        plan_store.save_new(self.store.backend, plan)
+        return plan
+
+    def workload(self) -> list[QueryRecord]:
+        """The dataset's logged queries, oldest first (skyhook.connect's workload_log)."""
+        return read_log(self.store.backend, self.name)
+
+    def advise(self) -> list[Advice]:
+        """Designs proposed from the workload log (cluster key, compaction, an
+        index, column groups), each with the bytes the logged queries would read
+        in storage before and after, estimated from the statistics; the
+        transforms first, the most beneficial first. Apply one with
+        ``run_plan(plan_transform(advice.target))``."""
+        return advise(self.store.backend, self.manifest, read_log(self.store.backend, self.name))
+
+    def run_plan(
+        self,
+        plan: Plan,
+        progress: PlanProgress | None = None,
+        max_steps: int | None = None,
+        schedule: Schedule | None = None,
+    ) -> Plan:
+        """Runs a stored plan of this dataset (or resumes it), at most max_steps
+        steps (then it is paused; None: to the end), under schedule (rate,
+        parallel streams, order; None: the plan's own); returns its progress. Each
+        group of objects commits by compare-and-swap on the manifest: readers see
+        the objects before it or after it, and appends made meanwhile are kept.
+        A plan whose sources another writer replaced fails cleanly (nothing of
+        that group is published): cancel it and plan again."""
+        if not isinstance(plan, Plan) or plan.dataset != self.name:
+            raise InvalidRequestError(f"run_plan takes a plan of dataset {self.name!r}")
+        return run_plan(self.store.backend, plan, progress, max_steps, schedule)
+
     def filter(self, expression: pc.Expression | str) -> Dataset:
         if isinstance(expression, str):
             expression = parse_where(expression, self.schema)
@@ -284,7 +336,7 @@ def reopen_dataset(store: DatasetStore, name: str, generation: str, filter: pc.E
     manifest = current.version(generation)
     if manifest is None:
         raise DatasetChangedError(
-            f"dataset {name!r} in {store.uri} was overwritten since it was pickled (generation "
+            f"dataset {name!r} in {store.uri} was overwritten since it was pickled, or transformed (generation "
             f"{generation}, now {current.generation}): open it again with store.dataset({name!r})"
         )
     return Dataset(store, manifest, filter)

@@ -18,6 +18,11 @@ from skyhook.catalog.design import DESIGN_ATTRIBUTE, Design
 from skyhook.catalog.manifest import Manifest
 from skyhook.dataset import Dataset
 from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRequestError, ObjectNotFoundError
+from skyhook.distributed import plan_store
+from skyhook.distributed.plan import Plan
+from skyhook.distributed.runner import PlanProgress, cancel_plan, queue_plan, run_plan
+from skyhook.distributed.schedule import Schedule
+from skyhook.execution.workload_log import clear_log
 from skyhook.ingest import statistics, write
 from skyhook.ingest.csv_options import CsvOptions
 from skyhook.ingest.files import Partitioning
@@ -36,7 +41,13 @@ from skyhook.names import ObjectOwner, check_dataset_name, object_owner
 DEFAULT_FSCK_GRACE_SECONDS = 600
 
 
-def connect(uri: str, *, create: bool = True, retention_seconds: float = DEFAULT_RETENTION_SECONDS) -> Store:
+def connect(
+    uri: str,
+    *,
+    create: bool = True,
+    retention_seconds: float = DEFAULT_RETENTION_SECONDS,
+    workload_log: int | None = None,
+) -> Store:
     """Open a store: ``file:///abs/path`` (or a plain path) for the embedded store,
     ``ceph://POOL?conf=/path/ceph.conf[&namespace=NS][&user=NAME][&keyring=/path][&timeout=SECONDS]``
     for RADOS (every Ceph operation fails after the timeout, 30 s by default).
@@ -44,7 +55,19 @@ def connect(uri: str, *, create: bool = True, retention_seconds: float = DEFAULT
     is a StoreNotFoundError (so a mistyped path is not silently a new, empty
     store); a Ceph pool must exist either way. retention_seconds: how long the
     objects an overwrite or a delete replaced outlive it, for the readers that
-    opened them (see Store.collect_garbage)."""
+    opened them (see Store.collect_garbage). workload_log: records of the
+    workload log kept per dataset (0: queries are not logged; default: the
+    environment's SKYHOOK_WORKLOAD_LOG, else 200)."""
+    if workload_log is not None and (
+        isinstance(workload_log, bool) or not isinstance(workload_log, int) or workload_log < 0
+    ):
+        raise InvalidRequestError(f"workload_log must be a number of records >= 0, not {workload_log!r}")
+    store = _connected(uri, create, retention_seconds)
+    store.backend.workload_log_records = workload_log
+    return store
+
+
+def _connected(uri: str, create: bool, retention_seconds: float) -> Store:
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file"):
         from skyhook.backends.embedded import EmbeddedBackend
@@ -204,8 +227,8 @@ class Store:
         return Dataset(self, manifest)
 
     def delete_dataset(self, name: str) -> None:
-        """Delete the manifest; its objects are retired, deleted once
-        retention_seconds have passed. A corrupt manifest raises
+        """Delete the manifest and the dataset's workload log; its objects are
+        retired, deleted once retention_seconds have passed. A corrupt manifest raises
         CorruptManifestError and nothing is deleted."""
         while True:
             stored = self._stored_manifest(name)
@@ -215,6 +238,7 @@ class Store:
             ):
                 break
             # Replaced meanwhile: delete what is there now (its writer retired the old objects).
+        clear_log(self.backend, name)
         collect_after_write(self.backend, self.retention_seconds, name)
 
     def collect_garbage(self, name: str | None = None) -> Collection:
@@ -225,6 +249,29 @@ class Store:
         if name is not None:
             check_dataset_name(name)
         return collect_garbage(self.backend, self.retention_seconds, name)
+
+    def plans(self, dataset: str | None = None) -> list[Plan]:
+        """The transformation plans stored (of dataset, if given), oldest first, with their progress."""
+        if dataset is not None:
+            check_dataset_name(dataset)
+        return plan_store.plans(self.backend, dataset)
+
+    def plan(self, dataset: str, plan_id: str) -> Plan:
+        return plan_store.load(self.backend, dataset, plan_id)[0]
+
+    def resume_plan(self, plan: Plan, progress: PlanProgress | None = None, schedule: Schedule | None = None) -> Plan:
+        """Finishes a plan whose run stopped (crashed, killed, paused or failed),
+        under schedule (None: the plan's own); a finished or cancelled plan, or
+        one another live process runs, is refused."""
+        return run_plan(self.backend, plan, progress, schedule=schedule)
+
+    def queue_plan(self, plan: Plan, schedule: Schedule | None = None) -> Plan:
+        """Leaves a stored plan to ``skyhook worker`` (the storage tier runs it, under schedule)."""
+        return queue_plan(self.backend, plan, schedule)
+
+    def cancel_plan(self, plan: Plan) -> Plan:
+        """Stops a plan: groups committed stay, new objects of the others are deleted."""
+        return cancel_plan(self.backend, plan)
 
     def fsck(
         self, name: str | None = None, repair: bool = False, grace_seconds: float = DEFAULT_FSCK_GRACE_SECONDS

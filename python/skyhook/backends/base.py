@@ -75,5 +75,8 @@ class MethodCaller(ABC):
 class Backend(ObjectStore, MethodCaller):
     """A storage backend: an object store whose objects run storage-side methods."""
 
+    #: Records of the workload log kept per dataset (None: the environment's setting; 0: off).
+    workload_log_records: int | None = None
+
     def close(self) -> None:
         """Release connections; the default backend holds none."""

@@ -10,6 +10,11 @@ its generation; an append keeps the objects before it, so one manifest names
 objects of several generations, and its history says how many partitions each
 earlier version (since the last overwrite) had: those versions are prefixes.
 
+A distributed transform replaces some partitions by new objects of its own
+generation and keeps the others: the versions before it are no prefixes of
+the result, so its manifest has no history, and the generations of the
+objects it kept are listed as ``kept``.
+
 Each partition's design (version 3) is what its object was written or last
 transformed to, for planning and for ``ds.design()``; readers never decode an
 object by it (a transform may have rewritten the object since), only by the
@@ -69,6 +74,8 @@ class Manifest:
     statistics: pa.StructArray  # one row per partition, of statistics_type(schema)
     #: (generation, number of partitions) of each earlier version this one appended to, oldest first.
     history: tuple[tuple[str, int], ...] = ()
+    #: Generations of objects a distributed transform kept (not versions: no prefixes).
+    kept: tuple[str, ...] = ()
 
     @property
     def format(self) -> str:
@@ -94,6 +101,7 @@ class Manifest:
             partitions=partitions,
             statistics=pa.concat_arrays([self.statistics, added.statistics]),
             history=(*self.history, (self.generation, len(self.partitions))),
+            kept=self.kept,
         )
 
     def version(self, generation: str) -> Manifest | None:
@@ -130,6 +138,7 @@ class Manifest:
                 b"skyhook.generation": self.generation.encode(),
                 b"skyhook.schema": self.schema.serialize().to_pybytes(),
                 b"skyhook.history": json.dumps(self.history).encode(),
+                b"skyhook.kept": json.dumps(self.kept).encode(),
             }
         )
         sink = pa.BufferOutputStream()
@@ -172,6 +181,7 @@ class Manifest:
         if len(statistics) == 0:
             statistics = pa.array([], statistics_type(schema))
         history = json.loads(metadata.get(b"skyhook.history", b"[]"))
+        kept = json.loads(metadata.get(b"skyhook.kept", b"[]"))
         return cls(
             metadata[b"skyhook.dataset"].decode(),
             schema,
@@ -180,6 +190,7 @@ class Manifest:
             partitions,
             statistics,
             tuple((generation, count) for generation, count in history),
+            tuple(kept),
         )
 
     def _check(self, dataset: str) -> None:
@@ -204,11 +215,13 @@ class Manifest:
             or (counts and not 0 <= counts[0] <= counts[-1] <= len(self.partitions))
         ):
             raise corrupt("its history does not match its partitions")
+        if not all(isinstance(generation, str) and GENERATION.fullmatch(generation) for generation in self.kept):
+            raise corrupt("it keeps objects of an invalid generation")
         if len({partition.object_name for partition in self.partitions}) != len(self.partitions):
             raise corrupt("it names an object twice")
-        # The client deletes what a manifest names: only objects that this version
-        # or an earlier one it appended to wrote, each named after its writer's generation.
-        writers = {self.generation, *(generation for generation, _ in self.history)}
+        # The client deletes what a manifest names: only objects that this version,
+        # an earlier one it appended to or one a transform kept wrote, each named after its writer's generation.
+        writers = {self.generation, *(generation for generation, _ in self.history), *self.kept}
         for index, partition in enumerate(self.partitions):
             owner = object_owner(partition.object_name) if isinstance(partition.object_name, str) else None
             if (

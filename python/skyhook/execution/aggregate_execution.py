@@ -16,6 +16,7 @@ A filter Substrait cannot carry makes every object a plain read.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
@@ -25,10 +26,12 @@ import pyarrow.substrait as pas
 
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, ObjectNotFoundError
+from skyhook.execution.cost import bytes_read
 from skyhook.execution.placement import Placement, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
+from skyhook.execution.workload_log import record_query
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
-from skyhook.plan.expressions import to_substrait
+from skyhook.plan.expressions import columns_read, to_substrait
 from skyhook.plan.merge import ORDER, merge
 from skyhook.plan.substrait import UncarriedTypes
 from skyhook.rpc.reply import Executed, Reply
@@ -93,10 +96,30 @@ class AggregateExecution:
             self.stats.filter_in_storage = self.stats.aggregate_in_storage = False
 
     def run(self) -> pa.Table:
+        started = time.perf_counter()
         try:
-            return self._run()
+            result = self._run()
         except ObjectNotFoundError as error:
             raise self.source.missing(error) from None
+        inputs = [*self.query.keys, *(a.column for a in self.query.aggregations if a.column is not None)]
+        needed = columns_read(self.source.schema, inputs, self.query.filter)
+        scanned = [p for p in self.source.manifest.partitions if p.number in self.stats.where]
+        record_query(
+            self.source.backend,
+            self.source.name,
+            self.source.schema,
+            "aggregate",
+            needed,
+            self.query.filter,
+            dict(
+                rows_scanned=self.stats.rows_scanned,
+                rows_returned=None,
+                bytes_read=sum(bytes_read(partition, needed) for partition in scanned),
+                wall_s=time.perf_counter() - started,
+            ),
+            [partition.object_name for partition in scanned],
+        )
+        return result
 
     def _run(self) -> pa.Table:
         manifest = self.source.manifest

@@ -20,6 +20,7 @@ from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, Objec
 from skyhook.execution.cost import bytes_read, predicted_reply_ratio
 from skyhook.execution.placement import Decision, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
+from skyhook.execution.workload_log import record_query
 from skyhook.plan.carried_types import as_dataset_types, is_carried
 from skyhook.plan.expressions import (
     Columns,
@@ -112,8 +113,11 @@ class ScanExecution:
         max_slice_cpu_ns: int | None = None,
         reply_compression: str | None = None,
         reply_within_object: bool | None = None,
+        logged: bool = True,
     ) -> None:
+        """logged: whether a finished scan goes into the workload log (a transform's own reads do not)."""
         schema = source.schema
+        self.logged = logged
         self.source = source
         self.projected_schema = projected_schema(schema, columns, filter)
         self.columns = columns
@@ -161,8 +165,27 @@ class ScanExecution:
         partitions = matching_partitions(self.source.manifest, self.filter)
         self.scanned = {partition.number for partition in partitions}
         self.stats.objects_pruned += len(self.source.manifest.partitions) - len(partitions)
+        before = (self.stats.rows_scanned, self.stats.rows_returned, self.stats.bytes_read, self.stats.wall_s)
         for table in self._tables(partitions):
             yield from table.to_batches(max_chunksize=self.batch_size)
+        if not self.logged:
+            return
+        rows_scanned, rows_returned, read, wall_s = (
+            now - then
+            for now, then in zip(
+                (self.stats.rows_scanned, self.stats.rows_returned, self.stats.bytes_read, self.stats.wall_s), before
+            )
+        )
+        record_query(
+            self.source.backend,
+            self.source.name,
+            self.source.schema,
+            "scan",
+            columns_read(self.source.schema, self.columns, self.filter),
+            self.filter,
+            dict(rows_scanned=rows_scanned, rows_returned=rows_returned, bytes_read=read, wall_s=wall_s),
+            [partition.object_name for partition in partitions],
+        )
 
     def object_table(self, partition: Partition, decided: Decision | None = None) -> pa.Table:
         """One object's rows, for a fragment of the Arrow dataset (which Arrow

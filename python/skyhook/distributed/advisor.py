@@ -1,0 +1,151 @@
+"""The design advisor: designs proposed from the workload log, each with the
+bytes the logged queries would read in storage before and after, estimated
+from the manifest's statistics.
+
+- cluster key: the column most often range- or equality-filtered, weighted by
+  the bytes its queries read. Before: per query, the objects its logged ranges
+  cannot rule out by today's statistics; after: the ranges of the cluster the
+  planner would build (its key bounds) that the query's key range touches, each
+  an equal share of the dataset.
+- compaction: many objects under half the target size (fewer calls; bytes alike).
+- index: point lookups (equality) on a column that is not the cluster key.
+- column groups: the columns most queries read, when they are a minority.
+Only the first two are transforms (``apply`` plans and runs them); the others
+are reported for part 1's designs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from skyhook.backends.base import Backend
+from skyhook.catalog.manifest import Manifest
+from skyhook.catalog.pruning import matching_partitions
+from skyhook.distributed.key_ranges import ranges_met
+from skyhook.distributed.planner import make_plan
+from skyhook.distributed.target import TransformTarget, resolve
+from skyhook.errors import InvalidRequestError
+from skyhook.execution.cost import bytes_read
+from skyhook.execution.workload_log import QueryRecord
+from skyhook.ingest.partitioning import DEFAULT_TARGET_OBJECT_SIZE
+from skyhook.plan.predicate_ranges import ColumnRange
+
+
+@dataclass(frozen=True)
+class Advice:
+    kind: str  # "cluster", "compact", "index", "column groups"
+    description: str
+    bytes_before: int  # bytes the logged queries read in storage, by the statistics
+    bytes_after: int  # estimated only for transforms (advice only: as before)
+    target: TransformTarget | None = None  # a transform that applies it (None: advice only)
+
+    @property
+    def benefit(self) -> float:
+        return self.bytes_before / max(1, self.bytes_after)
+
+    def __str__(self) -> str:
+        if self.target is None:  # advice only: its benefit is not estimated
+            return f"{self.kind}: {self.description}; its queries read {self.bytes_before:,} bytes (advice only)"
+        return (
+            f"{self.kind}: {self.description}; logged queries read {self.bytes_before:,} -> "
+            f"{self.bytes_after:,} bytes ({self.benefit:.1f}x) [--apply]"
+        )
+
+
+def advise(backend: Backend, manifest: Manifest, records: list[QueryRecord]) -> list[Advice]:
+    """Proposed designs, the transforms first, the most beneficial first."""
+    if not records:
+        raise InvalidRequestError(f"no queries of {manifest.dataset!r} are logged: run the workload first")
+    proposals = [_cluster(backend, manifest, records), _compaction(manifest, records)]
+    transforms = sorted((a for a in proposals if a is not None), key=lambda a: -a.benefit)
+    key = next((a.target.cluster_by for a in transforms if a.kind == "cluster"), None)
+    others = [_index(manifest, records, key), _column_groups(manifest, records)]
+    return transforms + [a for a in others if a is not None]
+
+
+def _bytes_before(manifest: Manifest, record: QueryRecord) -> int:
+    conditions = [r.expression(manifest.schema.field(r.column)) for r in _ranges(manifest, record)]
+    filter = None
+    for condition in (c for c in conditions if c is not None):
+        filter = condition if filter is None else filter & condition
+    return sum(bytes_read(p, record.columns) for p in matching_partitions(manifest, filter))
+
+
+def _ranges(manifest: Manifest, record: QueryRecord) -> list[ColumnRange]:
+    return [r for r in record.predicates if r.column in manifest.schema.names]
+
+
+def _cluster(backend: Backend, manifest: Manifest, records: list[QueryRecord]) -> Advice | None:
+    weights: Counter[str] = Counter()
+    for record in records:
+        for found in _ranges(manifest, record):
+            if found.low is not None or found.high is not None:
+                weights[found.column] += max(1, record.bytes_read)
+    if not weights or len(manifest.partitions) < 2:
+        return None
+    key = weights.most_common(1)[0][0]
+    if pa.types.is_nested(manifest.schema.field(key).type):
+        return None
+    target = TransformTarget(cluster_by=key, rows_per_object=_rows_per_object(manifest))
+    bounds = make_plan(backend, manifest, resolve(target, manifest)).key_bounds()
+    before = after = 0
+    for record in records:
+        before += _bytes_before(manifest, record)
+        total = sum(bytes_read(p, record.columns) for p in manifest.partitions)
+        on_key = [r for r in _ranges(manifest, record) if r.column == key]
+        touched = _ranges_touched(bounds, on_key[0]) if on_key else None
+        ranges = 1 if bounds is None else len(bounds) + 1
+        after += total if touched is None else -(-total * touched // ranges)
+    return Advice("cluster", f"cluster by {key!r} ({len(bounds or []) + 1} key ranges)", before, after, target)
+
+
+def _rows_per_object(manifest: Manifest) -> int:
+    """Keeps the dataset's object count (at least its row count / 2) for a cluster."""
+    return max(1, -(-manifest.num_rows // max(2, len(manifest.partitions))))
+
+
+def _ranges_touched(bounds: pa.Array | None, on_key: ColumnRange) -> int | None:
+    """How many of the cluster's key ranges the key range meets (None: unknown)."""
+    if bounds is None:
+        return 1
+    met = ranges_met(bounds, on_key)
+    return None if met is None else sum(met)
+
+
+def _compaction(manifest: Manifest, records: list[QueryRecord]) -> Advice | None:
+    small = [p for p in manifest.partitions if p.size_bytes < DEFAULT_TARGET_OBJECT_SIZE // 2]
+    if len(small) < 4:
+        return None
+    before = sum(_bytes_before(manifest, record) for record in records)
+    calls = sum(len(record.objects) for record in records)
+    merged = -(-sum(p.size_bytes for p in small) // DEFAULT_TARGET_OBJECT_SIZE)
+    return Advice(
+        "compact",
+        f"merge {len(small)} small objects into about {merged} (the logged queries made {calls} object calls)",
+        before,
+        before,
+        TransformTarget(object_size=DEFAULT_TARGET_OBJECT_SIZE),
+    )
+
+
+def _index(manifest: Manifest, records: list[QueryRecord], cluster_key: str | None) -> Advice | None:
+    lookups = Counter(
+        r.column for record in records for r in _ranges(manifest, record) if r.kind == "eq" and r.column != cluster_key
+    )
+    if not lookups:
+        return None
+    column, count = lookups.most_common(1)[0]
+    looked_up = [record for record in records if any(r.column == column and r.kind == "eq" for r in record.predicates)]
+    before = sum(_bytes_before(manifest, record) for record in looked_up)
+    return Advice("index", f"an index on {column!r} ({count} point lookups)", before, before)
+
+
+def _column_groups(manifest: Manifest, records: list[QueryRecord]) -> Advice | None:
+    reads = Counter(column for record in records for column in record.columns)
+    hot = [column for column, count in reads.items() if count >= len(records) / 2]
+    if not hot or len(hot) * 2 > len(manifest.schema):
+        return None
+    before = sum(_bytes_before(manifest, record) for record in records)
+    return Advice("column groups", f"a column group of the hot columns {', '.join(sorted(hot))}", before, before)

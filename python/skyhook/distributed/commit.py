@@ -1,0 +1,127 @@
+"""A commit step: a group's new objects published by compare-and-swap on the
+manifest. In place, exactly the group's sources are swapped for its targets
+and every other partition (appends since the plan included) is kept; if a
+source is gone (another writer replaced it) nothing is published. A copy
+appends the group's objects to the new dataset. Either is idempotent: a
+commit that finds its own objects published is done. The swapped-out sources
+are retired (skyhook.backends.retirement), not deleted under their readers."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pyarrow as pa
+
+from skyhook.backends.base import Backend
+from skyhook.backends.retirement import retire_objects, withdraw_retirement
+from skyhook.catalog.design import DESIGN_ATTRIBUTE, ObjectDesign
+from skyhook.catalog.manifest import Manifest, Partition
+from skyhook.errors import DatasetChangedError, DatasetNotFoundError, ObjectNotFoundError
+from skyhook.ingest.publish import publish
+from skyhook.ingest.statistics import concat_statistics, partition_statistics
+from skyhook.names import object_owner
+
+
+def built_partitions(backend: Backend, names: list[str], schema: pa.Schema) -> tuple[list[Partition], pa.StructArray]:
+    """The partitions of written objects (from their design attributes) and
+    their statistics, computed in storage: the plan's statistics build."""
+    partitions, rows = [], []
+    for number, name in enumerate(names):
+        attribute = backend.object_attribute(name, DESIGN_ATTRIBUTE)
+        design = ObjectDesign.from_bytes(attribute)
+        size = sum(group.length for group in design.column_groups)
+        partitions.append(Partition(number, name, design.num_rows, size, design))
+        rows.append(partition_statistics(backend, name, schema))
+    return partitions, concat_statistics(rows, schema)
+
+
+def missing_objects(backend: Backend, names: list[str]) -> list[str]:
+    missing = []
+    for name in names:
+        try:
+            if backend.object_attribute(name, DESIGN_ATTRIBUTE) is None:
+                missing.append(name)
+        except ObjectNotFoundError:
+            missing.append(name)
+    return missing
+
+
+def commit_in_place(
+    backend: Backend, dataset: str, generation: str, sources: list[str], targets: list[str]
+) -> tuple[Manifest, bool]:
+    """Swaps sources for targets in dataset's current manifest; (the manifest,
+    whether this call published it: False when an earlier run did)."""
+    built: tuple[list[Partition], pa.StructArray] | None = None
+    while True:
+        stored = backend.get_manifest(dataset)
+        if stored is None:
+            raise DatasetNotFoundError(f"dataset {dataset!r} was deleted while a plan was transforming it")
+        current = Manifest.from_bytes(stored.data, dataset)
+        names = [partition.object_name for partition in current.partitions]
+        if set(targets) <= set(names) and not set(sources) & set(names):
+            return current, False
+        gone = [name for name in sources if name not in names]
+        if gone:
+            raise DatasetChangedError(
+                f"dataset {dataset!r} no longer has object {gone[0]} (another writer replaced it since the "
+                "plan was made): nothing was committed; cancel the plan and plan again"
+            )
+        if built is None:
+            built = built_partitions(backend, targets, current.schema)
+        updated = _swapped(current, generation, set(sources), *built)
+        # The commit protocol: the sources are retired before the swap (readers
+        # of earlier manifests keep them for the retention period), withdrawn if it fails.
+        records = retire_objects(backend, dataset, generation, sources)
+        if backend.replace_manifest(dataset, updated.to_bytes(), stored.version):
+            return updated, True
+        withdraw_retirement(backend, records)
+        # Another writer (an append) published meanwhile: swap against its manifest.
+
+
+def _swapped(
+    current: Manifest, generation: str, sources: set[str], targets: list[Partition], statistics: pa.StructArray
+) -> Manifest:
+    """current with the sources' partitions replaced by targets where the first source stood."""
+    partitions: list[Partition] = []
+    rows: list[pa.StructArray] = []
+    placed = False
+    for index, partition in enumerate(current.partitions):
+        if partition.object_name not in sources:
+            partitions.append(partition)
+            rows.append(current.statistics.slice(index, 1))
+        elif not placed:
+            partitions.extend(targets)
+            rows.append(statistics)
+            placed = True
+    kept = {owner.generation for p in partitions if (owner := object_owner(p.object_name)) is not None}
+    return replace(
+        current,
+        generation=generation,
+        partitions=tuple(replace(partition, number=number) for number, partition in enumerate(partitions)),
+        statistics=pa.concat_arrays(rows) if rows else current.statistics.slice(0, 0),
+        history=(),
+        kept=tuple(sorted(kept - {generation})),
+    )
+
+
+def commit_copy(
+    backend: Backend,
+    into: str,
+    generation: str,
+    design: ObjectDesign,
+    schema: pa.Schema,
+    targets: list[str],
+    first: bool,
+) -> bool:
+    """Appends targets to the dataset into (creating it if first); False when an earlier run had."""
+    stored = backend.get_manifest(into)
+    if stored is not None:
+        current = Manifest.from_bytes(stored.data, into)
+        if generation in {current.generation, *(earlier for earlier, _ in current.history), *current.kept}:
+            return False
+    if not targets and not first:
+        return True
+    partitions, statistics = built_partitions(backend, targets, schema)
+    manifest = Manifest(into, schema, design, generation, tuple(partitions), statistics)
+    publish(backend, manifest, "create" if first else "append", must_exist=not first)
+    return True

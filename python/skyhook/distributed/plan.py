@@ -1,0 +1,204 @@
+"""A transformation plan: groups of source objects, each rewritten into target
+objects by stream steps and swapped in by a commit step (or rewritten in place
+by a local transform step), with the bytes each step reads in storage, moves
+out of storage and writes. Kept as JSON in one object of the store, with the
+progress of every step, so a crashed run resumes where it stopped."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import asdict, dataclass, field, replace
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from skyhook.catalog.design import ObjectDesign
+from skyhook.errors import CorruptManifestError
+from skyhook.names import DATASET_NAME, GENERATION, object_owner
+
+PLAN_VERSION = 1
+#: planned: not started; queued: for ``skyhook worker``; running: a runner has it (or
+#: died with it); paused: stopped after some steps on request; failed: a step raised
+#: (resume retries it).
+STATES = ("planned", "queued", "running", "paused", "failed", "done", "cancelled")
+FINISHED = ("done", "cancelled")
+KINDS = ("stream", "commit", "local")
+# Rough rates for the estimate (one OSD's disk, the client link, object writes).
+READ_BYTES_PER_S = 400e6
+MOVE_BYTES_PER_S = 100e6
+WRITE_BYTES_PER_S = 150e6
+
+
+@dataclass
+class Step:
+    kind: str
+    group: int
+    #: Objects read (stream), swapped out (commit) or rewritten in place (local).
+    sources: list[str]
+    #: Objects a stream step writes (its planned names; fewer if a filter leaves fewer rows).
+    targets: list[str]
+    #: For a stream step of a cluster: the key range it copies (index into the plan's bounds).
+    key_range: int | None = None
+    #: Rows of the sources (a stream of a filter writes fewer objects, in proportion).
+    rows: int = 0
+    bytes_read: int = 0
+    bytes_moved: int = 0
+    bytes_written: int = 0
+    done: bool = False
+    #: What the step did, once done: objects written (stream), scan statistics.
+    written: list[str] = field(default_factory=list)
+    measured: dict[str, float] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        what = {
+            "stream": f"stream {len(self.sources)} object(s) -> {len(self.targets)} new",
+            "commit": f"commit: swap {len(self.sources)} object(s) for the group's new ones, build their statistics",
+            "local": f"local transform of {len(self.sources)} object(s) in storage",
+        }[self.kind]
+        if self.key_range is not None:
+            what += f" (key range {self.key_range})"
+        return what
+
+
+@dataclass
+class Plan:
+    id: str  # a generation: unique, and orders plans by time
+    dataset: str
+    into: str | None
+    #: The manifest generation the plan was made from (for messages).
+    planned_from: str
+    #: Per group: the generation its new objects are named after.
+    groups: list[str]
+    steps: list[Step]
+    #: What the target asked for, as text (for printing).
+    summary: str
+    state: str = "planned"
+    error: str = ""
+    runner: str = ""
+    heartbeat: float = 0.0
+    #: Serialized: the target design, filter, columns and cluster bounds.
+    design: bytes = b""
+    filter: bytes = b""
+    columns: list[str] | None = None
+    cluster_by: str | None = None
+    bounds: bytes = b""
+    #: The schedule it runs under (distributed/schedule.py), kept for resumes and the worker.
+    rate: float | None = None
+    parallel: int = 1
+    order: str = "key"
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED
+
+    @property
+    def steps_done(self) -> int:
+        return sum(step.done for step in self.steps)
+
+    @property
+    def bytes_read(self) -> int:
+        return sum(step.bytes_read for step in self.steps)
+
+    @property
+    def bytes_moved(self) -> int:
+        return sum(step.bytes_moved for step in self.steps)
+
+    @property
+    def bytes_written(self) -> int:
+        return sum(step.bytes_written for step in self.steps)
+
+    @property
+    def estimated_seconds(self) -> float:
+        return (
+            self.bytes_read / READ_BYTES_PER_S
+            + self.bytes_moved / MOVE_BYTES_PER_S
+            + self.bytes_written / WRITE_BYTES_PER_S
+        )
+
+    def target_design(self) -> ObjectDesign:
+        return ObjectDesign.from_bytes(self.design)
+
+    def target_filter(self) -> pc.Expression | None:
+        # Arrow's own serialization (what pickling an expression uses), never pickle.
+        return pc.Expression._deserialize(pa.py_buffer(self.filter)) if self.filter else None
+
+    def key_bounds(self) -> pa.Array | None:
+        """The cluster's range bounds: range i holds keys in [bounds[i-1], bounds[i])."""
+        if not self.bounds:
+            return None
+        return pa.ipc.open_stream(pa.py_buffer(self.bounds)).read_all().column(0).combine_chunks()
+
+    def __str__(self) -> str:
+        lines = [
+            f"plan {self.id} for {self.dataset!r} (as of version {self.planned_from}): {self.summary} "
+            f"[{self.state}, {self.steps_done}/{len(self.steps)} steps done]",
+            f"  bytes to read in storage {self.bytes_read:,}, to move out of storage {self.bytes_moved:,}, "
+            f"to write {self.bytes_written:,}; estimated {self.estimated_seconds:.1f} s",
+        ]
+        lines += [
+            f"  {number:>3} {'done' if step.done else '    '} group {step.group}: {step.describe()}; "
+            f"read {step.bytes_read:,} move {step.bytes_moved:,} write {step.bytes_written:,}"
+            for number, step in enumerate(self.steps)
+        ]
+        if (self.rate, self.parallel, self.order) != (None, 1, "key"):
+            rate = "unlimited" if self.rate is None else f"{self.rate:,.0f} bytes/s"
+            lines.append(f"  schedule: rate {rate}, {self.parallel} stream(s) in flight, {self.order} order")
+        if self.error:
+            lines.append(f"  error: {self.error}")
+        return "\n".join(lines)
+
+    def to_bytes(self) -> bytes:
+        record = asdict(self)
+        for key in ("design", "filter", "bounds"):
+            record[key] = base64.b64encode(record[key]).decode()
+        return json.dumps({"version": PLAN_VERSION, **record}).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, where: str) -> Plan:
+        """A stored plan, checked; anything else is a CorruptManifestError naming where."""
+        try:
+            record = json.loads(data)
+            if record.pop("version") != PLAN_VERSION:
+                raise ValueError("unsupported plan version")
+            for key in ("design", "filter", "bounds"):
+                record[key] = base64.b64decode(record[key], validate=True)
+            plan = cls(**{**record, "steps": [Step(**step) for step in record["steps"]]})
+            plan._check()
+        except (ValueError, TypeError, KeyError, AttributeError, pa.ArrowException) as error:
+            raise CorruptManifestError(f"the plan {where} is unreadable: {type(error).__name__}: {error}") from None
+        return plan
+
+    def _check(self) -> None:
+        # The runner writes and deletes the objects a plan names: only its own kind of names.
+        if not (isinstance(self.id, str) and GENERATION.fullmatch(self.id)) or self.state not in STATES:
+            raise ValueError("invalid id or state")
+        datasets = {self.dataset, *([self.into] if self.into is not None else [])}
+        if not all(isinstance(name, str) and DATASET_NAME.fullmatch(name) for name in datasets):
+            raise ValueError("invalid dataset name")
+        if not all(isinstance(generation, str) and GENERATION.fullmatch(generation) for generation in self.groups):
+            raise ValueError("invalid group generation")
+        written_to = self.into or self.dataset
+        for step in self.steps:
+            if step.kind not in KINDS or not (isinstance(step.group, int) and 0 <= step.group < len(self.groups)):
+                raise ValueError("invalid step")
+            for name in step.sources:
+                owner = object_owner(name) if isinstance(name, str) else None
+                if owner is None or owner.dataset != self.dataset:
+                    raise ValueError(f"step source {name!r} is no object of {self.dataset!r}")
+            for name in [*step.targets, *step.written]:
+                owner = object_owner(name) if isinstance(name, str) else None
+                if owner is None or owner != (written_to, self.groups[step.group]):
+                    raise ValueError(f"step target {name!r} is no object of its group")
+        ObjectDesign.from_bytes(self.design)
+        self.target_filter()
+        self.key_bounds()
+
+
+def expression_bytes(expression: pc.Expression | None) -> bytes:
+    """Arrow's serialization of an expression (what pickling one uses); empty for None."""
+    return b"" if expression is None else expression.__reduce__()[1][0].to_pybytes()
+
+
+def with_state(plan: Plan, state: str, **changes: object) -> Plan:
+    return replace(plan, state=state, **changes)

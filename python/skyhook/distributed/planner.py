@@ -1,0 +1,166 @@
+"""Making a plan from a dataset's manifest and a resolved target: which objects
+stay in place, which are merged or split (a group each), or, for a cluster,
+the key ranges (from the key column alone, read through the storage-side
+scan) that each target object covers."""
+
+from __future__ import annotations
+
+import math
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from skyhook.backends.base import Backend
+from skyhook.catalog.manifest import Manifest, Partition
+from skyhook.design.object_transform import TargetDesign
+from skyhook.distributed.plan import Plan, Step, expression_bytes
+from skyhook.distributed.source_scan import scan_sources
+from skyhook.distributed.target import ResolvedTarget
+from skyhook.names import new_generation, object_name
+
+#: Objects within this factor of the size target are right-sized (kept in place).
+RIGHT_SIZED = (0.5, 1.5)
+
+
+def make_plan(backend: Backend, manifest: Manifest, target: ResolvedTarget) -> Plan:
+    fraction = _column_fraction(manifest, target.columns)
+    written_to = target.into or manifest.dataset
+    plan = Plan(
+        id=new_generation(),
+        dataset=manifest.dataset,
+        into=target.into,
+        planned_from=manifest.generation,
+        groups=[],
+        steps=[],
+        summary=_summary(target),
+        design=target.design.to_bytes(),
+        filter=expression_bytes(target.filter),
+        columns=None if target.columns is None else list(target.columns),
+        cluster_by=target.cluster_by,
+    )
+    if target.cluster_by is not None:
+        _cluster(backend, manifest, target, plan, fraction, written_to)
+    else:
+        for kind, group in _groups(manifest, target, fraction):
+            _add_group(plan, kind, group, target, fraction, written_to)
+    return plan
+
+
+def _cluster(
+    backend: Backend, manifest: Manifest, target: ResolvedTarget, plan: Plan, fraction: float, written_to: str
+) -> None:
+    partitions = list(manifest.partitions)
+    if not partitions:
+        return
+    keys, _ = scan_sources(backend, manifest, [p.object_name for p in partitions], [target.cluster_by], target.filter)
+    key = keys.column(0).drop_null()
+    measure = sum(_measure(p, target, fraction) for p in partitions)
+    ranges = max(1, math.ceil(measure / target.size))
+    bounds = _bounds(key, ranges)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, pa.schema([("bound", bounds.type)])) as writer:
+        writer.write_table(pa.table({"bound": bounds}))
+    plan.bounds = sink.getvalue().to_pybytes()
+    generation = new_generation()
+    plan.groups.append(generation)
+    sources = [p.object_name for p in partitions]
+    size = sum(p.size_bytes for p in partitions)
+    count = len(bounds) + 1
+    for index in range(count):
+        moved = int(size * fraction / count)
+        name = object_name(written_to, generation, index)
+        plan.steps.append(Step("stream", 0, sources, [name], index, 0, size, moved, moved))
+    plan.steps.append(Step("commit", 0, sources, []))
+
+
+def _bounds(key: pa.ChunkedArray, ranges: int) -> pa.Array:
+    """At most ranges - 1 distinct keys splitting the sorted keys into equal runs."""
+    if len(key) == 0 or ranges <= 1:
+        return pa.array([], key.type)
+    ordered = pc.sort_indices(key)
+    picks = [ordered[len(key) * index // ranges].as_py() for index in range(1, ranges)]
+    chosen = key.take(pa.array(picks, pa.int64()))
+    return pc.unique(chosen).take(pc.sort_indices(pc.unique(chosen)))
+
+
+def _groups(manifest: Manifest, target: ResolvedTarget, fraction: float) -> list[tuple[str, list[Partition]]]:
+    """(kind, sources) per group, in partition order: "stream" to merge or split,
+    "local" to rewrite right-sized objects of another design in place."""
+    built = None if target.asked is None else TargetDesign(target.asked, tuple(target.schema.names))
+    low, high = target.size * RIGHT_SIZED[0], target.size * (1 if target.measure == "rows" else RIGHT_SIZED[1])
+    groups: list[tuple[str, list[Partition]]] = []
+    small: list[Partition] = []
+    small_measure = 0.0
+
+    def right_sized(partition: Partition) -> None:
+        if target.copies:
+            groups.append(("stream", [partition]))
+        elif built is not None and not built.built_by(partition.design):
+            groups.append(("local", [partition]))
+
+    def close_small() -> None:
+        nonlocal small, small_measure
+        if len(small) == 1:
+            right_sized(small[0])  # nothing to merge it with
+        elif small:
+            groups.append(("stream", small))
+        small, small_measure = [], 0.0
+
+    for partition in manifest.partitions:
+        measure = _measure(partition, target, fraction)
+        if measure > high:
+            groups.append(("stream", [partition]))
+        elif measure >= low:
+            right_sized(partition)
+        else:
+            small.append(partition)
+            small_measure += measure
+            if small_measure >= target.size:
+                close_small()
+    close_small()
+    return groups
+
+
+def _add_group(
+    plan: Plan, kind: str, sources: list[Partition], target: ResolvedTarget, fraction: float, written_to: str
+) -> None:
+    generation = new_generation()
+    group = len(plan.groups)
+    plan.groups.append(generation)
+    names = [p.object_name for p in sources]
+    size = sum(p.size_bytes for p in sources)
+    if kind == "local":
+        plan.steps.append(Step("local", group, names, [], None, 0, size, 0, size))
+        return
+    measure = sum(_measure(p, target, fraction) for p in sources)
+    pieces = max(1, math.ceil(measure / target.size) if target.measure == "rows" else round(measure / target.size))
+    targets = [object_name(written_to, generation, index) for index in range(pieces)]
+    moved = int(size * fraction)
+    rows = sum(p.num_rows for p in sources)
+    plan.steps.append(Step("stream", group, names, targets, None, rows, size, moved, moved))
+    plan.steps.append(Step("commit", group, names, []))
+
+
+def _measure(partition: Partition, target: ResolvedTarget, fraction: float) -> float:
+    return partition.num_rows if target.measure == "rows" else partition.size_bytes * fraction
+
+
+def _column_fraction(manifest: Manifest, columns: tuple[str, ...] | None) -> float:
+    """The share of the stored bytes a projection keeps (by the per-column byte statistics)."""
+    if columns is None or len(manifest.statistics) == 0:
+        return 1.0
+    per_column = {
+        name: pc.sum(manifest.statistics.field(name).field("bytes")).as_py() or 0 for name in manifest.schema.names
+    }
+    total = sum(per_column.values())
+    return 1.0 if total <= 0 else sum(per_column[name] for name in columns) / total
+
+
+def _summary(target: ResolvedTarget) -> str:
+    size = f"{target.size:,} {'rows' if target.measure == 'rows' else 'bytes'} per object"
+    text = f"cluster by {target.cluster_by!r}, {size}" if target.cluster_by else f"repartition to {size}"
+    if target.filter is not None:
+        text += f", where {target.filter}"
+    if target.columns is not None:
+        text += f", columns {', '.join(target.columns)}"
+    return text + (f", copied into {target.into!r}" if target.into else ", in place")

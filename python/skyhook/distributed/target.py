@@ -1,0 +1,112 @@
+"""What a distributed transform builds: object sizes, a cluster key, a filter
+and projection applied at the source, the target objects' design, and
+whether the result replaces the dataset's objects or is a new dataset."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from skyhook.catalog.design import Design, ObjectDesign, SortKey
+from skyhook.catalog.manifest import Manifest
+from skyhook.errors import InvalidRequestError
+from skyhook.ingest.partitioning import DEFAULT_TARGET_OBJECT_SIZE
+from skyhook.names import check_dataset_name
+from skyhook.plan.where import parse_where
+
+
+@dataclass(frozen=True)
+class TransformTarget:
+    """rows_per_object or object_size (stored bytes; default 32 MiB): the size
+    target objects aim at (small objects are merged, large ones split, the
+    right-sized kept in place). cluster_by: a column to range-partition the
+    dataset by (each object a key range, sorted inside). filter / columns:
+    only these rows and columns are copied, into the new dataset ``into``.
+    design: the target objects' design (default: the dataset's write design)."""
+
+    rows_per_object: int | None = None
+    object_size: int | None = None
+    cluster_by: str | None = None
+    filter: pc.Expression | str | None = None
+    columns: Sequence[str] | None = None
+    into: str | None = None
+    design: Design | None = None
+
+
+@dataclass(frozen=True)
+class ResolvedTarget:
+    """A target checked against a dataset: every field a plan needs."""
+
+    measure: str  # "rows" or "bytes": what the size target counts
+    size: int
+    cluster_by: str | None
+    filter: pc.Expression | None
+    columns: tuple[str, ...] | None
+    into: str | None
+    #: What target objects are built as (an ObjectDesign request).
+    design: ObjectDesign
+    #: The design asked for, if any: objects of another design are rewritten even when right-sized.
+    asked: Design | None
+    schema: pa.Schema  # the target objects' columns
+
+    @property
+    def copies(self) -> bool:
+        return self.into is not None
+
+
+def resolve(target: TransformTarget, manifest: Manifest) -> ResolvedTarget:
+    """target checked against the dataset; any mistake is an InvalidRequestError naming it."""
+    if not isinstance(target, TransformTarget):
+        raise InvalidRequestError(f"plan_transform takes a skyhook.TransformTarget, not {type(target).__name__}")
+    schema = manifest.schema
+    if target.rows_per_object is not None and target.object_size is not None:
+        raise InvalidRequestError("give rows_per_object or object_size, not both")
+    measure, size = (
+        ("rows", target.rows_per_object) if target.rows_per_object is not None else ("bytes", target.object_size)
+    )
+    size = DEFAULT_TARGET_OBJECT_SIZE if size is None else size
+    if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
+        raise InvalidRequestError(
+            f"an impossible target: {measure} per object must be a positive integer, not {size!r}"
+        )
+    filter = target.filter
+    if isinstance(filter, str):
+        filter = parse_where(filter, schema)
+    elif filter is not None and not isinstance(filter, pc.Expression):
+        raise InvalidRequestError(f"filter must be a string or a pyarrow expression, not {type(filter).__name__}")
+    columns = None if target.columns is None else tuple(target.columns)
+    for column in [*(columns or ()), *([target.cluster_by] if target.cluster_by is not None else [])]:
+        if column not in schema.names:
+            raise InvalidRequestError(f"dataset {manifest.dataset!r} has no column {column!r}")
+    if columns is not None and (not columns or len(set(columns)) != len(columns)):
+        raise InvalidRequestError("columns must name each column once, and at least one")
+    if target.cluster_by is not None and pa.types.is_nested(schema.field(target.cluster_by).type):
+        raise InvalidRequestError(f"cannot cluster by {target.cluster_by!r}: its values have no order")
+    if target.cluster_by is not None and columns is not None and target.cluster_by not in columns:
+        raise InvalidRequestError(f"the cluster key {target.cluster_by!r} must be one of the columns copied")
+    if target.into is None and (filter is not None or columns is not None):
+        raise InvalidRequestError("a filter or projection copies into a new dataset: give into=NAME")
+    if target.into is not None:
+        check_dataset_name(target.into)
+        if target.into == manifest.dataset:
+            raise InvalidRequestError(
+                f"an impossible target: dataset {manifest.dataset!r} cannot be copied into itself"
+            )
+    if target.design is not None and not isinstance(target.design, Design):
+        raise InvalidRequestError(f"design must be a skyhook.Design, not {type(target.design).__name__}")
+    out = schema if columns is None else pa.schema([schema.field(name) for name in columns])
+    if target.design is not None:
+        design = ObjectDesign.request(target.design, out.names, 0)  # unknown columns refused here
+    elif columns is None:
+        design = manifest.write_design
+    else:  # the write design's format and codec, every column together
+        design = replace(
+            manifest.write_design, column_groups=ObjectDesign.request(Design(), out.names, 0).column_groups
+        )
+        design = replace(design, sort_by=tuple(key for key in design.sort_by if key.column in out.names))
+    if target.cluster_by is not None and not design.sort_by:
+        design = replace(design, sort_by=(SortKey(target.cluster_by),))
+    return ResolvedTarget(measure, size, target.cluster_by, filter, columns, target.into, design, target.design, out)

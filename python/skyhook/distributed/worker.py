@@ -1,0 +1,47 @@
+"""The storage tier's driver of plans (``skyhook worker``): it polls the store
+for plans queued for it, and for plans whose runner died, and runs them. A
+Ceph object class cannot read other objects, so this process, run beside the
+OSDs, is where a distributed transform's streams flow."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from skyhook.backends.base import Backend
+from skyhook.distributed import plan_store
+from skyhook.distributed.plan import Plan
+from skyhook.distributed.runner import run_plan, runner_alive
+from skyhook.errors import SkyhookError, first_line
+
+#: Told of each plan the worker takes up, and of how it ended (None: done).
+WorkerLog = Callable[[Plan, str | None], None]
+
+
+def pending_plans(backend: Backend) -> list[Plan]:
+    """Plans to run: queued ones, and running ones whose runner is dead."""
+    return [
+        plan
+        for plan in plan_store.plans(backend)
+        if plan.state == "queued" or (plan.state == "running" and not runner_alive(plan))
+    ]
+
+
+def work(backend: Backend, log: WorkerLog, once: bool = False, interval: float = 5.0) -> int:
+    """Runs pending plans, oldest first; with once, until none is left, else
+    forever, polling every interval seconds. Returns the plans run."""
+    ran = 0
+    while True:
+        plans = pending_plans(backend)
+        for plan in plans:
+            log(plan, "started")
+            try:
+                run_plan(backend, plan)
+                log(plan, None)
+            except SkyhookError as error:  # the plan says so too; the worker goes on
+                log(plan, first_line(error))
+            ran += 1
+        if once and not plans:
+            return ran
+        if not plans:
+            time.sleep(interval)

@@ -1,0 +1,134 @@
+"""The workload log: one small record per scan or aggregate (columns read,
+per-column predicate ranges, observed selectivity, bytes read, time, objects
+touched), kept in the store as a bounded ring per dataset (the object
+``_skyhook.workload.<dataset>``, the last N records). Appends are a
+compare-and-swap on that object, retried a few times; a record that still
+loses the race, or any failure of the log, is dropped: the log never fails a
+query. Off with ``SKYHOOK_WORKLOAD_LOG=0`` or ``skyhook.connect(uri,
+workload_log=0)``; a number sets N."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from skyhook.backends.base import Backend
+from skyhook.backends.object_store import ObjectStore
+from skyhook.errors import ObjectNotFoundError
+from skyhook.plan.predicate_ranges import ColumnRange, column_ranges
+
+PREFIX = "_skyhook.workload."
+ENVIRONMENT = "SKYHOOK_WORKLOAD_LOG"
+DEFAULT_RECORDS = 200
+_ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class QueryRecord:
+    kind: str  # "scan" or "aggregate"
+    at: float  # unix time the query finished
+    columns: list[str]  # columns read (the filter's included)
+    predicates: list[ColumnRange]
+    rows_scanned: int
+    rows_returned: int | None  # None for aggregates (rows passing the filter are not counted)
+    bytes_read: int  # bytes read in storage
+    wall_s: float
+    objects: list[str] = field(default_factory=list)  # objects scanned (not pruned)
+
+    @property
+    def selectivity(self) -> float | None:
+        """Rows returned / rows scanned, as observed."""
+        if self.rows_returned is None or not self.rows_scanned:
+            return None
+        return self.rows_returned / self.rows_scanned
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(value: dict) -> QueryRecord:
+        predicates = [ColumnRange(**p) for p in value["predicates"]]
+        return QueryRecord(**{**value, "predicates": predicates})
+
+
+def log_object(dataset: str) -> str:
+    return f"{PREFIX}{dataset}"
+
+
+def capacity(store: Backend) -> int:
+    """Records kept per dataset: the connection's setting, else the environment's; 0 is off."""
+    if store.workload_log_records is not None:
+        return store.workload_log_records
+    value = os.environ.get(ENVIRONMENT, "").strip().lower()
+    if value in ("0", "off", "false", "no"):
+        return 0
+    return int(value) if value.isdigit() else DEFAULT_RECORDS
+
+
+def record_query(
+    store: Backend,
+    dataset: str,
+    schema: pa.Schema,
+    kind: str,
+    columns: list[str] | None,
+    filter: pc.Expression | None,
+    statistics: dict,
+    objects: list[str],
+) -> None:
+    """Appends one record of a finished query (never raises). statistics:
+    rows_scanned, rows_returned, bytes_read, wall_s."""
+    try:
+        limit = capacity(store)
+        if limit <= 0:
+            return
+        entry = QueryRecord(
+            kind=kind,
+            at=time.time(),
+            columns=list(schema.names if columns is None else columns),
+            predicates=column_ranges(filter, schema),
+            objects=objects,
+            **statistics,
+        )
+        _append(store, log_object(dataset), entry, limit)
+    except Exception:  # noqa: BLE001 - the log must never fail a query
+        return
+
+
+def _append(store: ObjectStore, name: str, entry: QueryRecord, limit: int) -> None:
+    for _ in range(_ATTEMPTS):
+        try:
+            stored = store.read_versioned_object(name)
+        except ObjectNotFoundError:
+            store.put_object(name, pa.py_buffer(_encode([entry])), {})
+            return
+        records = [*_decode(stored.data.to_pybytes()), entry][-limit:]
+        if store.replace_object_at(name, _encode(records), {}, stored.version):
+            return
+
+
+def read_log(store: ObjectStore, dataset: str) -> list[QueryRecord]:
+    """The dataset's recorded queries, oldest first (empty if none)."""
+    try:
+        return _decode(store.read_versioned_object(log_object(dataset)).data.to_pybytes())
+    except ObjectNotFoundError:
+        return []
+
+
+def clear_log(store: ObjectStore, dataset: str) -> None:
+    store.delete_object(log_object(dataset))
+
+
+def _encode(records: list[QueryRecord]) -> bytes:
+    return json.dumps([record.to_json() for record in records], separators=(",", ":")).encode()
+
+
+def _decode(data: bytes) -> list[QueryRecord]:
+    try:
+        return [QueryRecord.from_json(value) for value in json.loads(data)]
+    except (ValueError, TypeError, KeyError):  # a damaged log starts again
+        return []

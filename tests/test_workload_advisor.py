@@ -1,0 +1,191 @@
+"""The workload log (a bounded record per query, in the store, never failing
+a query) and the design advisor: the advice it gives from a recorded workload,
+applied, cuts the bytes a held-out replay reads in storage, with the answers
+still pyarrow's."""
+
+from __future__ import annotations
+
+import datetime
+import random
+import threading
+import time
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from typer.testing import CliRunner
+
+import skyhook
+from skyhook.cli import app
+from skyhook.distributed.schedule import parse_rate
+from skyhook.execution.workload_log import read_log
+from support.assertions import assert_same_table
+
+DAYS = 200
+ROWS = 8000
+
+
+def workload_table() -> pa.Table:
+    """Rows in id order, a day column scattered over every object."""
+    shuffled = random.Random(7)
+    start = datetime.date(2020, 1, 1)
+    return pa.table(
+        {
+            "id": pa.array(range(ROWS), pa.int64()),
+            "day": pa.array([start + datetime.timedelta(days=shuffled.randrange(DAYS)) for _ in range(ROWS)]),
+            "v": pa.array([shuffled.random() for _ in range(ROWS)]),
+            "tag": pa.array([f"t{i % 13}" for i in range(ROWS)]),
+        }
+    )
+
+
+def day_range(first: int, days: int) -> pc.Expression:
+    start = datetime.date(2020, 1, 1) + datetime.timedelta(days=first)
+    return (pc.field("day") >= pa.scalar(start)) & (pc.field("day") < pa.scalar(start + datetime.timedelta(days=days)))
+
+
+def test_queries_are_logged_bounded_and_never_failed_by_the_log(store, monkeypatch):
+    table = workload_table()
+    store.write_dataset("w", table, rows_per_object=1000)
+    dataset = store.dataset("w")
+    wanted = table.filter(day_range(10, 5))
+    assert_same_table(dataset.to_table(["id", "v"], filter=day_range(10, 5)), wanted.select(["id", "v"]))
+    total = dataset.aggregate([("v", "sum")], filter="id < 2500")
+    assert total.column(0)[0].as_py() == pytest.approx(pc.sum(table.filter(pc.field("id") < 2500)["v"]).as_py())
+    scan, aggregate = dataset.workload()
+    assert scan.kind == "scan" and scan.columns == ["id", "day", "v"]
+    (on_day,) = scan.predicates
+    assert (on_day.column, on_day.kind, on_day.low, on_day.high) == ("day", "range", "2020-01-11", "2020-01-16")
+    assert scan.rows_scanned == ROWS and scan.rows_returned == wanted.num_rows
+    assert scan.selectivity == pytest.approx(wanted.num_rows / ROWS)
+    assert scan.bytes_read > 0 and scan.wall_s > 0 and len(scan.objects) == 8
+    assert aggregate.kind == "aggregate" and aggregate.columns == ["id", "v"]
+    assert [(p.column, p.high) for p in aggregate.predicates] == [("id", 2500)]
+    assert len(aggregate.objects) == 3  # the others pruned by statistics
+    # Bounded: the last N records per dataset.
+    bounded = skyhook.connect(store.uri, workload_log=3)
+    for first in range(5):
+        bounded.dataset("w").count_rows(filter=pc.field("id") == first)
+    assert [record.predicates[0].low for record in read_log(bounded.backend, "w")] == [2, 3, 4]
+    # Concurrent clients: compare-and-swap appends lose nothing serious.
+    before = len(dataset.workload())
+    threads = [
+        threading.Thread(target=lambda: [store.dataset("w").count_rows(filter="id = 7") for _ in range(4)])
+        for _ in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(dataset.workload()) >= before + 9
+    # Off: nothing logged. A failing log never fails (or changes) a query.
+    logged = len(dataset.workload())
+    skyhook.connect(store.uri, workload_log=0).dataset("w").count_rows(filter="id = 1")
+    assert len(dataset.workload()) == logged
+    monkeypatch.setattr(type(store.backend), "replace_object_at", lambda *_: 1 / 0)
+    assert dataset.count_rows(filter="id < 10") == 10
+    with pytest.raises(skyhook.errors.InvalidRequestError, match="workload_log"):
+        skyhook.connect(store.uri, workload_log=-1)
+
+
+def test_a_silenced_connection_logs_nothing_and_a_deleted_dataset_no_log(store):
+    silent = skyhook.connect(store.uri, workload_log=0)
+    silent.write_dataset("w", workload_table().slice(0, 100))
+    silent.dataset("w").to_table(filter="id < 5")
+    assert read_log(store.backend, "w") == []
+    store.dataset("w").count_rows(filter="id < 5")
+    assert len(read_log(store.backend, "w")) == 1
+    store.delete_dataset("w")  # its log goes with it
+    assert read_log(store.backend, "w") == []
+
+
+def test_applied_advice_cuts_the_bytes_a_held_out_replay_reads(store):
+    table = workload_table()
+    store.write_dataset("w", table, rows_per_object=500)  # 16 objects, every day in each
+    dataset = store.dataset("w")
+    queries = [day_range(first, 3) for first in random.Random(3).sample(range(DAYS - 3), 16)]
+    recorded, held_out = queries[:12], queries[12:]
+    for query in recorded:
+        dataset.to_table(["id", "v"], filter=query)
+    dataset.count_rows(filter="tag = 't3'")
+    advice = dataset.advise()
+    first = advice[0]
+    assert first.kind == "cluster" and first.target.cluster_by == "day", [str(a) for a in advice]
+    assert first.benefit >= 2, str(first)
+    assert any(a.kind == "index" and "'tag'" in a.description for a in advice), [str(a) for a in advice]
+
+    def replay(current: skyhook.Dataset) -> int:
+        read = 0
+        for query in held_out:
+            scanner = current.scanner(["id", "v"], filter=query)
+            assert_same_table(scanner.to_table().sort_by("id"), table.filter(query).select(["id", "v"]))
+            read += scanner.stats.bytes_read
+        return read
+
+    before = replay(dataset)
+    applied = CliRunner().invoke(app, ["design", "advise", "w", "--apply", "--store", store.uri])
+    assert applied.exit_code == 0 and "cluster by 'day'" in applied.stdout and "done" in applied.stdout, applied.stderr
+    after = replay(store.dataset("w"))
+    print(f"held-out replay: {before:,} -> {after:,} bytes read in storage ({before / after:.1f}x)")
+    assert after * 2 <= before, (before, after)
+    assert_same_table(store.dataset("w").to_table().sort_by("id"), table)
+    assert store.fsck(grace_seconds=0).clean
+
+
+def test_advice_without_a_log_is_a_one_line_error(store):
+    store.write_dataset("w", workload_table().slice(0, 100))
+    failed = CliRunner().invoke(app, ["design", "advise", "w", "--store", store.uri])
+    assert failed.exit_code == 1 and len(failed.stderr.splitlines()) == 1, failed.stderr
+    assert "no queries of 'w' are logged" in failed.stderr
+
+
+def test_a_schedule_orders_the_working_set_first_and_bounds_the_rate(store):
+    table = workload_table()
+    store.write_dataset("s", table.slice(0, 2000), rows_per_object=2000)
+    dataset = store.dataset("s").append(table.slice(2000), rows_per_object=500)  # 12 small objects
+    for first in range(7000, 8000, 100):  # the workload reads the last objects only
+        dataset.to_table(filter=(pc.field("id") >= first) & (pc.field("id") < first + 100))
+    hot = {name for record in dataset.workload() for name in record.objects}
+    target = skyhook.TransformTarget(rows_per_object=2000)
+    plan = dataset.plan_transform(target)  # three groups of four objects, in object order
+    assert [step.kind for step in plan.steps] == ["stream", "commit"] * 3
+    assert not hot & set(plan.steps[0].sources) and hot <= set(plan.steps[-1].sources)
+    ran: list[skyhook.Plan] = []
+    total = sum(step.bytes_read + step.bytes_written for step in plan.steps)
+    rate = total / 0.8  # the whole plan at this rate takes 0.8 s
+    started = time.monotonic()
+    done = dataset.run_plan(
+        plan, lambda _, step: ran.append(step), schedule=skyhook.Schedule(rate=rate, order="working-set")
+    )
+    elapsed = time.monotonic() - started
+    assert done.state == "done" and "working-set order" in str(store.plan("s", plan.id))
+    assert hot <= set(ran[0].sources) and ran[1].kind == "commit"  # the hot group first
+    print(f"rate limit {rate:,.0f} B/s: ran at {total / elapsed:,.0f} B/s")
+    assert total / elapsed <= rate * 1.05
+    assert_same_table(store.dataset("s").to_table().sort_by("id"), table)
+    # A cluster's key ranges: two streams in flight, the logged ranges first.
+    dataset = store.dataset("s")
+    dataset.to_table(filter=day_range(DAYS - 10, 5))
+    plan = dataset.plan_transform(skyhook.TransformTarget(cluster_by="day", rows_per_object=1000))
+    ran.clear()
+    dataset.run_plan(plan, lambda _, step: ran.append(step), schedule=skyhook.Schedule(parallel=2, order="working-set"))
+    last_range = max(step.key_range for step in plan.steps if step.key_range is not None)
+    assert ran[0].key_range == last_range or ran[1].key_range == last_range, [s.key_range for s in ran]
+    assert ran[-1].kind == "commit"
+    assert_same_table(store.dataset("s").to_table().sort_by("id"), table)
+    assert store.fsck(grace_seconds=0).clean
+
+
+def test_bad_schedules_are_one_line_errors(store):
+    store.write_dataset("s", workload_table().slice(0, 100))
+    store.dataset("s").plan_transform(skyhook.TransformTarget(rows_per_object=10))
+    for args, message in [
+        (("--rate", "fast"), "invalid rate 'fast'"),
+        (("--parallel", "0"), "parallel must be a positive integer"),
+        (("--order", "random"), "order is one of key, working-set"),
+    ]:
+        failed = CliRunner().invoke(app, ["design", "run", "s", *args, "--store", store.uri])
+        assert failed.exit_code == 1 and len(failed.stderr.splitlines()) == 1, failed.stderr
+        assert message in failed.stderr, failed.stderr
+    assert store.plans("s")[0].state == "planned"
+    assert parse_rate("50MB/s") == 50e6 and parse_rate("1GiB/s") == 1 << 30 and parse_rate("2000") == 2000
