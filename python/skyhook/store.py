@@ -17,11 +17,11 @@ from skyhook.backends.retirement import retirements
 from skyhook.catalog.design import DESIGN_ATTRIBUTE, Design
 from skyhook.catalog.manifest import Manifest
 from skyhook.dataset import Dataset
-from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRequestError, ObjectNotFoundError
 from skyhook.distributed import plan_store
 from skyhook.distributed.plan import Plan
 from skyhook.distributed.runner import PlanProgress, cancel_plan, queue_plan, run_plan
 from skyhook.distributed.schedule import Schedule
+from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRequestError, ObjectNotFoundError
 from skyhook.execution.workload_log import clear_log
 from skyhook.ingest import statistics, write
 from skyhook.ingest.csv_options import CsvOptions
