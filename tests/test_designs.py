@@ -291,7 +291,7 @@ def test_the_cost_model_counts_the_extents_a_read_needs(store):
     assert [bytes_read(p, None) for p in partitions] == [p.size_bytes for p in partitions]
     assert [bytes_read(p, []) for p in partitions] == [min(e.values()) for e in extents]
     decoded = sum(row["f64"]["bytes"] for row in dataset.manifest.statistics.to_pylist())
-    ratio = predicted_reply_ratio(dataset.manifest, None, partitions, ["f64"])
+    ratio = predicted_reply_ratio(dataset.manifest, None, partitions, ["f64"]).ratio
     assert ratio == pytest.approx(decoded / sum(e[("f64",)] for e in extents))
 
 

@@ -247,7 +247,9 @@ class Dataset(ObjectDataset):
     def compute_statistics(self, progress: secondary_design.Progress | None = None) -> None:
         """Statistics per column and zone (row group, record batch) of every
         object, kept in storage: scans in storage then skip zones their filter
-        excludes. Stale after the object changes, and then unused."""
+        excludes. Stale after the object changes, and then unused. The
+        object-level ones are published in the manifest too, where the client's
+        pruning and cost model use them (store.dataset(name) reads them)."""
         secondary_design.analyze(self.objects, progress)
 
     def create_index(self, column: str, progress: secondary_design.Progress | None = None) -> None:

@@ -7,6 +7,9 @@ partitions the filter can match, exactly as pyarrow prunes Hive partitions.
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
@@ -40,13 +43,19 @@ def _column_guarantee(ref: pc.Expression, column: pa.StructScalar, num_rows: int
 
 
 def fragment_guarantee(manifest: Manifest, index: int) -> pc.Expression:
-    """The guarantee of the manifest's partition at index (true when its
-    statistics cannot be expressed)."""
+    """The guarantee of the manifest's partition at index: its ingest
+    statistics and, where fresh, those storage computed on its object (true
+    for whichever cannot be expressed)."""
     partition = manifest.partitions[index]
-    try:
-        return partition_guarantee(manifest.schema, manifest.statistics[index], partition.num_rows)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return pc.scalar(True)
+    sources = [manifest.statistics[index], manifest.fresh_object_statistics(index)]
+    guarantees = []
+    for statistics in sources:
+        try:
+            if statistics is not None:
+                guarantees.append(partition_guarantee(manifest.schema, statistics, partition.num_rows))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            pass
+    return functools.reduce(operator.and_, guarantees) if guarantees else pc.scalar(True)
 
 
 def matching_partitions(manifest: Manifest, filter: pc.Expression | None) -> list[Partition]:
