@@ -264,7 +264,7 @@ def test_an_append_during_compute_statistics_loses_nothing(store):
 
 
 def test_concurrent_appends_and_compute_statistics_lose_no_rows(store):
-    dataset = store.write_dataset("t", TABLE.slice(0, 3000), rows_per_object=1000)
+    store.write_dataset("t", TABLE.slice(0, 3000), rows_per_object=1000)
     chunks = [TABLE.slice(3000 + 1000 * i, 1000) for i in range(6)]
 
     def appender() -> None:

@@ -12,8 +12,8 @@ import pyarrow.compute as pc
 from substrait.gen.proto import plan_pb2
 
 from skyhook.catalog.pruning import matching_partitions
-from skyhook.execution.cost import object_selectivities
 from skyhook.execution.aggregate_execution import AggregateExecution
+from skyhook.execution.cost import object_selectivities
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.placement import Placement
 from skyhook.execution.scan_execution import ScanExecution
@@ -135,7 +135,7 @@ def analyze_aggregate(execution: AggregateExecution) -> Explanation:
         f"{count} in {where}" for where, count in sorted(placement.items())
     )
     explanation.lines += [
-        f"  selectivity: estimated <= {_statistics_estimate(source, set(stats.where)):.1%} (statistics); "
+        f"  selectivity: {_statistics_estimate(source, execution.query.filter, set(stats.where))}; "
         f"{stats.rows_scanned:,} rows read, {stats.partial_rows:,} partial rows returned",
         f"  result: {result.num_rows:,} rows; {stats.bytes_returned:,} bytes to the client, "
         f"{stats.storage_cpu_s:.3f} s storage CPU",

@@ -158,9 +158,7 @@ class _Estimator:
             if not value.is_valid:
                 continue  # = null keeps no row
             equal = _numbers(pc.fill_null(pc.equal(bounds.values, value), False))
-            within = _numbers(
-                pc.fill_null(pc.and_(pc.less_equal(low, value), pc.greater_equal(high, value)), False)
-            )
+            within = _numbers(pc.fill_null(pc.and_(pc.less_equal(low, value), pc.greater_equal(high, value)), False))
             share += within * bounds.equal_share(equal, distinct)
         return np.minimum(1.0, share)
 
