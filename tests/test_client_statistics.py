@@ -7,6 +7,7 @@ manifests still read. Both backends."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import numpy as np
@@ -20,6 +21,7 @@ import skyhook
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.execution.cost import object_selectivities
 from support.assertions import assert_same_table
+from support.manifests import manifest_table, put_manifest_table
 
 F = pc.field
 ROWS, PER_OBJECT = 12_000, 3_000
@@ -222,16 +224,7 @@ def erase_ingest_bounds(store, name: str, column: str) -> None:
     rows = manifest.statistics.to_pylist()
     for row in rows:
         row[column]["min"] = row[column]["max"] = None
-    erased = manifest.__class__(
-        manifest.dataset,
-        manifest.schema,
-        manifest.write_design,
-        manifest.generation,
-        manifest.partitions,
-        pa.array(rows, manifest.statistics.type),
-        manifest.history,
-        manifest.object_statistics,
-    )
+    erased = dataclasses.replace(manifest, statistics=pa.array(rows, manifest.statistics.type))
     assert store.backend.replace_manifest(name, erased.to_bytes(), stored.version)
 
 
@@ -283,14 +276,9 @@ def test_concurrent_appends_and_compute_statistics_lose_no_rows(store):
 
 def test_a_version_3_manifest_still_reads(store):
     dataset = store.write_dataset("t", TABLE, rows_per_object=PER_OBJECT)
-    current = pa.ipc.open_file(pa.py_buffer(dataset.manifest.to_bytes())).read_all()
+    current = manifest_table(dataset)
     metadata = {**current.schema.metadata, b"skyhook.manifest_version": b"3"}
-    old = current.drop_columns(["object_statistics"]).replace_schema_metadata(metadata)
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, old.schema) as writer:
-        writer.write_table(old)
-    stored = store.backend.get_manifest("t")
-    assert store.backend.replace_manifest("t", sink.getvalue().to_pybytes(), stored.version)
+    put_manifest_table(store, "t", current.drop_columns(["object_statistics"]).replace_schema_metadata(metadata))
     legacy = store.dataset("t")
     assert all(not row.is_valid for row in legacy.manifest.object_statistics)
     assert_same_table(legacy.to_table(filter=F("u") < 500), TABLE.filter(F("u") < 500))
