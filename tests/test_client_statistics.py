@@ -22,6 +22,9 @@ from skyhook.catalog.pruning import matching_partitions
 from skyhook.execution.cost import object_selectivities
 from support.assertions import assert_same_table
 from support.manifests import manifest_table, put_manifest_table
+from support.oracle import expected
+from support.strategies import TABLE as TYPED
+from support.strategies import filters
 
 F = pc.field
 ROWS, PER_OBJECT = 12_000, 3_000
@@ -130,11 +133,11 @@ def test_a_predicate_is_estimated_within_a_bucket(analyzed, filter):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(left=ranges("u"), right=ranges("few"), kind=st.sampled_from(["and", "or", "not"]))
+@given(left=ranges("u"), right=ranges("f"), kind=st.sampled_from(["and", "or", "not"]))
 def test_combinations_of_independent_columns_are_estimated(analyzed, left, right, kind):
-    """u and few are drawn independently: AND multiplies, OR adds (bounded: the
-    rule over-counts the overlap), NOT complements the non-null rows."""
-    filter = left & right if kind == "and" else left | right if kind == "or" else ~left
+    """u and f (with nulls) are drawn independently: AND multiplies, OR adds
+    (bounded: the rule over-counts the overlap), NOT complements the non-null rows."""
+    filter = left & right if kind == "and" else left | right if kind == "or" else ~right
     count = len(analyzed.manifest.partitions)
     truth = true_selectivities(filter, count)
     estimate = estimated(analyzed, filter)
@@ -284,3 +287,20 @@ def test_a_version_3_manifest_still_reads(store):
     assert_same_table(legacy.to_table(filter=F("u") < 500), TABLE.filter(F("u") < 500))
     legacy.compute_statistics()  # publishes a version 4 manifest
     assert all(store.dataset("t").manifest.fresh_object_statistics(n) is not None for n in range(4))
+
+
+@pytest.fixture(scope="module")
+def typed(module_store):
+    """Every type of the typed table, with statistics published."""
+    written = module_store.write_dataset("typed", TYPED, rows_per_object=400, row_group_size=100)
+    assert written.compute_statistics() == len(written.manifest.partitions)
+    return module_store.dataset("typed")
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(filter=filters(), columns=st.lists(st.sampled_from(TYPED.column_names), min_size=1, max_size=3, unique=True))
+def test_random_filters_over_every_type_match_pyarrow(typed, filter, columns):
+    """Whatever the cost model and pruning make of the statistics, answers stay pyarrow's."""
+    selectivities = object_selectivities(typed.manifest, filter, list(typed.manifest.partitions))
+    assert selectivities is None or ((selectivities >= 0) & (selectivities <= 1)).all()
+    assert_same_table(typed.to_table(columns=columns, filter=filter), expected(TYPED, columns, filter))

@@ -11,13 +11,16 @@ Equality to a value no bound equals is 1/distinct, capped at one bucket (it
 lies inside one); to a value m bounds equal, m buckets (it spans m - 1 to
 m + 1 of them), so equality is off by at most a bucket too. Several range
 predicates on one column under AND are evaluated together; otherwise AND
-multiplies, OR adds (at most 1), NOT complements. Anything else (a predicate
+multiplies, OR adds (at most 1), NOT complements (within the column's
+non-null rows when it reads one column). Anything else (a predicate
 on two columns, a literal Substrait cannot carry, a type without an order)
 has no estimate: the cost model then samples, as without statistics.
 """
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Iterator
 
 import numpy as np
@@ -82,8 +85,15 @@ class _Estimator:
         if name == "or":
             return np.minimum(1.0, sum(self.of(argument.value) for argument in expression.scalar_function.arguments))
         if name == "not":
-            return 1.0 - self.of(expression.scalar_function.arguments[0].value)
+            argument = expression.scalar_function.arguments[0].value
+            fields = referenced_fields(argument)
+            # NOT of a predicate on one column keeps none of its nulls (NOT null is null).
+            valid = 1.0 - self._null_share(self.schema.field(fields.pop())) if len(fields) == 1 else 1.0
+            return np.maximum(0.0, valid - self.of(argument))
         return self._predicate([expression])
+
+    def _null_share(self, field: pa.Field) -> np.ndarray:
+        return _numbers(pc.struct_field(pc.struct_field(self.statistics, field.name), "null_count")) / self.num_rows
 
     def _function(self, expression: Expression) -> str | None:
         if not expression.HasField("scalar_function"):
@@ -119,7 +129,7 @@ class _Estimator:
             raise NoEstimate("a predicate reads several columns (or none)")
         field = self.schema.field(fields.pop())
         column = pc.struct_field(self.statistics, field.name)
-        null_share = _numbers(pc.struct_field(column, "null_count")) / self.num_rows
+        null_share = self._null_share(field)
         name = self._function(conjuncts[0]) if len(conjuncts) == 1 else None
         if name == "is_null":
             return null_share
@@ -150,21 +160,28 @@ class _Estimator:
             literals = [side for side in arguments if side.HasField("literal")]
         if len(sides) != 1 or not sides[0].HasField("selection") or not all(v.HasField("literal") for v in literals):
             raise NoEstimate("an equality whose sides are not a column and values")
-        values = pa.array([self._literal(literal) for literal in literals]).unique()  # IN (1, 1) is IN (1)
-        low, high = pc.struct_field(column, "min"), pc.struct_field(column, "max")
+        # IN (1, 1) is IN (1); = null keeps no row; a value the column cannot hold has no estimate.
+        values = self._values(literals).unique().drop_null().cast(bounds.values.type)
+        objects, count = len(self.statistics), len(values)
+        if count == 0:
+            return np.zeros(objects)
+        # Every (object, value) pair: is the value within the object's [min, max]?
+        pair_object = pa.array(np.repeat(np.arange(objects), count))
+        pair_value = values.take(pa.array(np.tile(np.arange(count), objects)))
+        low = pc.struct_field(column, "min").take(pair_object)
+        high = pc.struct_field(column, "max").take(pair_object)
+        within = _numbers(
+            pc.fill_null(pc.and_(pc.less_equal(low, pair_value), pc.greater_equal(high, pair_value)), False)
+        )
         distinct = np.nan_to_num(_numbers(pc.struct_field(column, "distinct")), nan=1.0)  # unknown: one bucket
-        share = np.zeros(len(self.statistics))
-        for value in values:
-            if not value.is_valid:
-                continue  # = null keeps no row
-            equal = _numbers(pc.fill_null(pc.equal(bounds.values, value), False))
-            within = _numbers(pc.fill_null(pc.and_(pc.less_equal(low, value), pc.greater_equal(high, value)), False))
-            share += within * bounds.equal_share(equal, distinct)
-        return np.minimum(1.0, share)
+        shares = bounds.equal_shares(_numbers(pc.index_in(bounds.values, value_set=values)), count, distinct)
+        return np.minimum(1.0, (within.reshape(objects, count) * shares).sum(axis=1))
 
-    def _literal(self, literal: Expression) -> pa.Scalar:
-        expression = self._bound([literal])
-        return pads.dataset(pa.table({"row": [0]})).to_table(columns={"value": expression})["value"][0]
+    def _values(self, literals: list[Expression]) -> pa.Array:
+        """The literals' values (of one type: an IN list's, or one), in one evaluation."""
+        named = dict(enumerate(self._deserialized(literals)))
+        row = pads.dataset(pa.table({"row": [0]})).to_table(columns={str(i): value for i, value in named.items()})
+        return pa.concat_arrays([column.chunk(0) for column in row.columns])
 
     def _evaluated(self, conjuncts: list[Expression], field: pa.Field, values: pa.Array) -> np.ndarray:
         """Where all of conjuncts hold on values (as field, the others null)."""
@@ -177,6 +194,10 @@ class _Estimator:
 
     def _bound(self, expressions: list[Expression]) -> pc.Expression:
         """The conjunction of expressions (parts of the message), as pyarrow's."""
+        return functools.reduce(operator.and_, self._deserialized(expressions))
+
+    def _deserialized(self, expressions: list[Expression]) -> list[pc.Expression]:
+        """Parts of the message as pyarrow's expressions."""
         part = extended_expression_pb2.ExtendedExpression()
         part.extension_uris.extend(self.message.extension_uris)
         part.extensions.extend(self.message.extensions)
@@ -184,10 +205,7 @@ class _Estimator:
         for index, expression in enumerate(expressions):
             part.referred_expr.add(expression=expression, output_names=[f"e{index}"])
         bound = pas.deserialize_expressions(part.SerializeToString()).expressions
-        result = bound["e0"]
-        for index in range(1, len(expressions)):
-            result = result & bound[f"e{index}"]
-        return result
+        return [bound[f"e{index}"] for index in range(len(expressions))]
 
 
 class _Bounds:
@@ -205,22 +223,27 @@ class _Bounds:
 
     def share(self, holds: np.ndarray) -> np.ndarray:
         """Per object: the share of values in the buckets where holds."""
+        if not len(holds):  # no object has a non-null value
+            return np.zeros(len(self.lengths))
         sums = self._sums(holds)
         exact = sums / np.maximum(self.lengths, 1)  # at most 32 values: the bounds are all of them
         last = np.maximum(self.starts + self.lengths - 1, 0)
         first_and_last = holds[np.minimum(self.starts, len(holds) - 1)] + holds[np.minimum(last, len(holds) - 1)]
         buckets = (sums - first_and_last / 2) / np.maximum(self.lengths - 1, 1)
-        return np.where(self.lengths < _FULL_HISTOGRAM, exact, buckets) if len(holds) else np.zeros(len(self.lengths))
+        return np.where(self.lengths < _FULL_HISTOGRAM, exact, buckets)
 
-    def equal_share(self, equal: np.ndarray, distinct: np.ndarray) -> np.ndarray:
-        """Per object: the share of values equal to a value in [min, max]
-        that equal marks among the bounds."""
-        count = self._sums(equal)
-        buckets = np.maximum(self.lengths - 1, 1)
-        spanned = count / buckets
-        rare = np.minimum(1.0 / np.maximum(distinct, 1), 1.0 / buckets)
-        full = np.where(count >= 1, spanned, rare)
-        return np.where(self.lengths < _FULL_HISTOGRAM, count / np.maximum(self.lengths, 1), full)
+    def equal_shares(self, matched: np.ndarray, count: int, distinct: np.ndarray) -> np.ndarray:
+        """Per object and value (of count; matched: per bound, the value it
+        equals or NaN): the share of the object's values equal to it, if it is
+        within the object's [min, max]."""
+        objects = len(self.lengths)
+        hit = ~np.isnan(matched)
+        cells = self.owner[hit] * count + matched[hit].astype(np.int64)
+        equal = np.bincount(cells, minlength=objects * count).reshape(objects, count)
+        lengths, buckets = self.lengths[:, None], np.maximum(self.lengths - 1, 1)[:, None]
+        rare = np.minimum(1.0 / np.maximum(distinct, 1), 1.0 / buckets[:, 0])[:, None]
+        full = np.where(equal >= 1, equal / buckets, rare)
+        return np.where(lengths < _FULL_HISTOGRAM, equal / np.maximum(lengths, 1), full)
 
 
 def _numbers(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
