@@ -7,9 +7,6 @@ partitions the filter can match, exactly as pyarrow prunes Hive partitions.
 
 from __future__ import annotations
 
-import functools
-import operator
-
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
@@ -18,12 +15,18 @@ import pyarrow.fs as pafs
 from skyhook.catalog.manifest import Manifest, Partition
 
 
-def partition_guarantee(schema: pa.Schema, statistics: pa.StructScalar, num_rows: int) -> pc.Expression:
+def partition_guarantee(
+    schema: pa.Schema, statistics: pa.StructScalar, num_rows: int, fresh: pa.StructScalar | None = None
+) -> pc.Expression:
+    """fresh: the statistics storage computed on the partition's object, for
+    the columns whose bounds statistics lacks (both describe the same rows)."""
     if num_rows == 0:
         return pc.scalar(False)
     guarantee = pc.scalar(True)
     for field in schema:
         column = statistics[field.name]
+        if fresh is not None and not (column["min"].is_valid and column["max"].is_valid):
+            column = fresh[field.name]
         guarantee = guarantee & _column_guarantee(pc.field(field.name), column, num_rows)
     return guarantee
 
@@ -44,18 +47,14 @@ def _column_guarantee(ref: pc.Expression, column: pa.StructScalar, num_rows: int
 
 def fragment_guarantee(manifest: Manifest, index: int) -> pc.Expression:
     """The guarantee of the manifest's partition at index: its ingest
-    statistics and, where fresh, those storage computed on its object (true
-    for whichever cannot be expressed)."""
+    statistics, completed where fresh by those storage computed on its object
+    (true when they cannot be expressed)."""
     partition = manifest.partitions[index]
-    sources = [manifest.statistics[index], manifest.fresh_object_statistics(index)]
-    guarantees = []
-    for statistics in sources:
-        try:
-            if statistics is not None:
-                guarantees.append(partition_guarantee(manifest.schema, statistics, partition.num_rows))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            pass
-    return functools.reduce(operator.and_, guarantees) if guarantees else pc.scalar(True)
+    fresh = manifest.fresh_object_statistics(index)
+    try:
+        return partition_guarantee(manifest.schema, manifest.statistics[index], partition.num_rows, fresh)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return pc.scalar(True)
 
 
 def matching_partitions(manifest: Manifest, filter: pc.Expression | None) -> list[Partition]:
