@@ -259,6 +259,25 @@ def test_an_append_during_compute_statistics_loses_nothing(store):
     assert [after.manifest.fresh_object_statistics(n) is not None for n in range(4)] == [True, True, False, False]
 
 
+def test_a_transform_during_compute_statistics_leaves_statistics_of_the_new_designs(store):
+    """Each object's statistics are tagged with the design generation storage
+    computed them on: those of a transformed object describe its new design."""
+    dataset = store.write_dataset("t", TABLE, rows_per_object=PER_OBJECT)
+    transformed = []
+
+    def transform_once(done: int, total: int) -> None:
+        if not transformed:
+            transformed.append(dataset.transform(skyhook.Design(format="ipc"), objects=[0, 1]))
+
+    assert dataset.compute_statistics(progress=transform_once) == 4
+    after = store.dataset("t")
+    assert [p.design.format for p in after.manifest.partitions] == ["ipc", "ipc", "parquet", "parquet"]
+    generations = after.manifest.object_statistics.field("generation").to_pylist()
+    assert generations == [p.design.generation for p in after.manifest.partitions]
+    assert generations[0] > generations[2]
+    assert_same_table(after.to_table(filter=F("u") < 500), TABLE.filter(F("u") < 500))
+
+
 def test_concurrent_appends_and_compute_statistics_lose_no_rows(store):
     store.write_dataset("t", TABLE.slice(0, 3000), rows_per_object=1000)
     chunks = [TABLE.slice(3000 + 1000 * i, 1000) for i in range(6)]
