@@ -894,11 +894,15 @@ def design_analyze(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
         data = source.dataset(dataset)
         bar, advance = _object_progress(f"analyzing {dataset}")
         try:
-            data.compute_statistics(progress=advance)
+            published = data.compute_statistics(progress=advance)
         finally:
             if bar.live.is_started:
                 bar.stop()
-    console.print(f"statistics of {dataset} computed in {len(data.manifest.partitions)} objects", markup=False)
+    console.print(
+        f"statistics of {dataset} computed in {len(data.manifest.partitions)} objects, "
+        f"published in the manifest for {published}",
+        markup=False,
+    )
 
 
 @design_app.command("index")

@@ -305,11 +305,15 @@ class Dataset(ObjectDataset):
         """Runs the scan (or aggregate) and says what ran where: explain(..., analyze=True)."""
         return self.explain(*args, analyze=True, **kwargs)
 
-    def compute_statistics(self, progress: secondary_design.Progress | None = None) -> None:
+    def compute_statistics(self, progress: secondary_design.Progress | None = None) -> int:
         """Statistics per column and zone (row group, record batch) of every
         object, kept in storage: scans in storage then skip zones their filter
-        excludes. Stale after the object changes, and then unused."""
-        secondary_design.analyze(self.objects, progress)
+        excludes. Stale after the object changes, and then unused. The
+        object-level ones are published in the manifest too, where the client's
+        pruning and cost model use them (store.dataset(name) reads them).
+        Returns how many of the manifest's objects now have fresh ones there."""
+        published = secondary_design.analyze(self.objects, progress)
+        return sum(published.fresh_object_statistics(index) is not None for index in range(len(published.partitions)))
 
     def create_index(self, column: str, progress: secondary_design.Progress | None = None) -> None:
         """An index on column in every object: an equality, range or IN filter

@@ -20,6 +20,9 @@ transformed to, for planning and for ``ds.design()``; readers never decode an
 object by it (a transform may have rewritten the object since), only by the
 design attribute the object itself carries. The write design is what new
 objects (appends) are built as unless a write asks for another.
+
+Version 4 adds per partition the statistics storage computed on its object
+(catalog/object_statistics.py), null until ``compute_statistics`` publishes them.
 """
 
 from __future__ import annotations
@@ -30,13 +33,15 @@ from dataclasses import dataclass, replace
 import pyarrow as pa
 
 from skyhook.catalog.design import FORMATS, Design, ObjectDesign
+from skyhook.catalog.object_statistics import DataTag, object_statistics_type
 from skyhook.errors import CorruptManifestError
 from skyhook.names import GENERATION, object_owner
 
-MANIFEST_VERSION = b"3"
+MANIFEST_VERSION = b"4"
 #: Version 1 (before appends) had no history and objects of one generation, versions 1
 #: and 2 one format for every object and no designs: still readable, as legacy designs.
-READABLE_VERSIONS = (b"1", b"2", MANIFEST_VERSION)
+#: Versions 1 to 3 had no object statistics: read as none.
+READABLE_VERSIONS = (b"1", b"2", b"3", MANIFEST_VERSION)
 
 
 def statistics_type(schema: pa.Schema) -> pa.StructType:
@@ -76,6 +81,40 @@ class Manifest:
     history: tuple[tuple[str, int], ...] = ()
     #: Generations of objects a distributed transform kept (not versions: no prefixes).
     kept: tuple[str, ...] = ()
+    #: One row per partition, of object_statistics_type(schema); null where none (None: none at all).
+    object_statistics: pa.StructArray | None = None
+
+    def __post_init__(self) -> None:
+        if self.object_statistics is None:
+            empty = pa.nulls(len(self.partitions), object_statistics_type(self.schema))
+            object.__setattr__(self, "object_statistics", empty)
+
+    def fresh_object_statistics(self, index: int) -> pa.StructScalar | None:
+        """The per-column statistics of partition index's object, if they
+        describe its current data (its design generation and size)."""
+        row = self.object_statistics[index]
+        if not row.is_valid:
+            return None
+        partition = self.partitions[index]
+        tag = DataTag(row["generation"].as_py(), row["size_bytes"].as_py())
+        return row["columns"] if tag.describes(partition.design, partition.size_bytes) else None
+
+    def with_object_statistics(self, rows: dict[str, pa.StructArray]) -> tuple[Manifest, int]:
+        """This version with the statistics rows (by object name) attached to the
+        partitions whose object they still describe; and how many were."""
+        pieces, attached = [], 0
+        for index, partition in enumerate(self.partitions):
+            row = rows.get(partition.object_name)
+            if row is not None:
+                tag = DataTag(row[0]["generation"].as_py(), row[0]["size_bytes"].as_py())
+                if tag.describes(partition.design, partition.size_bytes):
+                    pieces.append(row)
+                    attached += 1
+                    continue
+            pieces.append(self.object_statistics.slice(index, 1))
+        if not pieces:
+            return self, 0
+        return replace(self, object_statistics=pa.concat_arrays(pieces)), attached
 
     @property
     def format(self) -> str:
@@ -100,6 +139,7 @@ class Manifest:
             write_design=self.write_design,
             partitions=partitions,
             statistics=pa.concat_arrays([self.statistics, added.statistics]),
+            object_statistics=pa.concat_arrays([self.object_statistics, added.object_statistics]),
             history=(*self.history, (self.generation, len(self.partitions))),
             kept=self.kept,
         )
@@ -116,6 +156,7 @@ class Manifest:
                     generation=earlier,
                     partitions=self.partitions[:count],
                     statistics=self.statistics.slice(0, count),
+                    object_statistics=self.object_statistics.slice(0, count),
                     history=self.history[:index],
                 )
         return None
@@ -129,6 +170,7 @@ class Manifest:
                 "size_bytes": pa.array([p.size_bytes for p in self.partitions], pa.int64()),
                 "design": pa.array([p.design.to_bytes() for p in self.partitions], pa.binary()),
                 "statistics": self.statistics,
+                "object_statistics": self.object_statistics,
             }
         ).replace_schema_metadata(
             {
@@ -165,7 +207,8 @@ class Manifest:
         if metadata.get(b"skyhook.manifest_version") not in READABLE_VERSIONS:
             raise ValueError(f"unsupported manifest version {metadata.get(b'skyhook.manifest_version')!r}")
         schema = pa.ipc.read_schema(pa.py_buffer(metadata[b"skyhook.schema"]))
-        if metadata[b"skyhook.manifest_version"] == MANIFEST_VERSION:
+        version = metadata[b"skyhook.manifest_version"]
+        if version in (b"3", MANIFEST_VERSION):
             write_design = ObjectDesign.from_bytes(metadata[b"skyhook.write_design"])
             designs = [ObjectDesign.from_bytes(value) for value in table.column("design").to_pylist()]
         else:  # one format for all, every object as one extent
@@ -182,6 +225,11 @@ class Manifest:
             statistics = pa.array([], statistics_type(schema))
         history = json.loads(metadata.get(b"skyhook.history", b"[]"))
         kept = json.loads(metadata.get(b"skyhook.kept", b"[]"))
+        object_statistics = None
+        if version == MANIFEST_VERSION:
+            object_statistics = table.column("object_statistics").combine_chunks()
+            if len(object_statistics) == 0:
+                object_statistics = pa.array([], object_statistics_type(schema))
         return cls(
             metadata[b"skyhook.dataset"].decode(),
             schema,
@@ -191,6 +239,7 @@ class Manifest:
             statistics,
             tuple((generation, count) for generation, count in history),
             tuple(kept),
+            object_statistics,
         )
 
     def _check(self, dataset: str) -> None:
@@ -206,6 +255,10 @@ class Manifest:
             raise corrupt(f"its write design is impossible: {problem}")
         if len(self.statistics) != len(self.partitions) or self.statistics.type != statistics_type(self.schema):
             raise corrupt("its statistics do not match its partitions")
+        if len(self.object_statistics) != len(self.partitions) or self.object_statistics.type != object_statistics_type(
+            self.schema
+        ):
+            raise corrupt("its object statistics do not match its partitions")
         counts = [count for _, count in self.history]
         if not all(isinstance(generation, str) and GENERATION.fullmatch(generation) for generation, _ in self.history):
             raise corrupt("its history names an invalid generation")

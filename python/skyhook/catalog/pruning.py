@@ -15,12 +15,18 @@ import pyarrow.fs as pafs
 from skyhook.catalog.manifest import Manifest, Partition
 
 
-def partition_guarantee(schema: pa.Schema, statistics: pa.StructScalar, num_rows: int) -> pc.Expression:
+def partition_guarantee(
+    schema: pa.Schema, statistics: pa.StructScalar, num_rows: int, fresh: pa.StructScalar | None = None
+) -> pc.Expression:
+    """fresh: the statistics storage computed on the partition's object, for
+    the columns whose bounds statistics lacks (both describe the same rows)."""
     if num_rows == 0:
         return pc.scalar(False)
     guarantee = pc.scalar(True)
     for field in schema:
         column = statistics[field.name]
+        if fresh is not None and not (column["min"].is_valid and column["max"].is_valid):
+            column = fresh[field.name]
         guarantee = guarantee & _column_guarantee(pc.field(field.name), column, num_rows)
     return guarantee
 
@@ -40,11 +46,13 @@ def _column_guarantee(ref: pc.Expression, column: pa.StructScalar, num_rows: int
 
 
 def fragment_guarantee(manifest: Manifest, index: int) -> pc.Expression:
-    """The guarantee of the manifest's partition at index (true when its
-    statistics cannot be expressed)."""
+    """The guarantee of the manifest's partition at index: its ingest
+    statistics, completed where fresh by those storage computed on its object
+    (true when they cannot be expressed)."""
     partition = manifest.partitions[index]
+    fresh = manifest.fresh_object_statistics(index)
     try:
-        return partition_guarantee(manifest.schema, manifest.statistics[index], partition.num_rows)
+        return partition_guarantee(manifest.schema, manifest.statistics[index], partition.num_rows, fresh)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return pc.scalar(True)
 

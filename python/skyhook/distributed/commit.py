@@ -84,14 +84,17 @@ def _swapped(
     """current with the sources' partitions replaced by targets where the first source stood."""
     partitions: list[Partition] = []
     rows: list[pa.StructArray] = []
+    kept_rows: list[int | None] = []  # rows of current's object statistics; None for a target (none yet)
     placed = False
     for index, partition in enumerate(current.partitions):
         if partition.object_name not in sources:
             partitions.append(partition)
             rows.append(current.statistics.slice(index, 1))
+            kept_rows.append(index)
         elif not placed:
             partitions.extend(targets)
             rows.append(statistics)
+            kept_rows.extend([None] * len(targets))
             placed = True
     kept = {owner.generation for p in partitions if (owner := object_owner(p.object_name)) is not None}
     return replace(
@@ -99,6 +102,7 @@ def _swapped(
         generation=generation,
         partitions=tuple(replace(partition, number=number) for number, partition in enumerate(partitions)),
         statistics=pa.concat_arrays(rows) if rows else current.statistics.slice(0, 0),
+        object_statistics=current.object_statistics.take(pa.array(kept_rows, pa.int64())),
         history=(),
         kept=tuple(sorted(kept - {generation})),
     )

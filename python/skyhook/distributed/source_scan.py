@@ -38,6 +38,7 @@ def scan_sources(
         manifest,
         partitions=tuple(replace(manifest.partitions[n], number=i) for i, n in enumerate(numbers)),
         statistics=manifest.statistics.take(pa.array(numbers, pa.int64())),
+        object_statistics=manifest.object_statistics.take(pa.array(numbers, pa.int64())),
         history=(),
         kept=(),
     )

@@ -5,8 +5,10 @@ Pushdown pays when the reply is much smaller than the object; at high
 selectivity storage does the client's decoding plus an IPC encode and the
 reply is as large as the object (measured: at 100 % pushdown is 14-30 %
 slower). When partition statistics prove that every row passes, the decoded
-sizes of the wanted columns predict the reply; otherwise the first object is
-pushed down as a sample and its reply-to-object size ratio decides the rest.
+sizes of the wanted columns predict the reply; when every object has fresh
+statistics from storage (histograms), the filter's estimated selectivity on
+each object (selectivity.py) times those sizes does; otherwise the first object
+is pushed down as a sample and its reply-to-object size ratio decides the rest.
 An object whose design keeps its columns in several groups is read only in the
 extents of the groups that hold the needed columns: those are its bytes.
 """
@@ -14,11 +16,15 @@ extents of the groups that hold the needed columns: those are its bytes.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.catalog.manifest import Manifest, Partition
 from skyhook.catalog.pruning import matching_partitions
+from skyhook.execution.selectivity import estimated_selectivities
 from skyhook.plan.expressions import columns_read
 
 #: Push down while a reply, as sent (compressed), is expected to be at most this
@@ -39,19 +45,55 @@ def every_row_passes(manifest: Manifest, filter: pc.Expression | None, partition
     return not may_fail & {p.number for p in partitions}
 
 
+@dataclass(frozen=True)
+class Prediction:
+    """Decoded reply bytes over the bytes read, predicted from statistics."""
+
+    ratio: float
+    basis: str  # how, for Decision reasons: "statistics: ..."
+
+
 def predicted_reply_ratio(
     manifest: Manifest, filter: pc.Expression | None, partitions: list[Partition], columns
-) -> float | None:
-    """Reply bytes over object bytes when statistics can tell (every row passes
-    and plain columns are wanted); None when only a sample can."""
-    if isinstance(columns, Mapping) or not every_row_passes(manifest, filter, partitions):
+) -> Prediction | None:
+    """Reply bytes over object bytes when statistics can tell (plain columns
+    are wanted, and every row passes or every object's selectivity can be
+    estimated); None when only a sample can."""
+    if isinstance(columns, Mapping):
         return None
     names = manifest.schema.names if columns is None else list(columns)
-    kept = {p.number for p in partitions}
-    statistics = [row for partition, row in zip(manifest.partitions, manifest.statistics) if partition.number in kept]
-    reply = sum(row[name]["bytes"].as_py() or 0 for row in statistics for name in names)
-    needed = columns_read(manifest.schema, columns, filter)
-    return reply / max(1, sum(bytes_read(p, needed) for p in partitions))
+    # Decoded bytes of the wanted columns, per partition (ingest statistics).
+    wanted = np.array(
+        [sum(manifest.statistics[p.number][name]["bytes"].as_py() or 0 for name in names) for p in partitions],
+        dtype=np.float64,
+    )
+    read = max(1, sum(bytes_read(p, columns_read(manifest.schema, columns, filter)) for p in partitions))
+    if every_row_passes(manifest, filter, partitions):
+        return Prediction(wanted.sum() / read, "statistics: every row passes")
+    selectivities = object_selectivities(manifest, filter, partitions)
+    if selectivities is None:
+        return None
+    rows = np.array([p.num_rows for p in partitions], dtype=np.float64)
+    kept = (selectivities * rows).sum() / max(1.0, rows.sum())
+    return Prediction(
+        (selectivities * wanted).sum() / read, f"statistics: estimated selectivity {kept:.3f} (object histograms)"
+    )
+
+
+def object_selectivities(
+    manifest: Manifest, filter: pc.Expression | None, partitions: list[Partition]
+) -> np.ndarray | None:
+    """Per partition, the share of its rows filter keeps, estimated from the
+    statistics storage computed on its object; None unless all are fresh and
+    the filter's shape can be estimated."""
+    if filter is None:
+        return np.ones(len(partitions))
+    if any(manifest.fresh_object_statistics(p.number) is None for p in partitions):
+        return None
+    indices = pa.array([p.number for p in partitions], pa.int64())
+    statistics = pc.struct_field(manifest.object_statistics.take(indices), "columns")
+    rows = np.array([p.num_rows for p in partitions], dtype=np.float64)
+    return estimated_selectivities(manifest.schema, filter, statistics, rows)
 
 
 def bytes_read(partition: Partition, columns: list[str] | None) -> int:

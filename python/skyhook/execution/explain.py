@@ -8,10 +8,12 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+import pyarrow.compute as pc
 from substrait.gen.proto import plan_pb2
 
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.execution.aggregate_execution import AggregateExecution
+from skyhook.execution.cost import object_selectivities
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.placement import Placement
 from skyhook.execution.scan_execution import ScanExecution
@@ -30,11 +32,18 @@ class Explanation:
         printer.text(str(self))
 
 
-def _statistics_estimate(source: DatasetObjects, kept: set[int]) -> float:
-    """Rows of the partitions statistics could not rule out: an upper bound."""
+def _statistics_estimate(source: DatasetObjects, filter: pc.Expression | None, kept: set[int]) -> str:
+    """Rows of the partitions statistics could not rule out (an upper bound),
+    and the object histograms' estimate where every one of them has fresh ones."""
     total = source.manifest.num_rows
-    rows = sum(p.num_rows for p in source.manifest.partitions if p.number in kept)
-    return rows / total if total else 0.0
+    partitions = [p for p in source.manifest.partitions if p.number in kept]
+    rows = sum(p.num_rows for p in partitions)
+    text = f"estimated <= {rows / total if total else 0.0:.1%} (statistics)"
+    selectivities = object_selectivities(source.manifest, filter, partitions) if filter is not None else None
+    if selectivities is not None and total:
+        estimate = sum(share * p.num_rows for share, p in zip(selectivities, partitions)) / total
+        text += f", about {estimate:.1%} (object histograms)"
+    return text
 
 
 def explain_scan(execution: ScanExecution) -> Explanation:
@@ -51,7 +60,7 @@ def explain_scan(execution: ScanExecution) -> Explanation:
             f"  at the client: {'filter ' if not stats.filter_in_storage else ''}"
             f"{'projection ' if not stats.projection_in_storage else ''}concatenation",
             f"  objects: {len(partitions)} to scan, {len(source.manifest.partitions) - len(partitions)} pruned by statistics",
-            f"  selectivity: estimated <= {_statistics_estimate(source, kept):.1%} (statistics)",
+            f"  selectivity: {_statistics_estimate(source, execution.filter, kept)}",
         ]
     )
 
@@ -65,8 +74,8 @@ def analyze_scan(execution: ScanExecution) -> Explanation:
         f"  objects: {stats.objects_scanned} scanned, {stats.objects_pruned} pruned by statistics, "
         f"{stats.objects_read_plain} read plainly at the client "
         f"({stats.objects_pushed_back} of them pushed back by loaded nodes)",
-        f"  selectivity: estimated <= {_statistics_estimate(source, execution.scanned):.1%} "
-        f"(statistics), actual {table.num_rows / max(1, source.manifest.num_rows):.2%}",
+        f"  selectivity: {_statistics_estimate(source, execution.filter, execution.scanned)}, "
+        f"actual {table.num_rows / max(1, source.manifest.num_rows):.2%}",
         f"  bytes: {stats.bytes_read:,} read in storage, {stats.bytes_returned:,} to the client",
     ]
     return explanation
@@ -126,7 +135,7 @@ def analyze_aggregate(execution: AggregateExecution) -> Explanation:
         f"{count} in {where}" for where, count in sorted(placement.items())
     )
     explanation.lines += [
-        f"  selectivity: estimated <= {_statistics_estimate(source, set(stats.where)):.1%} (statistics); "
+        f"  selectivity: {_statistics_estimate(source, execution.query.filter, set(stats.where))}; "
         f"{stats.rows_scanned:,} rows read, {stats.partial_rows:,} partial rows returned",
         f"  result: {result.num_rows:,} rows; {stats.bytes_returned:,} bytes to the client, "
         f"{stats.storage_cpu_s:.3f} s storage CPU",

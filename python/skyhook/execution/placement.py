@@ -21,7 +21,7 @@ from typing import TypeVar
 
 from skyhook.backends.parallel import ordered_map
 from skyhook.errors import InvalidRequestError
-from skyhook.execution.cost import PUSHDOWN_THRESHOLDS
+from skyhook.execution.cost import PUSHDOWN_THRESHOLDS, Prediction
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -72,16 +72,16 @@ class PlacementPolicy:
         if self.within_object is None:
             object.__setattr__(self, "within_object", self.mode is not True)
 
-    def decide(self, predicted_ratio: float | None, objects: int, first_object: int) -> Decision:
+    def decide(self, prediction: Prediction | None, objects: int, first_object: int) -> Decision:
         """Before any object runs: by the mode, by statistics, or by a sample.
         Statistics give decoded sizes: with compressed replies they decide only
         when even the decoded reply is small enough; otherwise a sample measures."""
-        if self.mode is not True and self.mode is not False and predicted_ratio is not None:
-            if self.compression == "none" or predicted_ratio <= self.threshold:
-                return self.by_ratio("statistics: every row passes", predicted_ratio, objects)
+        if self.mode is not True and self.mode is not False and prediction is not None:
+            if self.compression == "none" or prediction.ratio <= self.threshold:
+                return self.by_ratio(prediction.basis, prediction.ratio, objects)
             return Decision(
                 None,
-                f"statistics: decoded reply/object bytes {predicted_ratio:.3f}, {self.compression} "
+                f"{prediction.basis}: decoded reply/object bytes {prediction.ratio:.3f}, {self.compression} "
                 f"unknown: sampled object {first_object} decides for the other {objects - 1} objects",
             )
         if self.mode == "auto":

@@ -1,7 +1,9 @@
 """Statistics and indexes that storage keeps in each object's omap
 (cpp/skyhook/storage/secondary/): built on every object of a dataset by the
 analyze, create_index and drop_index methods, read back by secondary_design.
-A scan in storage uses them by itself; nothing here is needed for that."""
+A scan in storage uses them by itself; nothing here is needed for that. The
+object-level statistics are also published in the manifest, for the client's
+pruning and cost model (catalog/object_statistics.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,9 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from skyhook.errors import TypeMismatchError, UnknownColumnError
+from skyhook.catalog.manifest import Manifest
+from skyhook.catalog.object_statistics import statistics_row
+from skyhook.errors import DatasetNotFoundError, TypeMismatchError, UnknownColumnError
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.rpc.reply import Reply, decode_reply
 from skyhook.rpc.requests import AnalyzeRequest, IndexRequest, SecondaryDesignRequest
@@ -49,10 +53,35 @@ def _call_every_object(objects: DatasetObjects, request: _Request, context: str,
             progress(done, len(names))
 
 
-def analyze(objects: DatasetObjects, progress: Progress | None = None) -> None:
+def analyze(objects: DatasetObjects, progress: Progress | None = None) -> Manifest:
     """Statistics per column and zone (min, max, null count, distinct estimate,
-    histogram) computed and kept by storage in every object."""
+    histogram) computed and kept by storage in every object; the object-level
+    ones published in the manifest, which is returned."""
     _call_every_object(objects, AnalyzeRequest(), f"analyzing {objects.name}", progress)
+    _, batches = secondary_designs(objects)
+    rows = {}
+    for partition, batch in zip(objects.manifest.partitions, batches):
+        row = None if batch is None else statistics_row(batch, objects.schema)
+        if row is not None:
+            rows[partition.object_name] = row
+    return publish_object_statistics(objects, rows)
+
+
+def publish_object_statistics(objects: DatasetObjects, rows: dict[str, pa.StructArray]) -> Manifest:
+    """The current manifest with rows (by object name) attached where they
+    still describe the partition's object, swapped in by compare-and-swap and
+    retried against whatever another writer published meanwhile (an append's
+    partitions, a transform's designs, an overwrite's objects are kept)."""
+    while True:
+        stored = objects.backend.get_manifest(objects.name)
+        if stored is None:
+            raise DatasetNotFoundError(f"dataset {objects.name!r} was deleted while its statistics were computed")
+        current = Manifest.from_bytes(stored.data, objects.name)
+        updated, attached = current.with_object_statistics(rows)
+        if not attached:
+            return current
+        if objects.backend.replace_manifest(objects.name, updated.to_bytes(), stored.version):
+            return updated
 
 
 def create_index(objects: DatasetObjects, column: str, progress: Progress | None = None) -> None:
