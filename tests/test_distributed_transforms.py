@@ -65,7 +65,8 @@ def assert_no_orphans(store: skyhook.Store) -> None:
 
 
 def test_compaction_merges_small_objects_and_leaves_right_sized_ones_in_place(store):
-    dataset = many_small_objects(store)
+    many_small_objects(store).compute_statistics()
+    dataset = store.dataset("t")
     kept = dataset.manifest.partitions[0].object_name
     pickled = pickle.dumps(dataset)
     plan = dataset.plan_transform(TransformTarget(rows_per_object=1000))
@@ -79,6 +80,9 @@ def test_compaction_merges_small_objects_and_leaves_right_sized_ones_in_place(st
     after = store.manifest("t")
     assert [p.num_rows for p in after.partitions] == [1000, 1000, 1000]
     assert after.partitions[0].object_name == kept  # never copied
+    # The kept object keeps its published statistics; the new ones have none yet.
+    assert after.fresh_object_statistics(0) is not None
+    assert [after.fresh_object_statistics(n) for n in (1, 2)] == [None, None]
     # A dataset pickled before names objects retired since: refused, not read wrong.
     with pytest.raises(DatasetChangedError, match="pickled, or transformed"):
         pickle.loads(pickled)
