@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import datetime
 import random
+import subprocess
+import sys
 import threading
 import time
 
@@ -86,6 +88,27 @@ def test_queries_are_logged_bounded_and_never_failed_by_the_log(store, monkeypat
     assert dataset.count_rows(filter="id < 10") == 10
     with pytest.raises(skyhook.errors.InvalidRequestError, match="workload_log"):
         skyhook.connect(store.uri, workload_log=-1)
+
+
+def test_a_query_only_queues_its_record_and_a_process_leaving_flushes_it(store, monkeypatch):
+    store.write_dataset("w", workload_table().slice(0, 100))
+    writers = []
+    for method in ("put_object", "replace_object_at"):
+        original = getattr(type(store.backend), method)
+
+        def spy(self, name, *args, _original=original, **kwargs):
+            if name.startswith("_skyhook.workload."):
+                writers.append(threading.current_thread())
+            return _original(self, name, *args, **kwargs)
+
+        monkeypatch.setattr(type(store.backend), method, spy)
+    for _ in range(3):
+        store.dataset("w").count_rows(filter="id < 5")
+    assert threading.current_thread() not in writers  # the queries wrote no log
+    assert len(read_log(store.backend, "w")) == 3
+    script = "import sys, skyhook; skyhook.connect(sys.argv[1]).dataset('w').count_rows(filter='id < 7')"
+    subprocess.run([sys.executable, "-c", script, store.uri], check=True, timeout=120)
+    assert [record.predicates[0].high for record in read_log(store.backend, "w")] == [5, 5, 5, 7]
 
 
 def test_a_silenced_connection_logs_nothing_and_a_deleted_dataset_no_log(store):

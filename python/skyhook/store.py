@@ -22,7 +22,7 @@ from skyhook.distributed.plan import Plan
 from skyhook.distributed.runner import PlanProgress, cancel_plan, queue_plan, run_plan
 from skyhook.distributed.schedule import Schedule
 from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRequestError, ObjectNotFoundError
-from skyhook.execution.workload_log import clear_log
+from skyhook.execution.workload_log import clear_log, flush
 from skyhook.ingest import statistics, write
 from skyhook.ingest.csv_options import CsvOptions
 from skyhook.ingest.files import Partitioning
@@ -147,6 +147,7 @@ class Store:
         with _unpickled_lock:
             if _unpickled.get(self.uri) is self:
                 del _unpickled[self.uri]
+        flush(self.backend)  # the workload log's queued records
         self.backend.close()
 
     def list_datasets(self) -> list[str]:

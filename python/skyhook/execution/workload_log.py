@@ -1,16 +1,23 @@
 """The workload log: one small record per scan or aggregate (columns read,
 per-column predicate ranges, observed selectivity, bytes read, time, objects
 touched), kept in the store as a bounded ring per dataset (the object
-``_skyhook.workload.<dataset>``, the last N records). Appends are a
-compare-and-swap on that object, retried a few times; a record that still
-loses the race, or any failure of the log, is dropped: the log never fails a
-query. Off with ``SKYHOOK_WORKLOAD_LOG=0`` or ``skyhook.connect(uri,
+``_skyhook.workload.<dataset>``, the last N records).
+
+A query only queues its record: a background thread of the process appends
+each dataset's queued records together, at most once a second, by one
+compare-and-swap on the ring object (retried a few times), so no query waits
+for the log and the ring is rewritten once per batch, not once per query.
+Reading the log, closing the store and leaving the process flush the queue.
+A batch that still loses the race, or any failure of the log, is dropped:
+the log never fails a query. Off with ``SKYHOOK_WORKLOAD_LOG=0`` or ``skyhook.connect(uri,
 workload_log=0)``; a number sets N."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -26,6 +33,8 @@ PREFIX = "_skyhook.workload."
 ENVIRONMENT = "SKYHOOK_WORKLOAD_LOG"
 DEFAULT_RECORDS = 200
 _ATTEMPTS = 3
+#: Seconds between the background thread's appends.
+FLUSH_INTERVAL = 1.0
 
 
 @dataclass(frozen=True)
@@ -80,7 +89,7 @@ def record_query(
     statistics: dict,
     objects: list[str],
 ) -> None:
-    """Appends one record of a finished query (never raises). statistics:
+    """Queues one record of a finished query (never raises). statistics:
     rows_scanned, rows_returned, bytes_read, wall_s."""
     try:
         limit = capacity(store)
@@ -94,25 +103,87 @@ def record_query(
             objects=objects,
             **statistics,
         )
-        _append(store, log_object(dataset), entry, limit)
+        _queue.add(store, log_object(dataset), entry, limit)
     except Exception:  # noqa: BLE001 - the log must never fail a query
         return
 
 
-def _append(store: ObjectStore, name: str, entry: QueryRecord, limit: int) -> None:
+@dataclass
+class _Batch:
+    store: ObjectStore
+    name: str
+    limit: int
+    entries: list[QueryRecord] = field(default_factory=list)
+
+
+class _Queue:
+    """Records waiting for the background thread, one batch per (store, ring object)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._batches: dict[tuple[int, str], _Batch] = {}
+        self._thread: threading.Thread | None = None
+
+    def add(self, store: ObjectStore, name: str, entry: QueryRecord, limit: int) -> None:
+        with self._lock:
+            self._batches.setdefault((id(store), name), _Batch(store, name, limit)).entries.append(entry)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="skyhook-workload-log", daemon=True)
+                self._thread.start()
+
+    def flush(self, store: ObjectStore | None = None) -> None:
+        """Appends what is queued (for store, or for every store) now."""
+        with self._lock:
+            keys = [key for key, batch in self._batches.items() if store is None or batch.store is store]
+            batches = [self._batches.pop(key) for key in keys]
+        for batch in batches:
+            try:
+                _append(batch.store, batch.name, batch.entries, batch.limit)
+            except Exception:  # noqa: BLE001 - a lost batch of the log is no one's error
+                pass
+
+    def forget(self) -> None:
+        """After a fork: the parent's queue and thread are not the child's."""
+        self._lock = threading.Lock()
+        self._batches = {}
+        self._thread = None
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(FLUSH_INTERVAL)
+            self.flush()
+            with self._lock:
+                if not self._batches:
+                    self._thread = None
+                    return
+
+
+_queue = _Queue()
+atexit.register(_queue.flush)
+os.register_at_fork(after_in_child=_queue.forget)
+
+
+def flush(store: ObjectStore) -> None:
+    """Appends the records this process queued for store (before it closes)."""
+    _queue.flush(store)
+
+
+def _append(store: ObjectStore, name: str, entries: list[QueryRecord], limit: int) -> None:
     for _ in range(_ATTEMPTS):
         try:
             stored = store.read_versioned_object(name)
         except ObjectNotFoundError:
-            store.put_object(name, pa.py_buffer(_encode([entry])), {})
+            store.put_object(name, pa.py_buffer(_encode(entries[-limit:])), {})
             return
-        records = [*_decode(stored.data.to_pybytes()), entry][-limit:]
+        records = [*_decode(stored.data.to_pybytes()), *entries][-limit:]
         if store.replace_object_at(name, _encode(records), {}, stored.version):
             return
 
 
 def read_log(store: ObjectStore, dataset: str) -> list[QueryRecord]:
-    """The dataset's recorded queries, oldest first (empty if none)."""
+    """The dataset's recorded queries, oldest first (empty if none), with
+    those this process has queued."""
+    _queue.flush(store)
     try:
         return _decode(store.read_versioned_object(log_object(dataset)).data.to_pybytes())
     except ObjectNotFoundError:
@@ -120,6 +191,7 @@ def read_log(store: ObjectStore, dataset: str) -> list[QueryRecord]:
 
 
 def clear_log(store: ObjectStore, dataset: str) -> None:
+    _queue.flush(store)
     store.delete_object(log_object(dataset))
 
 
