@@ -1,0 +1,232 @@
+"""Transforms across objects (issue 14): the seeds' Figure 6, schedules and the
+advisor, on one backend per run. Writes JSON and a PNG; prints the ratios.
+
+    .venv/bin/python bench/transforms.py [--scale-factor 0.1] [--objects 24]
+        [--store URI | --cluster DIR] [--output bench/results/transforms.json]
+
+- figure6: lineitem written as rows (FlatBuffers/FlexBuffers), transformed to
+  Parquet three ways: locally inside storage (one call per object, nothing
+  crosses the network), distributed (a plan that merges pairs of objects: the
+  sources are scanned in storage and their rows streamed to new objects by the
+  transform driver) and at the client (read, convert, write back). Time, and
+  the bytes that leave storage and that are written.
+- schedule: a workload of one-column queries on a hot fifth of the key range;
+  the same rows -> column-extents plan run step by step in key order and
+  working set first. After each step the workload's bytes read in storage are
+  measured; reported: the share of the plan's time until the workload had 80 %
+  of its final reduction.
+- advisor: 16 recorded date-range queries on l_shipdate (scattered over every
+  object), 4 held out; the advice applied; bytes the held-out queries read in
+  storage before and after.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from harness import arguments, cluster_store
+
+import skyhook
+from skyhook import TransformTarget
+from skyhook.dev.tpch import generate_lineitem
+
+ROWS_DESIGN = skyhook.Design("rows", compression="none")
+COLUMNS = skyhook.Design("parquet")
+EXTENTS = skyhook.Design("parquet", column_groups="each")
+COLUMN, KEY, DATE = "l_extendedprice", "l_orderkey", "l_shipdate"
+
+
+def write_rows(store: skyhook.Store, table: pa.Table, objects: int) -> skyhook.Dataset:
+    rows = -(-table.num_rows // objects)
+    return store.write_dataset("lineitem", table, mode="overwrite", design=ROWS_DESIGN, rows_per_object=rows)
+
+
+def figure6(store: skyhook.Store, table: pa.Table, objects: int) -> dict:
+    result = {}
+    for where in ("storage", "client"):
+        dataset = write_rows(store, table, objects)
+        report = dataset.transform(COLUMNS, where=where)
+        crossing = 0 if where == "storage" else report.bytes_before + report.bytes_after
+        result[f"local_{where}"] = {
+            "seconds": report.seconds,
+            "bytes_through_client": crossing,
+            "bytes_written": report.bytes_after,
+        }
+    dataset = write_rows(store, table, objects)
+    rows = dataset.manifest.partitions[0].num_rows
+    # Three objects into one: every object is a source of a stream (a right-sized one would be a local step).
+    plan = dataset.plan_transform(TransformTarget(rows_per_object=3 * rows, design=COLUMNS))
+    started = time.perf_counter()
+    done = dataset.run_plan(plan)
+    assert done.state == "done", done
+    streams = [step for step in done.steps if step.kind == "stream"]
+    result["distributed"] = {
+        "seconds": time.perf_counter() - started,
+        # The driver belongs to the storage tier (skyhook worker): what it moves never reaches a query client.
+        "bytes_through_client": 0,
+        "bytes_moved_by_driver": sum(int(step.measured.get("bytes_returned", 0)) for step in streams),
+        "bytes_read_in_storage": sum(int(step.measured.get("bytes_read", 0)) for step in streams),
+        "bytes_written": store.manifest("lineitem").size_bytes,
+    }
+    store.delete_dataset("lineitem")  # and its workload log
+    return result
+
+
+def hot_queries(table: pa.Table) -> list[pc.Expression]:
+    keys = table[KEY]
+    low, high = pc.min(keys).as_py(), pc.max(keys).as_py()
+    span = (high - low) // 5
+    hot_start = low + 3 * span  # the fourth fifth of the keys
+    step = span // 8
+    return [(pc.field(KEY) >= hot_start + i * step) & (pc.field(KEY) < hot_start + (i + 1) * step) for i in range(8)]
+
+
+def workload_bytes(dataset: skyhook.Dataset, queries: list[pc.Expression]) -> int:
+    total = 0
+    for query in queries:
+        scanner = dataset.scanner(columns=[COLUMN], filter=query, pushdown=True)
+        scanner.to_table()
+        total += scanner.stats.bytes_read
+    return total
+
+
+def schedule(store: skyhook.Store, table: pa.Table, objects: int) -> dict:
+    queries = hot_queries(table)
+    result = {}
+    for order in ("key", "working-set"):
+        dataset = write_rows(store, table, objects)
+        before = workload_bytes(dataset, queries)  # also records the workload
+        plan = dataset.plan_transform(
+            TransformTarget(rows_per_object=dataset.manifest.partitions[0].num_rows, design=EXTENTS)
+        )
+        elapsed, curve = 0.0, [(0.0, before)]
+        while not plan.finished:
+            started = time.perf_counter()
+            plan = dataset.run_plan(plan, max_steps=1, schedule=skyhook.Schedule(order=order))
+            elapsed += time.perf_counter() - started
+            curve.append((elapsed, workload_bytes(store.dataset("lineitem"), queries)))
+        after = curve[-1][1]
+        target = before - 0.8 * (before - after)
+        reached = next(seconds for seconds, read in curve if read <= target)
+        result[order] = {
+            "plan_seconds": elapsed,
+            "seconds_to_80_percent": reached,
+            "share_of_plan_to_80_percent": reached / elapsed if elapsed else 0.0,
+            "workload_bytes_before": before,
+            "workload_bytes_after": after,
+            "curve": curve,
+        }
+        store.delete_dataset("lineitem")  # and its workload log
+    return result
+
+
+def advisor(store: skyhook.Store, table: pa.Table, objects: int) -> dict:
+    dataset = store.write_dataset("lineitem", table, mode="overwrite", rows_per_object=-(-table.num_rows // objects))
+    choose = random.Random(11)
+    first = date(1992, 1, 2)
+    queries = []
+    for _ in range(16):
+        start = first + timedelta(days=choose.randrange(2400))
+        queries.append((pc.field(DATE) >= pa.scalar(start)) & (pc.field(DATE) < pa.scalar(start + timedelta(days=7))))
+    recorded, held_out = queries[:12], queries[12:]
+    for query in recorded:
+        dataset.to_table(columns=[KEY, COLUMN], filter=query)
+
+    def replay(on: skyhook.Dataset) -> int:
+        total = 0
+        for query in held_out:
+            scanner = on.scanner(columns=[KEY, COLUMN], filter=query, pushdown=True)
+            scanner.to_table()
+            total += scanner.stats.bytes_read
+        return total
+
+    before = replay(dataset)
+    advice = dataset.advise()
+    chosen = next(item for item in advice if item.target is not None)
+    started = time.perf_counter()
+    dataset.run_plan(dataset.plan_transform(chosen.target))
+    seconds = time.perf_counter() - started
+    after = replay(store.dataset("lineitem"))
+    return {
+        "advice": str(chosen),
+        "estimated_benefit": chosen.benefit,
+        "apply_seconds": seconds,
+        "held_out_bytes_before": before,
+        "held_out_bytes_after": after,
+    }
+
+
+def ratios(report: dict) -> dict:
+    figure = report["figure6"]
+    work = report["schedule"]
+    return {
+        "client_over_local_storage_time": figure["local_client"]["seconds"] / figure["local_storage"]["seconds"],
+        "distributed_over_local_storage_time": figure["distributed"]["seconds"] / figure["local_storage"]["seconds"],
+        "key_order_over_working_set_time_to_80_percent": work["key"]["seconds_to_80_percent"]
+        / max(1e-9, work["working-set"]["seconds_to_80_percent"]),
+        "advisor_bytes_before_over_after": report["advisor"]["held_out_bytes_before"]
+        / max(1, report["advisor"]["held_out_bytes_after"]),
+    }
+
+
+def plot(report: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    ways = ["local_storage", "distributed", "local_client"]
+    left.bar(ways, [report["figure6"][way]["seconds"] for way in ways], color=["tab:green", "tab:blue", "tab:red"])
+    left.set_ylabel("seconds")
+    left.set_title("rows -> Parquet (Figure 6)")
+    for order, colour in (("key", "tab:red"), ("working-set", "tab:green")):
+        curve = report["schedule"][order]["curve"]
+        right.plot(
+            [seconds for seconds, _ in curve], [read / 1e6 for _, read in curve], marker="o", color=colour, label=order
+        )
+    right.set_xlabel("plan seconds")
+    right.set_ylabel("workload MB read in storage")
+    right.set_title("schedule: rows -> column extents")
+    right.legend()
+    figure.tight_layout()
+    figure.savefig(path)
+
+
+def main() -> None:
+    parser = arguments(__doc__, "transforms", repeat=1)
+    parser.set_defaults(scale_factor=0.1)
+    parser.add_argument("--objects", type=int, default=24)
+    options = parser.parse_args()
+    lineitem = generate_lineitem(options.scale_factor, options.data_dir)
+    table = pq.read_table(lineitem)
+    with tempfile.TemporaryDirectory() as scratch:
+        uri, _ = cluster_store(options.cluster, options.store or f"file://{scratch}/store")
+        store = skyhook.connect(uri, retention_seconds=0)
+        report = {
+            "scale_factor": options.scale_factor,
+            "objects": options.objects,
+            "backend": "ceph" if uri.startswith("ceph") else "embedded",
+            "figure6": figure6(store, table, options.objects),
+            "schedule": schedule(store, table, options.objects),
+            "advisor": advisor(store, table, options.objects),
+        }
+        store.delete_dataset("lineitem")
+        store.close()
+    report["ratios"] = ratios(report)
+    options.output.parent.mkdir(parents=True, exist_ok=True)
+    options.output.write_text(json.dumps(report, indent=2, default=str))
+    plot(report, options.output.with_suffix(".png"))
+    print(json.dumps(report["ratios"], indent=2))
+
+
+if __name__ == "__main__":
+    main()
