@@ -7,6 +7,7 @@ NaN — which footers leave out of their bounds — never goes missing. Both bac
 from __future__ import annotations
 
 import math
+import struct
 
 import numpy as np
 import pyarrow as pa
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from skyhook.catalog.design import Design
+from skyhook.catalog.design import DESIGN_ATTRIBUTE, Design
 from support.assertions import assert_same_table
 from support.oracle import expected
 from support.strategies import TABLE, filters
@@ -118,3 +119,25 @@ def test_column_groups_skip_default_zones_by_their_row_groups(module_store):
     result, stats = scan(dataset, filter, ["x", "s"])
     assert_same_table(result, expected(table, ["x", "s"], filter))
     assert stats.zones_skipped == 3
+
+
+@pytest.mark.parametrize("lie", ["min_above_max", "nan_bound"])
+def test_a_footer_whose_bounds_are_invalid_skips_nothing(store, lie):
+    # Row group 0 holds k 0..9 and f 0.5..9.5; its footer is patched to claim
+    # bounds that are not valid (min > max; NaN): the scan must read it.
+    table = pa.table({"k": pa.array(range(20), pa.int64()), "f": pa.array([i + 0.5 for i in range(20)])})
+    dataset = store.write_dataset("lying", table, row_group_size=10)
+    name = dataset.manifest.partitions[0].object_name
+    data = store.backend.read_object(name).to_pybytes()
+    if lie == "min_above_max":  # k's max 9 becomes -1, below its min 0
+        old, new, filter = struct.pack("<q", 9), struct.pack("<q", -1), pc.field("k") == 5
+    else:  # f's min 0.5 becomes NaN
+        old, new, filter = struct.pack("<d", 0.5), struct.pack("<d", math.nan), pc.field("f") == 0.5
+    footer_start = len(data) - 8 - struct.unpack("<i", data[-8:-4])[0]
+    assert old in data[footer_start:]
+    data = data[:footer_start] + data[footer_start:].replace(old, new)
+    attribute = store.backend.object_attribute(name, DESIGN_ATTRIBUTE)
+    store.backend.put_object(name, pa.py_buffer(data), {DESIGN_ATTRIBUTE: attribute})
+    result, stats = scan(store.dataset("lying"), filter)
+    assert_same_table(result, expected(table, None, filter))
+    assert stats.zones_skipped == 1  # row group 1, whose bounds are valid
