@@ -8,10 +8,10 @@
 #include <arrow/compute/expression.h>
 #include <arrow/table.h>
 
+#include "skyhook/storage/object/zone_bounds.h"
 #include "skyhook/storage/secondary/column_index.h"
 #include "skyhook/storage/secondary/data_identity.h"
 #include "skyhook/storage/secondary/filter_terms.h"
-#include "skyhook/storage/object/zone_bounds.h"
 #include "skyhook/storage/secondary/zone_statistics.h"
 
 namespace skyhook {
@@ -122,8 +122,8 @@ arrow::Result<std::vector<std::vector<std::optional<ColumnBounds>>>> ZoneColumnB
     const arrow::Schema& bound_schema, const Expression& filter) {
   const auto& object_schema = *reader->schema();
   std::vector<std::vector<std::optional<ColumnBounds>>> zones(
-      num_zones, std::vector<std::optional<ColumnBounds>>(
-                     static_cast<size_t>(bound_schema.num_fields())));
+      num_zones,
+      std::vector<std::optional<ColumnBounds>>(static_cast<size_t>(bound_schema.num_fields())));
   for (int field = 0; field < bound_schema.num_fields(); ++field) {
     const int column = ObjectColumn(object_schema, *bound_schema.field(field));
     if (column < 0 || !References(filter, bound_schema, field)) continue;
@@ -186,9 +186,8 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, Obj
   for (int zone = 0; zone < static_cast<int>(zone_rows.size()); ++zone) {
     ZoneToRead read{zone, first_row, zone_rows[zone], std::nullopt};
     first_row += zone_rows[zone];
-    ARROW_ASSIGN_OR_RAISE(bool keep,
-                          ZoneMayMatch(bounds[static_cast<size_t>(zone)], zone_rows[zone],
-                                       expression, bound_schema));
+    ARROW_ASSIGN_OR_RAISE(bool keep, ZoneMayMatch(bounds[static_cast<size_t>(zone)],
+                                                  zone_rows[zone], expression, bound_schema));
     if (matches) {
       read.rows.emplace();
       while (next_match < matches->rows.size() && matches->rows[next_match] < first_row) {
