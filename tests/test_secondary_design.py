@@ -70,8 +70,10 @@ def test_sorted_key_range_skips_zones(analyzed):
     plain_result, plain_stats = scan(plain, filter)
     assert_same_table(result, expected(TABLE, None, filter))
     assert_same_table(plain_result, expected(TABLE, None, filter))
-    # Objects 1-2 of the others are pruned by the manifest; in object 0, 4 of 6 zones go.
-    assert stats.zones_skipped >= 4 and plain_stats.zones_skipped == 0
+    # Objects 1-2 of the others are pruned by the manifest; in object 0, 4 of 6 zones go,
+    # by Parquet footers' statistics without analyze too (IPC files have none).
+    assert stats.zones_skipped >= 4
+    assert plain_stats.zones_skipped == (stats.zones_skipped if plain.name.endswith("parquet") else 0)
     assert stats.rows_scanned < plain_stats.rows_scanned
 
 
@@ -94,7 +96,8 @@ def test_indexed_lookups_read_only_matching_rows(analyzed, filter):
     assert 0 < stats.rows_read_by_index <= plain_stats.rows_scanned / 4
     assert stats.rows_scanned == stats.rows_read_by_index
     assert stats.index_bytes_read > 0
-    assert stats.bytes_read < plain_stats.bytes_read
+    # Parquet footers' statistics may skip the same zones in the plain dataset.
+    assert stats.bytes_read <= plain_stats.bytes_read
 
 
 def test_point_lookup_reads_under_one_percent(module_store):
@@ -130,7 +133,8 @@ def test_stale_statistics_and_indexes_are_ignored(store):
     filter = pc.field("id") == 100
     scanner = store.dataset("t").scanner(filter=filter, pushdown=True)
     assert scanner.to_table()["id"].to_pylist() == [100]
-    assert scanner.stats.zones_skipped == 0 and scanner.stats.rows_read_by_index == 0
+    # Only the new data's own Parquet footers skip: 4 of its 5 row groups.
+    assert scanner.stats.zones_skipped == 4 and scanner.stats.rows_read_by_index == 0
 
 
 def test_a_storage_side_transform_rebuilds_statistics_and_indexes(store):

@@ -156,6 +156,23 @@ class ColumnGroupsReader : public ObjectReader {
         expected);
   }
 
+  // A default zone of the object lies inside one row group of a group's
+  // Parquet file when the file's row groups are multiples of its size.
+  std::vector<std::optional<ColumnBounds>> StatedBounds(int field) const override {
+    if (field < 0 || field >= schema_->num_fields()) return {};
+    const auto [group, group_field] = locations_[static_cast<size_t>(field)];
+    auto stated = groups_[group]->StatedBounds(group_field);
+    if (stated.empty()) return {};
+    const auto group_rows = groups_[group]->known_zone_rows();
+    std::vector<std::optional<ColumnBounds>> bounds;
+    int64_t first_row = 0;
+    for (int64_t rows : known_zone_rows()) {
+      bounds.push_back(BoundsOfRows(stated, group_rows, first_row, rows));
+      first_row += rows;
+    }
+    return bounds;
+  }
+
  private:
   ObjectReader* SmallestGroup() const {
     return std::min_element(groups_.begin(), groups_.end(),

@@ -159,6 +159,20 @@ class ParquetObjectReader : public ObjectReader {
 
   int num_zones() const override { return reader_->num_row_groups(); }
 
+  std::vector<int64_t> known_zone_rows() const override {
+    auto metadata = reader_->parquet_reader()->metadata();
+    std::vector<int64_t> rows;
+    for (int group = 0; group < metadata->num_row_groups(); ++group) {
+      rows.push_back(metadata->RowGroup(group)->num_rows());
+    }
+    return rows;
+  }
+
+  std::vector<std::optional<ColumnBounds>> StatedBounds(int field) const override {
+    if (field < 0 || field >= schema_->num_fields()) return {};
+    return RowGroupBounds(*reader_, field, *schema_->field(field)->type());
+  }
+
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadExistingZones(
       const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones) override {
     return Read(field_indices, batch_size, std::move(zones), 0);
@@ -383,6 +397,16 @@ class DefaultZonesReader : public arrow::RecordBatchReader {
 
 int ObjectReader::num_zones() const {
   return static_cast<int>((num_rows() + kDefaultZoneRows - 1) / kDefaultZoneRows);
+}
+
+std::vector<int64_t> ObjectReader::known_zone_rows() const {
+  auto rows = known_num_rows();
+  if (!rows) return {};
+  std::vector<int64_t> zones;
+  for (int64_t first = 0; first < *rows; first += kDefaultZoneRows) {
+    zones.push_back(std::min(kDefaultZoneRows, *rows - first));
+  }
+  return zones;
 }
 
 arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ObjectReader::ReadZones(

@@ -15,6 +15,7 @@
 #include "skyhook/storage/object/object_context.h"
 #include "skyhook/storage/object/object_design.h"
 #include "skyhook/storage/object/object_file.h"
+#include "skyhook/storage/object/zone_bounds.h"
 
 namespace skyhook {
 
@@ -57,6 +58,11 @@ class ObjectReader {
   /// reserve for a batch's size up front, so "all at once" must stay finite.
   static constexpr int64_t kZoneBatchRows = 64 * 1024;
   virtual int num_zones() const;
+  /// The rows of each zone when opening learned them (footers), else empty.
+  virtual std::vector<int64_t> known_zone_rows() const;
+  /// What the format's own metadata states of a field's values, per zone
+  /// (nullopt where nothing usable); empty when it states nothing.
+  virtual std::vector<std::optional<ColumnBounds>> StatedBounds(int /*field*/) const { return {}; }
   /// The rows of the given zones (ascending), in batches of at most
   /// batch_size rows that never span zones; fields as in ReadFields.
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadZones(

@@ -8,6 +8,7 @@
 #include <arrow/compute/expression.h>
 #include <arrow/table.h>
 
+#include "skyhook/storage/object/zone_bounds.h"
 #include "skyhook/storage/secondary/column_index.h"
 #include "skyhook/storage/secondary/data_identity.h"
 #include "skyhook/storage/secondary/filter_terms.h"
@@ -30,38 +31,116 @@ int ObjectColumn(const arrow::Schema& object_schema, const arrow::Field& bound) 
   return index;
 }
 
-// Whether a zone's min, max and null count (statistics row `row`) may let
-// rows of the zone satisfy the filter.
-arrow::Result<bool> ZoneMayMatch(const arrow::RecordBatch& statistics, int64_t row,
-                                 const Expression& filter, const arrow::Schema& bound_schema,
-                                 const arrow::Schema& object_schema) {
+bool IsComparison(const std::string& function) {
+  return function == "equal" || function == "less" || function == "less_equal" ||
+         function == "greater" || function == "greater_equal";
+}
+
+bool IsConnective(const std::string& function) {
+  return function == "and" || function == "and_kleene" || function == "or" ||
+         function == "or_kleene";
+}
+
+bool References(const Expression& expression, const arrow::Schema& schema, int field) {
+  for (const auto& ref : arrow::compute::FieldsInExpression(expression)) {
+    auto path = ref.FindOne(schema);
+    if (path.ok() && (*path)[0] == field) return true;
+  }
+  return false;
+}
+
+// Whether the filter uses the field only in comparisons joined by and/or: a
+// NaN then fails every comparison it is in, so (the filter being monotone in
+// them) rows of NaN match no filter their zone's bounds exclude. Anything
+// else (not, !=, is_nan, arithmetic) could hold for a NaN outside the bounds.
+bool NanNeverMatches(const Expression& expression, const arrow::Schema& schema, int field) {
+  const auto* call = expression.call();
+  if (call == nullptr) return !References(expression, schema, field);
+  if (IsConnective(call->function_name)) {
+    for (const auto& argument : call->arguments) {
+      if (!NanNeverMatches(argument, schema, field)) return false;
+    }
+    return true;
+  }
+  if (IsComparison(call->function_name)) {
+    for (const auto& argument : call->arguments) {
+      if (argument.field_ref() == nullptr && References(argument, schema, field)) return false;
+    }
+    return true;
+  }
+  return !References(expression, schema, field);
+}
+
+// Whether rows of a zone (num_rows rows; bounds per bound field) may satisfy
+// the filter.
+arrow::Result<bool> ZoneMayMatch(const std::vector<std::optional<ColumnBounds>>& columns,
+                                 int64_t num_rows, const Expression& filter,
+                                 const arrow::Schema& bound_schema) {
   std::vector<Expression> known;
-  const auto& zone_rows = static_cast<const arrow::Int64Array&>(*statistics.column(2));
   for (int field = 0; field < bound_schema.num_fields(); ++field) {
-    int column = ObjectColumn(object_schema, *bound_schema.field(field));
-    if (column < 0) continue;
-    const auto& stats = static_cast<const arrow::StructArray&>(*statistics.column(3 + column));
+    const auto& bounds = columns[static_cast<size_t>(field)];
+    if (!bounds) continue;
     auto ref = arrow::compute::field_ref(arrow::FieldRef(field));
-    const auto& nulls = static_cast<const arrow::Int64Array&>(*stats.field(2));
-    if (nulls.Value(row) == zone_rows.Value(row)) {
+    if (bounds->null_count == num_rows) {
       known.push_back(arrow::compute::is_null(ref));
       continue;
     }
-    if (stats.field(0)->IsNull(row) || stats.field(1)->IsNull(row)) continue;
-    ARROW_ASSIGN_OR_RAISE(auto min, stats.field(0)->GetScalar(row));
-    ARROW_ASSIGN_OR_RAISE(auto max, stats.field(1)->GetScalar(row));
+    if (bounds->min == nullptr || bounds->max == nullptr) continue;
+    if (bounds->may_hold_nan && !NanNeverMatches(filter, bound_schema, field)) continue;
     // A comparison known true implies a value: with nulls in the zone, each
     // bound holds "or is null" (a form SimplifyWithGuarantee understands).
-    for (auto bound : {arrow::compute::greater_equal(ref, arrow::compute::literal(min)),
-                       arrow::compute::less_equal(ref, arrow::compute::literal(max))}) {
-      known.push_back(
-          nulls.Value(row) == 0 ? bound : arrow::compute::or_(bound, arrow::compute::is_null(ref)));
+    for (auto bound : {arrow::compute::greater_equal(ref, arrow::compute::literal(bounds->min)),
+                       arrow::compute::less_equal(ref, arrow::compute::literal(bounds->max))}) {
+      known.push_back(bounds->null_count == 0
+                          ? bound
+                          : arrow::compute::or_(bound, arrow::compute::is_null(ref)));
     }
   }
   if (known.empty()) return true;
   ARROW_ASSIGN_OR_RAISE(auto guarantee, arrow::compute::and_(known).Bind(bound_schema));
   auto simplified = arrow::compute::SimplifyWithGuarantee(filter, guarantee);
   return !simplified.ok() || simplified->IsSatisfiable();  // unsure: read the zone
+}
+
+// A zone's bounds from `analyze`'s statistics (row `row` of the batch).
+arrow::Result<std::optional<ColumnBounds>> AnalyzedBounds(const arrow::RecordBatch& statistics,
+                                                          int64_t row, int column) {
+  const auto& stats = static_cast<const arrow::StructArray&>(*statistics.column(3 + column));
+  ColumnBounds bounds;
+  bounds.null_count = static_cast<const arrow::Int64Array&>(*stats.field(2)).Value(row);
+  if (!stats.field(0)->IsNull(row) && !stats.field(1)->IsNull(row)) {
+    ARROW_ASSIGN_OR_RAISE(bounds.min, stats.field(0)->GetScalar(row));
+    ARROW_ASSIGN_OR_RAISE(bounds.max, stats.field(1)->GetScalar(row));
+  }
+  return bounds;
+}
+
+// Bounds per zone and bound field: analyze's statistics where the object has
+// them, else what its footers state.
+arrow::Result<std::vector<std::vector<std::optional<ColumnBounds>>>> ZoneColumnBounds(
+    ObjectReader* reader, const arrow::RecordBatch* statistics, size_t num_zones,
+    const arrow::Schema& bound_schema, const Expression& filter) {
+  const auto& object_schema = *reader->schema();
+  std::vector<std::vector<std::optional<ColumnBounds>>> zones(
+      num_zones,
+      std::vector<std::optional<ColumnBounds>>(static_cast<size_t>(bound_schema.num_fields())));
+  for (int field = 0; field < bound_schema.num_fields(); ++field) {
+    const int column = ObjectColumn(object_schema, *bound_schema.field(field));
+    if (column < 0 || !References(filter, bound_schema, field)) continue;
+    if (statistics) {
+      for (size_t zone = 0; zone < num_zones; ++zone) {
+        ARROW_ASSIGN_OR_RAISE(zones[zone][static_cast<size_t>(field)],
+                              AnalyzedBounds(*statistics, static_cast<int64_t>(zone), column));
+      }
+      continue;
+    }
+    auto stated = reader->StatedBounds(column);
+    if (stated.size() != num_zones) continue;
+    for (size_t zone = 0; zone < num_zones; ++zone) {
+      zones[zone][static_cast<size_t>(field)] = std::move(stated[zone]);
+    }
+  }
+  return zones;
 }
 
 }  // namespace
@@ -88,10 +167,14 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, Obj
     for (int64_t i = 0; i + 1 < statistics->num_rows(); ++i) zone_rows.push_back(rows.Value(i));
   } else if (matches) {
     zone_rows = matches->zone_rows;
+  } else {
+    zone_rows = reader->known_zone_rows();  // footers' statistics may still apply
   }
-  if ((!statistics && !matches) || static_cast<int>(zone_rows.size()) != reader->num_zones()) {
+  if (zone_rows.empty() || static_cast<int>(zone_rows.size()) != reader->num_zones()) {
     return std::nullopt;
   }
+  ARROW_ASSIGN_OR_RAISE(auto bounds, ZoneColumnBounds(reader, statistics.get(), zone_rows.size(),
+                                                      bound_schema, expression));
   int64_t total_rows = 0;
   for (int64_t rows : zone_rows) total_rows += rows;
   if (matches && matches->rows.size() > kMaxIndexShare * static_cast<double>(total_rows)) {
@@ -103,11 +186,8 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, Obj
   for (int zone = 0; zone < static_cast<int>(zone_rows.size()); ++zone) {
     ZoneToRead read{zone, first_row, zone_rows[zone], std::nullopt};
     first_row += zone_rows[zone];
-    bool keep = true;
-    if (statistics) {
-      ARROW_ASSIGN_OR_RAISE(
-          keep, ZoneMayMatch(*statistics, zone, expression, bound_schema, object_schema));
-    }
+    ARROW_ASSIGN_OR_RAISE(bool keep, ZoneMayMatch(bounds[static_cast<size_t>(zone)],
+                                                  zone_rows[zone], expression, bound_schema));
     if (matches) {
       read.rows.emplace();
       while (next_match < matches->rows.size() && matches->rows[next_match] < first_row) {
@@ -122,6 +202,7 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, Obj
       ++plan.zones_skipped;
     }
   }
+  if (!matches && plan.zones_skipped == 0) return std::nullopt;  // read as without statistics
   if (matches) plan.index_bytes_read = matches->omap_bytes;
   return plan;
 }

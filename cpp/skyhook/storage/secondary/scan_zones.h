@@ -1,5 +1,6 @@
 // Which zones of an object a scan reads, and which rows of them, after the
-// object's statistics (zones whose min/max exclude the filter are skipped)
+// object's statistics (zones whose min/max exclude the filter are skipped;
+// from `analyze` where the object has them, else from its Parquet footers)
 // and indexes (an equality, range or IN on an indexed column reads only the
 // zones holding matches, and only the matching rows go on to the filter).
 #pragma once
@@ -33,8 +34,8 @@ struct ScanZones {
   int64_t index_bytes_read = 0;
 };
 
-/// The zones to read for `filter`; nullopt when the object has no secondary
-/// design that applies (the scan then reads every row). kCorruptObject when
+/// The zones to read for `filter`; nullopt when no statistics or index narrow
+/// the read (the scan then reads every row). kCorruptObject when
 /// a stored value is corrupt.
 arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, ObjectReader* reader,
                                                       const arrow::engine::BoundExpressions& filter,
