@@ -45,7 +45,7 @@ def scan(dataset, filter, columns=None):
     return scanner.to_table(), scanner.stats
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(filter=filters(), columns=st.lists(st.sampled_from(TABLE.column_names), min_size=1, max_size=4, unique=True))
 def test_random_filters_match_pyarrow(layout, filter, columns):
     table, dataset = layout
