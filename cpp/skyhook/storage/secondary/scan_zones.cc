@@ -38,9 +38,9 @@ arrow::Result<bool> ZoneMayMatch(const arrow::RecordBatch& statistics, int64_t r
   std::vector<Expression> known;
   const auto& zone_rows = static_cast<const arrow::Int64Array&>(*statistics.column(2));
   for (int field = 0; field < bound_schema.num_fields(); ++field) {
-    int column = ObjectColumn(object_schema, *bound_schema.field(field));
-    if (column < 0) continue;
-    const auto& stats = static_cast<const arrow::StructArray&>(*statistics.column(3 + column));
+    if (ObjectColumn(object_schema, *bound_schema.field(field)) < 0) continue;
+    const int column = StatisticsColumn(statistics, bound_schema.field(field)->name());
+    const auto& stats = static_cast<const arrow::StructArray&>(*statistics.column(column));
     auto ref = arrow::compute::field_ref(arrow::FieldRef(field));
     const auto& nulls = static_cast<const arrow::Int64Array&>(*stats.field(2));
     if (nulls.Value(row) == zone_rows.Value(row)) {
