@@ -125,8 +125,11 @@ def test_one_column_reads_its_own_extent(store):
     assert plain.stats.bytes_read < dataset.manifest.size_bytes / 3
 
 
-@pytest.mark.parametrize("design", [skyhook.Design("ipc", column_groups="each", compression="none"),
-                                    skyhook.Design("parquet", column_groups="each")], ids=["ipc", "parquet"])
+@pytest.mark.parametrize(
+    "design",
+    [skyhook.Design("ipc", column_groups="each", compression="none"), skyhook.Design("parquet", column_groups="each")],
+    ids=["ipc", "parquet"],
+)
 def test_storage_opens_only_the_groups_a_request_reads(store, design):
     """Scans and plans in storage read the extents of their columns (footers
     included) and not a byte of the other groups, not even their footers."""

@@ -87,8 +87,8 @@ class ScanExecution {
   arrow::Status Run(ObjectContext* object, const InFlightCall& call, Reply* reply) {
     ARROW_RETURN_NOT_OK(DeclineIfBusy(call, request_.pushback, resources_->limits()));
     ARROW_ASSIGN_OR_RAISE(auto columns, ColumnsRead(request_));
-    ARROW_ASSIGN_OR_RAISE(auto reader, ObjectReader::Open(object, resources_->pool(),
-                                                          columns ? &*columns : nullptr));
+    ARROW_ASSIGN_OR_RAISE(
+        auto reader, ObjectReader::Open(object, resources_->pool(), columns ? &*columns : nullptr));
     auto object_schema = reader->schema();
     RequestedColumns needed(object_schema);
     if (request_.filter) {
