@@ -37,7 +37,7 @@ from skyhook.plan.substrait import UncarriedTypes
 from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import PlanRequest
 from skyhook.rpc.result_options import PushbackLimits, ResultOptions, checked_compression
-from skyhook.rpc.statistics import BYTES_RETURNED, ROWS_SCANNED, STORAGE_CPU_NS
+from skyhook.rpc.statistics import BYTES_READ, BYTES_RETURNED, ROWS_SCANNED, STORAGE_CPU_NS
 
 if TYPE_CHECKING:
     from skyhook.catalog.manifest import Partition
@@ -52,6 +52,7 @@ class AggregateStatistics:
     objects_at_client: int = 0  # the client aggregated (any reason)
     rows_scanned: int = 0
     partial_rows: int = 0  # rows of partial aggregates that crossed to the client
+    bytes_read: int = 0  # bytes storage read for the aggregates it ran
     bytes_returned: int = 0
     storage_cpu_s: float = 0.0
     filter_in_storage: bool = True
@@ -189,6 +190,7 @@ class AggregateExecution:
             for partition, reply in zip(partitions, replies):
                 answered += 1
                 self.stats.storage_cpu_s += reply.statistics[STORAGE_CPU_NS] / 1e9
+                self.stats.bytes_read += reply.statistics.get(BYTES_READ, 0)
                 self.stats.bytes_returned += reply.statistics[BYTES_RETURNED]  # as sent, all calls
                 yield self._finish(sub, partition, reply, main)
         except ClassCallsNotPermittedError as refusal:

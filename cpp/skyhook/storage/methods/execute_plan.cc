@@ -51,12 +51,13 @@ class PlanExecution {
 
   arrow::Status Run(ObjectContext* object, const InFlightCall& call, Reply* reply) {
     ARROW_RETURN_NOT_OK(DeclineIfBusy(call, request_.pushback, resources_->limits()));
-    ARROW_ASSIGN_OR_RAISE(reader_, ObjectReader::Open(object, resources_->pool()));
+    // The reader opens when the plan names the columns it reads (ObjectSource).
+    ARROW_ASSIGN_OR_RAISE(uint64_t object_bytes, ObjectReader::ObjectSize(object));
+    object_ = object;
     ARROW_ASSIGN_OR_RAISE(auto checked,
                           substrait_check::CheckPlan(std::string_view(*request_.plan)));
     options_ = resources_->Bounded(request_.result, checked.expression_nodes);
     ARROW_ASSIGN_OR_RAISE(auto runnable, RunnablePlan(checked));
-    ARROW_ASSIGN_OR_RAISE(uint64_t object_bytes, object->Size());
     int64_t position = options_.start_row;  // the first row of the object not yet consumed
     while (true) {
       ARROW_ASSIGN_OR_RAISE(auto chunk, RunChunk(*runnable));
@@ -172,6 +173,9 @@ class PlanExecution {
   // continues, with the push-back budget and the chunk's end checked between slices.
   arrow::Result<Declaration> ObjectSource(const arrow::Schema& schema) {
     if (!batches_) {
+      // Only the column groups holding the plan's columns are opened.
+      const auto names = schema.field_names();
+      ARROW_ASSIGN_OR_RAISE(reader_, ObjectReader::Open(object_, resources_->pool(), &names));
       std::vector<int> fields;
       arrow::FieldVector requested;
       for (const auto& field : schema.fields()) {
@@ -220,6 +224,7 @@ class PlanExecution {
   CallResources* resources_;
   ResultOptions options_;
   SliceBudget budget_;
+  ObjectContext* object_ = nullptr;
   std::unique_ptr<ObjectReader> reader_;
   std::unique_ptr<ResultWriter> writer_;
   std::optional<PlanAggregate> aggregate_;

@@ -1,6 +1,7 @@
 #include "skyhook/storage/methods/scan.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <arrow/array/util.h>
@@ -23,16 +24,37 @@ namespace {
 
 using arrow::engine::BoundExpressions;
 
-// The object's fields an expression set reads. Each must exist in the object
-// with the type the client bound the expression to, or one it converts to.
-arrow::Status AddReferencedFields(const BoundExpressions& bound, RequestedColumns* columns) {
+// The fields of its bound schema an expression set reads.
+arrow::Result<arrow::FieldVector> ReferencedFields(const BoundExpressions& bound) {
+  arrow::FieldVector fields;
   for (const auto& named : bound.named_expressions) {
     for (const auto& ref : arrow::compute::FieldsInExpression(named.expression)) {
       ARROW_ASSIGN_OR_RAISE(auto path, ref.FindOne(*bound.schema));
-      ARROW_RETURN_NOT_OK(columns->Add(*bound.schema->field(path[0])));
+      fields.push_back(bound.schema->field(path[0]));
     }
   }
+  return fields;
+}
+
+// The object's fields an expression set reads. Each must exist in the object
+// with the type the client bound the expression to, or one it converts to.
+arrow::Status AddReferencedFields(const BoundExpressions& bound, RequestedColumns* columns) {
+  ARROW_ASSIGN_OR_RAISE(auto fields, ReferencedFields(bound));
+  for (const auto& field : fields) ARROW_RETURN_NOT_OK(columns->Add(*field));
   return arrow::Status::OK();
+}
+
+// The names of the columns a request reads, so that only the column groups
+// holding them are opened; nullopt when it reads every column.
+arrow::Result<std::optional<std::vector<std::string>>> ColumnsRead(const ScanRequest& request) {
+  if (!request.projection) return std::nullopt;
+  std::vector<std::string> names;
+  for (const auto* bound : {request.filter ? &*request.filter : nullptr, &*request.projection}) {
+    if (bound == nullptr) continue;
+    ARROW_ASSIGN_OR_RAISE(auto fields, ReferencedFields(*bound));
+    for (const auto& field : fields) names.push_back(field->name());
+  }
+  return names;
 }
 
 arrow::Result<std::shared_ptr<arrow::Array>> Evaluate(
@@ -64,7 +86,9 @@ class ScanExecution {
 
   arrow::Status Run(ObjectContext* object, const InFlightCall& call, Reply* reply) {
     ARROW_RETURN_NOT_OK(DeclineIfBusy(call, request_.pushback, resources_->limits()));
-    ARROW_ASSIGN_OR_RAISE(auto reader, ObjectReader::Open(object, resources_->pool()));
+    ARROW_ASSIGN_OR_RAISE(auto columns, ColumnsRead(request_));
+    ARROW_ASSIGN_OR_RAISE(
+        auto reader, ObjectReader::Open(object, resources_->pool(), columns ? &*columns : nullptr));
     auto object_schema = reader->schema();
     RequestedColumns needed(object_schema);
     if (request_.filter) {

@@ -75,10 +75,12 @@ class TransformExecution {
   template <typename Object>
   arrow::Status Run(Object* object, const InFlightCall&, Reply* reply) {
     ARROW_ASSIGN_OR_RAISE(target_, RequestedDesign(*request_.design));
-    ARROW_ASSIGN_OR_RAISE(reader_, ObjectReader::Open(object, resources_->pool()));
-    // The attribute as read with the data: the rewrite happens only while it is unchanged.
+    ARROW_RETURN_NOT_OK(ObjectReader::ObjectSize(object));
+    // The attribute, read once, is the design the data is read by and the
+    // guard: the rewrite happens only while it is unchanged.
     ARROW_ASSIGN_OR_RAISE(guard_value_, object->GetXattr(kDesignAttribute));
-    ARROW_ASSIGN_OR_RAISE(auto current, ReadDesign(object));
+    ARROW_ASSIGN_OR_RAISE(auto current, DesignOf(object, guard_value_));
+    ARROW_ASSIGN_OR_RAISE(reader_, ObjectReader::Open(object, current, resources_->pool()));
     if (current.generation != request_.expected_generation) {
       return Error(ErrorCode::kConflict, "the object's design is at generation ",
                    current.generation, ", not ", request_.expected_generation,

@@ -259,8 +259,13 @@ arrow::Result<ObjectDesign> ParseDesign(std::string_view encoded, uint64_t objec
 }
 
 arrow::Result<ObjectDesign> ReadDesign(ObjectContext* object) {
-  ARROW_ASSIGN_OR_RAISE(uint64_t size, object->Size());
   ARROW_ASSIGN_OR_RAISE(auto encoded, object->GetXattr(kDesignAttribute));
+  return DesignOf(object, encoded);
+}
+
+arrow::Result<ObjectDesign> DesignOf(ObjectContext* object,
+                                     const std::optional<std::string>& encoded) {
+  ARROW_ASSIGN_OR_RAISE(uint64_t size, object->Size());
   if (encoded) return ParseDesign(*encoded, size);
   ARROW_ASSIGN_OR_RAISE(auto format, object->GetXattr(kFormatAttribute));
   if (!format) {

@@ -77,6 +77,9 @@ arrow::Result<ObjectDesign> ParseDesign(std::string_view encoded, uint64_t objec
 /// attribute (written before designs) read as one extent of that format.
 /// kCorruptObject when it has neither attribute or a malformed one.
 arrow::Result<ObjectDesign> ReadDesign(ObjectContext* object);
+/// ReadDesign with the design attribute's value already read (nullopt: none).
+arrow::Result<ObjectDesign> DesignOf(ObjectContext* object,
+                                     const std::optional<std::string>& encoded);
 
 /// Checks what a writer may be asked for, before any data is read:
 /// kInvalidRequest for a combination that cannot be built (a rows object in

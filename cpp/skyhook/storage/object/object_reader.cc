@@ -437,13 +437,24 @@ arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::OpenFormat(
   return Error(ErrorCode::kCorruptObject, "object has an unknown format");
 }
 
-arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(
-    ObjectContext* object, arrow::MemoryPool* pool, const std::vector<std::string>* only_columns) {
+arrow::Result<uint64_t> ObjectReader::ObjectSize(ObjectContext* object) {
   auto size = object->Size();
   if (!size.ok()) {
     return Error(ErrorCode::kNotFound, "object cannot be opened: ", size.status().message());
   }
+  return size;
+}
+
+arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(
+    ObjectContext* object, arrow::MemoryPool* pool, const std::vector<std::string>* only_columns) {
+  ARROW_RETURN_NOT_OK(ObjectSize(object));
   ARROW_ASSIGN_OR_RAISE(auto design, ReadDesign(object));
+  return Open(object, design, pool, only_columns);
+}
+
+arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(
+    ObjectContext* object, const ObjectDesign& design, arrow::MemoryPool* pool,
+    const std::vector<std::string>* only_columns) {
   if (!design.monolithic()) {
     return OpenColumnGroups(object, only_columns ? GroupsHolding(design, *only_columns) : design,
                             pool);

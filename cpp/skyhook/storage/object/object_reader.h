@@ -32,6 +32,12 @@ class ObjectReader {
   static arrow::Result<std::unique_ptr<ObjectReader>> Open(
       ObjectContext* object, arrow::MemoryPool* pool,
       const std::vector<std::string>* only_columns = nullptr);
+  /// Open with the object's design already read (ReadDesign).
+  static arrow::Result<std::unique_ptr<ObjectReader>> Open(
+      ObjectContext* object, const ObjectDesign& design, arrow::MemoryPool* pool,
+      const std::vector<std::string>* only_columns = nullptr);
+  /// The object's size; kNotFound when it cannot be opened.
+  static arrow::Result<uint64_t> ObjectSize(ObjectContext* object);
 
   /// A reader of one extent that holds a file of the given format (a whole
   /// object before designs, or one column group of a design).

@@ -102,10 +102,11 @@ arrow::Result<bool> ZoneMayMatch(const std::vector<std::optional<ColumnBounds>>&
   return !simplified.ok() || simplified->IsSatisfiable();  // unsure: read the zone
 }
 
-// A zone's bounds from `analyze`'s statistics (row `row` of the batch).
+// A zone's bounds from `analyze`'s statistics (row `row` of the batch, its
+// column `column`, found by name: a reader may hold only some of the object's columns).
 arrow::Result<std::optional<ColumnBounds>> AnalyzedBounds(const arrow::RecordBatch& statistics,
                                                           int64_t row, int column) {
-  const auto& stats = static_cast<const arrow::StructArray&>(*statistics.column(3 + column));
+  const auto& stats = static_cast<const arrow::StructArray&>(*statistics.column(column));
   ColumnBounds bounds;
   bounds.null_count = static_cast<const arrow::Int64Array&>(*stats.field(2)).Value(row);
   if (!stats.field(0)->IsNull(row) && !stats.field(1)->IsNull(row)) {
@@ -128,9 +129,13 @@ arrow::Result<std::vector<std::vector<std::optional<ColumnBounds>>>> ZoneColumnB
     const int column = ObjectColumn(object_schema, *bound_schema.field(field));
     if (column < 0 || !References(filter, bound_schema, field)) continue;
     if (statistics) {
+      const int statistics_column =
+          StatisticsColumn(*statistics, bound_schema.field(field)->name());
+      if (statistics_column < 0) continue;
       for (size_t zone = 0; zone < num_zones; ++zone) {
-        ARROW_ASSIGN_OR_RAISE(zones[zone][static_cast<size_t>(field)],
-                              AnalyzedBounds(*statistics, static_cast<int64_t>(zone), column));
+        ARROW_ASSIGN_OR_RAISE(
+            zones[zone][static_cast<size_t>(field)],
+            AnalyzedBounds(*statistics, static_cast<int64_t>(zone), statistics_column));
       }
       continue;
     }

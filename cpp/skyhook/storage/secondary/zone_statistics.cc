@@ -205,6 +205,14 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ComputeZoneStatistics(ObjectR
   return arrow::RecordBatch::Make(arrow::schema(fields), rows, std::move(columns));
 }
 
+int StatisticsColumn(const arrow::RecordBatch& statistics, const std::string& name) {
+  // Not GetFieldIndex: an object may have a column named like a leading one.
+  for (int index = kLeadingColumns; index < statistics.num_columns(); ++index) {
+    if (statistics.schema()->field(index)->name() == name) return index;
+  }
+  return -1;
+}
+
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> LoadZoneStatistics(
     ObjectContext* object, const arrow::Schema& object_schema, const std::string& identity) {
   ARROW_ASSIGN_OR_RAISE(auto value, object->GetOmap(kStatisticsKey));
@@ -212,15 +220,16 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> LoadZoneStatistics(
   ARROW_ASSIGN_OR_RAISE(auto batch, DecodeOmapValue(*value, kStatisticsKey));
   if (!DescribesData(*batch, identity)) return nullptr;
   // Statistics of this very data must fit its schema; anything else is corrupt.
+  // The schema may be some of the object's columns (a reader of some column groups).
   const auto& schema = *batch->schema();
-  bool fits = schema.num_fields() == kLeadingColumns + object_schema.num_fields() &&
+  bool fits = schema.num_fields() >= kLeadingColumns + object_schema.num_fields() &&
               schema.field(0)->type()->Equals(*arrow::int32()) &&
               schema.field(1)->type()->Equals(*arrow::int64()) &&
               schema.field(2)->type()->Equals(*arrow::int64()) && batch->num_rows() >= 1;
   for (int i = 0; fits && i < object_schema.num_fields(); ++i) {
-    const auto& field = schema.field(kLeadingColumns + i);
-    fits = field->name() == object_schema.field(i)->name() &&
-           field->type()->Equals(*ColumnStatisticsType(object_schema.field(i)->type()));
+    int column = StatisticsColumn(*batch, object_schema.field(i)->name());
+    fits = column >= 0 && schema.field(column)->type()->Equals(
+                              *ColumnStatisticsType(object_schema.field(i)->type()));
   }
   if (!fits) {
     return Error(ErrorCode::kCorruptObject, "the object's omap value ", kStatisticsKey,

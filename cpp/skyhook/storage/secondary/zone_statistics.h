@@ -25,9 +25,13 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ComputeZoneStatistics(ObjectR
                                                                          CallResources* resources);
 
 /// The object's statistics when they describe its current data (identity)
-/// and schema; nullptr when there are none or they are stale.
+/// and the columns of object_schema (all of the object's or some of them);
+/// nullptr when there are none or they are stale.
 /// kCorruptObject when the stored value is not a statistics batch.
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> LoadZoneStatistics(
     ObjectContext* object, const arrow::Schema& object_schema, const std::string& identity);
+
+/// The statistics batch's column of the object's column `name`; -1 when none.
+int StatisticsColumn(const arrow::RecordBatch& statistics, const std::string& name);
 
 }  // namespace skyhook
