@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,6 +93,13 @@ def _connected(uri: str, create: bool, retention_seconds: float) -> Store:
     raise InvalidRequestError(f"unsupported store URI {uri!r}: expected file:///path or ceph://POOL?conf=...")
 
 
+def _flush_at_exit(backend: weakref.ref[Backend]) -> None:
+    """The workload log's queued records of a store still open at exit."""
+    alive = backend()
+    if alive is not None:
+        flush(alive)
+
+
 # Stores opened by unpickling, one per URI in each process (a fork starts afresh):
 # a worker that unpickles a dataset per task keeps one connection, not one a task.
 _unpickled: dict[str, Store] = {}
@@ -126,6 +135,9 @@ class Store:
         self.backend = backend
         #: How long replaced objects outlive the publication that replaced them.
         self.retention_seconds = retention_seconds
+        # Registered after the backend's own exit handler, so it runs before it;
+        # by weak reference, so that a store dropped unclosed is still freed.
+        atexit.register(_flush_at_exit, weakref.ref(backend))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (reconnect, (self.uri,))

@@ -112,8 +112,9 @@ class RadosBackend(Backend):
             self._pool = _rados.Pool(conf, pool, namespace, user, keyring, timeout_seconds)
         except OSError as error:
             raise self._error(error, f"cannot open Ceph pool {pool!r} with {conf}") from None
-        # librados' threads must stop before the interpreter does.
-        atexit.register(self._pool.close)
+        # librados' threads must stop before the interpreter does; through close(),
+        # so that a call made after it (a late flush) is a StorageError, not a crash.
+        atexit.register(self.close)
         # Operations running on the pool (plain reads a closed scan left to finish
         # on worker threads, say): closing the pool under them would crash.
         self._running = 0

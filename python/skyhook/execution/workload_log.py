@@ -14,7 +14,6 @@ workload_log=0)``; a number sets N."""
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import threading
@@ -159,12 +158,12 @@ class _Queue:
 
 
 _queue = _Queue()
-atexit.register(_queue.flush)
 os.register_at_fork(after_in_child=_queue.forget)
 
 
 def flush(store: ObjectStore) -> None:
-    """Appends the records this process queued for store (before it closes)."""
+    """Appends the records this process queued for store (before it closes;
+    skyhook.Store also calls it at exit, before its backend closes)."""
     _queue.flush(store)
 
 
