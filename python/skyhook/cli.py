@@ -837,10 +837,12 @@ def design_status(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
     """The dataset's transform plans: state, steps done, bytes, and the latest one's steps."""
     with _open(store) as source:
         plans = source.plans(dataset)
-    table = Table("plan", "state", "steps", "read", "move", "write", "what")
+    table = Table("plan", "state", "steps", "read", "move", "write", "runner (lease until)", "what")
     for plan in plans:
+        lease = plan.runner + time.strftime(" (%H:%M:%S)", time.localtime(plan.lease_expiry))
         table.add_row(
             *(Text(value) for value in (plan.id, plan.state, f"{plan.steps_done}/{len(plan.steps)}")),
+            Text(lease if plan.state == "running" else ""),
             *(Text(_size(value)) for value in (plan.bytes_read, plan.bytes_moved, plan.bytes_written)),
             Text(plan.summary + (f" (error: {plan.error})" if plan.error else "")),
         )
@@ -862,7 +864,7 @@ def worker(
         console.print(f"plan {plan.id} of {plan.dataset}: {said}", markup=False)
 
     with _open(store) as source:
-        ran = work(source.backend, log, once, interval)
+        ran = work(source.backend, log, once, interval, source.retention_seconds)
     console.print(f"{ran} plan(s) run", markup=False)
 
 
