@@ -837,16 +837,18 @@ def design_status(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
     """The dataset's transform plans: state, steps done, bytes, and the latest one's steps."""
     with _open(store) as source:
         plans = source.plans(dataset)
-    table = Table("plan", "state", "steps", "read", "move", "write", "runner (lease until)", "what")
+    table = Table("plan", "state", "steps", "read", "move", "write", "what")
     for plan in plans:
-        lease = plan.runner + time.strftime(" (%H:%M:%S)", time.localtime(plan.lease_expiry))
         table.add_row(
             *(Text(value) for value in (plan.id, plan.state, f"{plan.steps_done}/{len(plan.steps)}")),
-            Text(lease if plan.state == "running" else ""),
             *(Text(_size(value)) for value in (plan.bytes_read, plan.bytes_moved, plan.bytes_written)),
             Text(plan.summary + (f" (error: {plan.error})" if plan.error else "")),
         )
     console.print(table)
+    for plan in plans:
+        if plan.state == "running":
+            until = time.strftime("%H:%M:%S", time.localtime(plan.lease_expiry))
+            console.print(f"plan {plan.id}: run by {plan.runner}, its lease until {until}", markup=False)
 
 
 @app.command()

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from skyhook.backends.base import Backend
 from skyhook.distributed import plan_store
-from skyhook.distributed.plan import Plan
 from skyhook.distributed.lease import holder_alive
+from skyhook.distributed.plan import Plan
 from skyhook.distributed.runner import run_plan
 from skyhook.errors import SkyhookError, first_line
 from skyhook.ingest.garbage_collection import DEFAULT_RETENTION_SECONDS
