@@ -19,6 +19,7 @@ import skyhook
 from skyhook import TransformTarget
 from skyhook.cli import app
 from skyhook.distributed import plan_store
+from skyhook.distributed.worker import work
 from support.consistency import partition_objects
 from support.tables import make_typed_table
 from support.transform_answers import assert_answers
@@ -44,7 +45,8 @@ INSIDE = [
 ]
 
 
-def _killed_run(uri: str, plan_id: str, method: str, nth: int, when: str) -> None:
+def _killed_run(uri: str, plan_id: str, by_worker: bool, method: str, nth: int, when: str) -> None:
+    """Runs the plan (as `skyhook worker` does if by_worker), killed at the nth call of method."""
     store = skyhook.connect(uri, retention_seconds=0)
     original, calls = getattr(store.backend, method), []
 
@@ -58,7 +60,10 @@ def _killed_run(uri: str, plan_id: str, method: str, nth: int, when: str) -> Non
         return result
 
     setattr(store.backend, method, dies)
-    store.resume_plan(store.plan("t", plan_id))
+    if by_worker:
+        work(store.backend, lambda plan, outcome: None, once=True, retention_seconds=0)
+    else:
+        store.resume_plan(store.plan("t", plan_id))
 
 
 def assert_no_orphans(store: skyhook.Store) -> None:
@@ -73,7 +78,11 @@ def test_a_run_killed_anywhere_resumes(store, point):
     dataset = store.write_dataset("t", TABLE, rows_per_object=1500)
     plan = dataset.plan_transform(TransformTarget(rows_per_object=500))
     assert [step.kind for step in plan.steps] == ["stream", "commit"] * 2
-    killed = CONTEXT.Process(target=_killed_run, args=(store.uri, plan.id, *point))
+    # The client or the worker is killed; the other resumes.
+    by_worker = (BOUNDARIES + INSIDE).index(point) % 2 == 1
+    if by_worker:
+        store.queue_plan(plan)
+    killed = CONTEXT.Process(target=_killed_run, args=(store.uri, plan.id, by_worker, *point))
     killed.start()
     killed.join(timeout=300)
     assert killed.exitcode == -signal.SIGKILL
@@ -82,7 +91,7 @@ def test_a_run_killed_anywhere_resumes(store, point):
     if point[0] == "put_object":  # fsck removes the stream's objects first: the commit streams them again
         store.fsck("t", repair=True, grace_seconds=0)
         assert_answers(store, "t", TABLE)
-    if (BOUNDARIES + INSIDE).index(point) % 2:
+    if by_worker:
         store.resume_plan(store.plan("t", plan.id))
     else:  # the worker takes up a plan whose runner died
         worked = CliRunner().invoke(app, ["worker", "--once", "--store", store.uri])
