@@ -102,6 +102,13 @@ def test_a_run_killed_anywhere_resumes(store, point):
     assert_no_orphans(store)
 
 
+def hold_lease(store: skyhook.Store, plan_id: str, runner: str, seconds: float) -> None:
+    """Another host's runner takes the plan (by compare-and-swap, as a runner does), its lease ending in seconds."""
+    stored, version = plan_store.load(store.backend, "t", plan_id)
+    stored.state, stored.runner, stored.lease_expiry = "running", runner, time.time() + seconds
+    plan_store.update(store.backend, stored, version)
+
+
 def test_a_lease_is_renewed_while_a_step_runs_and_taken_over_only_once_expired(store, monkeypatch):
     dataset = store.write_dataset("t", TABLE, rows_per_object=3000)
     plan = dataset.plan_transform(TransformTarget(rows_per_object=1000))
@@ -116,20 +123,30 @@ def test_a_lease_is_renewed_while_a_step_runs_and_taken_over_only_once_expired(s
     monkeypatch.setattr(store.backend, "put_object", slow_put)
     dataset.run_plan(plan, max_steps=1)
     assert len(leases) == 3 and min(leases) > 0, leases
+    monkeypatch.setattr(store.backend, "put_object", put)
     # Another host's runner holds a lease: refused until it expires, then taken over.
-    stored, version = plan_store.load(store.backend, "t", plan.id)
-    stored.state, stored.runner, stored.lease_expiry = "running", "elsewhere:1", time.time() + 60
-    version = plan_store.update(store.backend, stored, version)
+    hold_lease(store, plan.id, "elsewhere:1", 60)
     with pytest.raises(skyhook.InvalidRequestError, match="being run by elsewhere:1 .its lease runs until"):
-        store.resume_plan(stored)
+        store.resume_plan(plan)
     status = CliRunner().invoke(app, ["design", "status", "t", "--store", store.uri])
     assert f"plan {plan.id}: run by elsewhere:1, its lease until" in status.stdout, status.stdout
     worked = CliRunner().invoke(app, ["worker", "--once", "--store", store.uri])
     assert "0 plan(s) run" in worked.stdout
-    stored.lease_expiry = time.time() - 1
-    plan_store.update(store.backend, stored, version)
-    monkeypatch.setattr(store.backend, "put_object", put)
-    assert store.resume_plan(stored).state == "done"
+    hold_lease(store, plan.id, "elsewhere:1", -1)
+    # A run that loses its lease (taken over inside its commit) stops at its next save.
+    retire = store.backend.put_retirement
+
+    def taken_over(*args: Any) -> None:
+        hold_lease(store, plan.id, "elsewhere:2", -1)
+        retire(*args)
+
+    monkeypatch.setattr(store.backend, "put_retirement", taken_over)
+    with pytest.raises(skyhook.InvalidRequestError, match="is run by elsewhere:2 now"):
+        store.resume_plan(plan)
+    assert store.plan("t", plan.id).runner == "elsewhere:2"
+    monkeypatch.setattr(store.backend, "put_retirement", retire)
+    assert_answers(store, "t", TABLE)
+    assert store.resume_plan(plan).state == "done"  # the commit finds itself published
     assert_answers(store, "t", TABLE)
     assert_no_orphans(store)
 

@@ -78,9 +78,9 @@ class PlanLease:
         while not self.stopped.wait(self.seconds / 3):
             try:
                 self.save()
-            except SkyhookError as error:  # the runner sees it at its next save
-                self.lost = self.lost or error
-                return
+            except SkyhookError:  # lost: the runner stops at its next save; else (storage) tried again
+                if self.lost is not None:
+                    return
 
     def _why_lost(self) -> SkyhookError:
         plan = self.plan
@@ -91,6 +91,6 @@ class PlanLease:
         if stored.state == "cancelled":
             return InvalidRequestError(f"plan {plan.id} of {plan.dataset!r} was cancelled while it ran")
         return InvalidRequestError(
-            f"plan {plan.id} of {plan.dataset!r} was taken over by {stored.runner or 'another process'} "
-            "(this run's lease expired): this run stopped"
+            f"plan {plan.id} of {plan.dataset!r} is run by {stored.runner or 'another process'} now (it started "
+            "the plan at the same time, or took it over once this run's lease expired): this run stopped"
         )
