@@ -29,7 +29,7 @@ TARGETS = [
     TransformTarget(rows_per_object=400, cluster_by="k"),
     TransformTarget(rows_per_object=150),
 ]
-ROUNDS = 2
+ROUNDS = 1
 FILTER = (pc.field("k") < 300) & (pc.field("s") != "s3")
 AGGREGATE_FILTER = pc.field("k") >= 500
 AGGREGATIONS = [("k", "sum"), ("id", "count"), ("id", "max"), ("batch", "min")]
@@ -114,7 +114,7 @@ def _append(uri: str, start, outcomes) -> None:
             start.wait(timeout=120)
             for batch in range(BATCHES):
                 store.dataset("t").append(appended(batch), rows_per_object=BATCH_ROWS // 2)
-                time.sleep(0.4)
+                time.sleep(0.2)
     except BaseException:
         failures.append(traceback.format_exc())
     outcomes.put(("appender", 0, BATCHES, [], failures))
