@@ -83,17 +83,20 @@ def _query(dataset: skyhook.Dataset, kind: str) -> Any:
 
 
 def _read(uri: str, reader: int, start, stop, outcomes) -> None:
-    """Queries until stop, each kind in turn; reports the snapshots seen and any failure."""
+    """Queries until stop, each kind in turn, on the dataset opened anew or (every
+    fourth query) as first opened, whose objects the transforms since retired;
+    reports the snapshots seen and any failure."""
     answers, kinds = _answers(), list(_answers())
     seen, failures, queries = set(), [], 0
     try:
         with skyhook.connect(uri, retention_seconds=RETENTION_SECONDS) as store:
             start.wait(timeout=120)
+            first = store.dataset("t")
             while not stop.is_set():
                 kind = kinds[(reader + queries) % len(kinds)]
                 queries += 1
                 try:
-                    answer = _query(store.dataset("t"), kind)
+                    answer = _query(first if queries % 4 == 0 else store.dataset("t"), kind)
                 except Exception as error:  # noqa: BLE001 (every failure is reported)
                     failures.append(f"{kind}: {type(error).__name__}: {error}")
                     continue

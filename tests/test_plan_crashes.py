@@ -6,6 +6,7 @@ finishes the plan and fsck finds nothing orphaned."""
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -19,6 +20,7 @@ import skyhook
 from skyhook import TransformTarget
 from skyhook.cli import app
 from skyhook.distributed import plan_store
+from skyhook.distributed.plan import Plan
 from skyhook.distributed.worker import work
 from support.consistency import partition_objects
 from support.tables import make_typed_table
@@ -147,6 +149,10 @@ def test_a_lease_is_renewed_while_a_step_runs_and_taken_over_only_once_expired(s
     monkeypatch.setattr(store.backend, "put_retirement", retire)
     assert_answers(store, "t", TABLE)
     assert store.resume_plan(plan).state == "done"  # the commit finds itself published
+    # A plan stored before leases (a heartbeat instead) reads as one whose lease is over.
+    record = json.loads(store.plan("t", plan.id).to_bytes())
+    record["heartbeat"] = record.pop("lease_expiry")
+    assert Plan.from_bytes(json.dumps(record).encode(), "an older plan").lease_expiry == 0.0
     assert_answers(store, "t", TABLE)
     assert_no_orphans(store)
 
