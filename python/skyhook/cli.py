@@ -845,6 +845,10 @@ def design_status(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
             Text(plan.summary + (f" (error: {plan.error})" if plan.error else "")),
         )
     console.print(table)
+    for plan in plans:
+        if plan.state == "running":
+            until = time.strftime("%H:%M:%S", time.localtime(plan.lease_expiry))
+            console.print(f"plan {plan.id}: run by {plan.runner}, its lease until {until}", markup=False)
 
 
 @app.command()
@@ -862,7 +866,7 @@ def worker(
         console.print(f"plan {plan.id} of {plan.dataset}: {said}", markup=False)
 
     with _open(store) as source:
-        ran = work(source.backend, log, once, interval)
+        ran = work(source.backend, log, once, interval, source.retention_seconds)
     console.print(f"{ran} plan(s) run", markup=False)
 
 

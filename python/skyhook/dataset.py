@@ -255,7 +255,7 @@ class Dataset(ObjectDataset):
         that group is published): cancel it and plan again."""
         if not isinstance(plan, Plan) or plan.dataset != self.name:
             raise InvalidRequestError(f"run_plan takes a plan of dataset {self.name!r}")
-        return run_plan(self.store.backend, plan, progress, max_steps, schedule)
+        return run_plan(self.store.backend, plan, progress, max_steps, schedule, self.store.retention_seconds)
 
     def filter(self, expression: pc.Expression | str) -> Dataset:
         if isinstance(expression, str):

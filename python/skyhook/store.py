@@ -276,7 +276,7 @@ class Store:
         """Finishes a plan whose run stopped (crashed, killed, paused or failed),
         under schedule (None: the plan's own); a finished or cancelled plan, or
         one another live process runs, is refused."""
-        return run_plan(self.backend, plan, progress, schedule=schedule)
+        return run_plan(self.backend, plan, progress, schedule=schedule, retention_seconds=self.retention_seconds)
 
     def queue_plan(self, plan: Plan, schedule: Schedule | None = None) -> Plan:
         """Leaves a stored plan to ``skyhook worker`` (the storage tier runs it, under schedule)."""

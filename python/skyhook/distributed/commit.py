@@ -22,12 +22,14 @@ from skyhook.ingest.statistics import concat_statistics, partition_statistics
 from skyhook.names import object_owner
 
 
-def built_partitions(backend: Backend, names: list[str], schema: pa.Schema) -> tuple[list[Partition], pa.StructArray]:
-    """The partitions of written objects (from their design attributes) and
-    their statistics, computed in storage: the plan's statistics build."""
+def built_partitions(
+    backend: Backend, designs: dict[str, bytes], schema: pa.Schema
+) -> tuple[list[Partition], pa.StructArray]:
+    """The partitions of written objects (from their design attributes, as
+    object_designs read them) and their statistics, computed in storage: the
+    plan's statistics build."""
     partitions, rows = [], []
-    for number, name in enumerate(names):
-        attribute = backend.object_attribute(name, DESIGN_ATTRIBUTE)
+    for number, (name, attribute) in enumerate(designs.items()):
         design = ObjectDesign.from_bytes(attribute)
         size = sum(group.length for group in design.column_groups)
         partitions.append(Partition(number, name, design.num_rows, size, design))
@@ -35,22 +37,23 @@ def built_partitions(backend: Backend, names: list[str], schema: pa.Schema) -> t
     return partitions, concat_statistics(rows, schema)
 
 
-def missing_objects(backend: Backend, names: list[str]) -> list[str]:
-    missing = []
+def object_designs(backend: Backend, names: list[str]) -> dict[str, bytes | None]:
+    """Each written object's design attribute, read once; None for an object that is missing."""
+    designs: dict[str, bytes | None] = {}
     for name in names:
         try:
-            if backend.object_attribute(name, DESIGN_ATTRIBUTE) is None:
-                missing.append(name)
+            designs[name] = backend.object_attribute(name, DESIGN_ATTRIBUTE)
         except ObjectNotFoundError:
-            missing.append(name)
-    return missing
+            designs[name] = None
+    return designs
 
 
 def commit_in_place(
-    backend: Backend, dataset: str, generation: str, sources: list[str], targets: list[str]
+    backend: Backend, dataset: str, generation: str, sources: list[str], targets: dict[str, bytes]
 ) -> tuple[Manifest, bool]:
-    """Swaps sources for targets in dataset's current manifest; (the manifest,
-    whether this call published it: False when an earlier run did)."""
+    """Swaps sources for targets (object -> design attribute) in dataset's
+    current manifest; (the manifest, whether this call published it: False
+    when an earlier run did)."""
     built: tuple[list[Partition], pa.StructArray] | None = None
     while True:
         stored = backend.get_manifest(dataset)
@@ -114,10 +117,11 @@ def commit_copy(
     generation: str,
     design: ObjectDesign,
     schema: pa.Schema,
-    targets: list[str],
+    targets: dict[str, bytes],
     first: bool,
 ) -> bool:
-    """Appends targets to the dataset into (creating it if first); False when an earlier run had."""
+    """Appends targets (object -> design attribute) to the dataset into
+    (creating it if first); False when an earlier run had."""
     stored = backend.get_manifest(into)
     if stored is not None:
         current = Manifest.from_bytes(stored.data, into)

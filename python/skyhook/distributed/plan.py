@@ -75,8 +75,9 @@ class Plan:
     summary: str
     state: str = "planned"
     error: str = ""
+    #: The lease of a running plan (distributed/lease.py): its holder (host:pid) and expiry (epoch seconds).
     runner: str = ""
-    heartbeat: float = 0.0
+    lease_expiry: float = 0.0
     #: Serialized: the target design, filter, columns and cluster bounds.
     design: bytes = b""
     filter: bytes = b""
@@ -161,6 +162,7 @@ class Plan:
             record = json.loads(data)
             if record.pop("version") != PLAN_VERSION:
                 raise ValueError("unsupported plan version")
+            record.pop("heartbeat", None)  # plans stored before leases: an expired lease
             for key in ("design", "filter", "bounds"):
                 record[key] = base64.b64decode(record[key], validate=True)
             plan = cls(**{**record, "steps": [Step(**step) for step in record["steps"]]})

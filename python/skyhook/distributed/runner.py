@@ -7,8 +7,6 @@ and a commit whose objects fsck removed first streams them again."""
 
 from __future__ import annotations
 
-import os
-import socket
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +19,8 @@ from skyhook.catalog.design import Design, ObjectDesign
 from skyhook.catalog.manifest import Manifest
 from skyhook.design.transform import transform_objects
 from skyhook.distributed import plan_store
-from skyhook.distributed.commit import commit_copy, commit_in_place, missing_objects
+from skyhook.distributed.commit import commit_copy, commit_in_place, object_designs
+from skyhook.distributed.lease import PlanLease, holder_alive
 from skyhook.distributed.plan import Plan, Step
 from skyhook.distributed.schedule import Pacer, Schedule, in_order
 from skyhook.distributed.stream import run_stream
@@ -29,44 +28,23 @@ from skyhook.errors import (
     DatasetChangedError,
     DatasetNotFoundError,
     InvalidRequestError,
-    ObjectChangedError,
     first_line,
 )
 from skyhook.execution.workload_log import read_log
+from skyhook.ingest.garbage_collection import DEFAULT_RETENTION_SECONDS, collect_after_write
 
 #: Called after each step with the plan (its progress) and the step done.
 PlanProgress = Callable[[Plan, Step], None]
-#: A runner on another host silent this long is taken for dead.
-STALE_SECONDS = 120.0
-
-
-def this_runner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def runner_alive(plan: Plan) -> bool:
-    """Whether the runner that has a running plan is alive (exactly, on this host)."""
-    if plan.state != "running":
-        return False
-    host, _, pid = plan.runner.rpartition(":")
-    if host == socket.gethostname() and pid.isdigit():
-        if int(pid) == os.getpid():
-            return False  # this process (a run it abandoned by an exception)
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-    return time.time() - plan.heartbeat < STALE_SECONDS
 
 
 def check_runnable(plan: Plan) -> None:
     if plan.finished:
         raise InvalidRequestError(f"plan {plan.id} of {plan.dataset!r} is {plan.state}: there is nothing to run")
-    if runner_alive(plan):
-        raise InvalidRequestError(f"plan {plan.id} of {plan.dataset!r} is being run by {plan.runner}")
+    if holder_alive(plan):
+        until = time.strftime("%H:%M:%S", time.localtime(plan.lease_expiry))
+        raise InvalidRequestError(
+            f"plan {plan.id} of {plan.dataset!r} is being run by {plan.runner} (its lease runs until {until})"
+        )
 
 
 def run_plan(
@@ -75,17 +53,19 @@ def run_plan(
     progress: PlanProgress | None = None,
     max_steps: int | None = None,
     schedule: Schedule | None = None,
+    retention_seconds: float = DEFAULT_RETENTION_SECONDS,
 ) -> Plan:
     """Runs (or resumes) the stored plan's steps not done, at most max_steps of
-    them (then it is paused), under schedule (None: the one it has); returns
-    the plan as stored afterwards."""
+    them (then it is paused), under schedule (None: the one it has), holding
+    the plan's lease; returns the plan as stored afterwards. Each commit then
+    collects the dataset's garbage due after retention_seconds, as writes do."""
     if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 0):
         raise InvalidRequestError(f"max_steps must be a non-negative integer, not {max_steps!r}")
     plan, version = plan_store.load(backend, plan.dataset, plan.id)
     check_runnable(plan)
     _schedule(backend, plan, schedule)
-    plan.state, plan.runner, plan.heartbeat, plan.error = "running", this_runner(), time.time(), ""
-    version = plan_store.update(backend, plan, version)
+    plan.state, plan.error = "running", ""
+    lease = PlanLease(backend, plan, version)
     pending: dict[int, PendingWrite] = {}
     pacer = Pacer(plan.rate)
     try:
@@ -110,18 +90,22 @@ def run_plan(
                     pending.pop(step.group).finish()
             ran, todo = ran + len(batch), todo[len(batch) :]
             pacer.account(sum(step.bytes_read + step.bytes_written for step in batch))
-            plan.heartbeat = time.time()
-            version = _saved(backend, plan, version)
+            lease.save()
+            if any(step.kind == "commit" and plan.into is None for step in batch):
+                collect_after_write(backend, retention_seconds, plan.dataset)
             for step in batch if progress else []:
                 progress(plan, step)
         else:
             plan.state = "done"
-        _saved(backend, plan, version)
+        lease.save()
     except BaseException as error:
+        lease.release()
         plan.state, plan.error = "failed", first_line(error)
-        _record_failure(backend, plan)
+        if lease.lost is None:
+            _record_failure(backend, plan)
         raise
     finally:
+        lease.release()
         for write in pending.values():
             write.finish()
     return plan
@@ -162,7 +146,7 @@ def cancel_plan(backend: Backend, plan: Plan) -> Plan:
         raise InvalidRequestError(f"plan {plan.id} of {plan.dataset!r} is {plan.state} already")
     plan.state = "cancelled"
     plan_store.update(backend, plan, version)
-    if not runner_alive(plan):
+    if not holder_alive(plan):
         for group in range(len(plan.groups)):
             _drop_uncommitted(backend, plan, group)
     return plan
@@ -201,12 +185,12 @@ def _run_step(backend: Backend, plan: Plan, step: Step, pending: PendingWrite | 
 
 def _commit(backend: Backend, plan: Plan, step: Step, pending: PendingWrite) -> None:
     streams = [other for other in plan.steps if other.group == step.group and other.kind == "stream"]
-    targets = [name for stream in streams for name in stream.written]
-    if missing_objects(backend, targets):  # fsck removed them after a crash: stream them again
+    targets = object_designs(backend, [name for stream in streams for name in stream.written])
+    if None in targets.values():  # fsck removed them after a crash: stream them again
         manifest = _manifest(backend, plan.dataset)
         for stream in streams:
             run_stream(backend, plan, stream, manifest, pending)
-        targets = [name for stream in streams for name in stream.written]
+        targets = object_designs(backend, [name for stream in streams for name in stream.written])
     generation = plan.groups[step.group]
     if plan.into is None:
         commit_in_place(backend, plan.dataset, generation, step.sources, targets)
@@ -215,16 +199,6 @@ def _commit(backend: Backend, plan: Plan, step: Step, pending: PendingWrite) -> 
         schema = source.schema if plan.columns is None else pa.schema([source.schema.field(c) for c in plan.columns])
         first = not any(other.done for other in plan.steps if other.kind == "commit")
         commit_copy(backend, plan.into, generation, plan.target_design(), schema, targets, first)
-
-
-def _saved(backend: Backend, plan: Plan, version: object) -> object:
-    try:
-        return plan_store.update(backend, plan, version)
-    except ObjectChangedError:
-        stored, version = plan_store.load(backend, plan.dataset, plan.id)
-        if stored.state == "cancelled":
-            raise InvalidRequestError(f"plan {plan.id} of {plan.dataset!r} was cancelled while it ran") from None
-        raise
 
 
 def _record_failure(backend: Backend, plan: Plan) -> None:
