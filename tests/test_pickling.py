@@ -34,6 +34,19 @@ def test_store_round_trip(store: skyhook.Store) -> None:
     assert reopened is not copied and reopened.list_datasets() == ["t"]
 
 
+def test_the_options_of_connect_survive_pickling(store: skyhook.Store) -> None:
+    write(store)
+    configured = skyhook.connect(store.uri, retention_seconds=5, workload_log=0)
+    copied = pickle.loads(pickle.dumps(configured.dataset("t"))).store
+    assert (copied.retention_seconds, copied.backend.workload_log_records) == (5, 0)
+    plain = pickle.loads(pickle.dumps(store))
+    assert plain is not copied and (plain.retention_seconds, plain.backend.workload_log_records) == (
+        store.retention_seconds,
+        store.backend.workload_log_records,
+    )
+    configured.close()
+
+
 def test_dataset_round_trip(store: skyhook.Store) -> None:
     dataset = write(store).filter(pc.field("k") > 2)
     copied = pickle.loads(pickle.dumps(dataset))

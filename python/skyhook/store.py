@@ -100,9 +100,11 @@ def _flush_at_exit(backend: weakref.ref[Backend]) -> None:
         flush(alive)
 
 
-# Stores opened by unpickling, one per URI in each process (a fork starts afresh):
-# a worker that unpickles a dataset per task keeps one connection, not one a task.
-_unpickled: dict[str, Store] = {}
+# Stores opened by unpickling, one per URI and options in each process (a fork
+# starts afresh): a worker that unpickles a dataset per task keeps one
+# connection, not one a task.
+_UnpickledKey = tuple[str, float, "int | None"]
+_unpickled: dict[_UnpickledKey, Store] = {}
 _unpickled_lock = threading.Lock()
 
 
@@ -115,19 +117,22 @@ def _forget_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-def reconnect(uri: str) -> Store:
-    """The store a pickled Store (or Dataset) names, shared by everything this
-    process unpickles with that URI until it is closed."""
+def reconnect(uri: str, retention_seconds: float = DEFAULT_RETENTION_SECONDS, workload_log: int | None = None) -> Store:
+    """The store a pickled Store (or Dataset) names, with the options it was
+    opened with, shared by everything this process unpickles with them until
+    it is closed."""
+    key = (uri, retention_seconds, workload_log)
     with _unpickled_lock:
-        store = _unpickled.get(uri)
+        store = _unpickled.get(key)
         if store is None:
-            store = _unpickled[uri] = connect(uri)
+            store = _unpickled[key] = connect(uri, retention_seconds=retention_seconds, workload_log=workload_log)
         return store
 
 
 class Store:
-    """Pickles by reference, as its URI (which carries every connection option):
-    unpickling connects to the same store, once per process and URI."""
+    """Pickles by reference, as its URI (which carries every connection option)
+    and the options of connect(): unpickling connects to the same store with
+    the same options, once per process."""
 
     def __init__(self, backend: Backend, retention_seconds: float = DEFAULT_RETENTION_SECONDS) -> None:
         if not retention_seconds >= 0:
@@ -140,7 +145,10 @@ class Store:
         atexit.register(_flush_at_exit, weakref.ref(backend))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (reconnect, (self.uri,))
+        return (reconnect, self._unpickled_key())
+
+    def _unpickled_key(self) -> _UnpickledKey:
+        return (self.uri, self.retention_seconds, self.backend.workload_log_records)
 
     @property
     def uri(self) -> str:
@@ -157,8 +165,8 @@ class Store:
 
     def close(self) -> None:
         with _unpickled_lock:
-            if _unpickled.get(self.uri) is self:
-                del _unpickled[self.uri]
+            if _unpickled.get(self._unpickled_key()) is self:
+                del _unpickled[self._unpickled_key()]
         flush(self.backend)  # the workload log's queued records
         self.backend.close()
 
