@@ -10,6 +10,7 @@ import random
 import signal
 import subprocess
 import sys
+from datetime import timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -121,6 +122,55 @@ def test_cluster_by_key(store, key):
     scan = store.dataset("t").scanner(filter=pc.field(key) == pc.scalar(middle))
     assert_same_table(by_id(scan.to_table()), by_id(TABLE.filter(pc.field(key) == pc.scalar(middle))))
     assert scan.stats.objects_pruned >= len(manifest.partitions) - 2
+    assert_no_orphans(store)
+
+
+@pytest.mark.parametrize("keys", [("f64", "s"), ("dec", "ts"), ("d", "i32", "u16")])
+def test_zorder_cluster_keeps_every_row_of_every_type(store, keys):
+    """Nulls, NaNs, decimals, timestamps, strings: the Z-order cluster's answers are pyarrow's."""
+    dataset = store.write_dataset("t", TABLE, rows_per_object=500)
+    plan = dataset.plan_transform(TransformTarget(rows_per_object=700, cluster_by=list(keys), zorder=True))
+    assert "in Z-order" in str(plan) and plan.steps[-1].kind == "commit"
+    run_in_thirds(store, dataset, plan, TABLE)
+    assert len(store.manifest("t").partitions) >= 3
+    assert_no_orphans(store)
+
+
+def box_table(rows: int) -> pa.Table:
+    rng = random.Random(5)
+    start = pa.scalar(0, pa.int32()).cast(pa.date32()).as_py()
+    return pa.table(
+        {
+            "id": pa.array(range(rows), pa.int64()),
+            "i32": pa.array([rng.randrange(1000) for _ in range(rows)], pa.int32()),
+            "x": pa.array([rng.random() * 100 for _ in range(rows)]),
+            "day": pa.array([start + timedelta(days=rng.randrange(3650)) for _ in range(rows)], pa.date32()),
+        }
+    )
+
+
+def objects_read(store: skyhook.Store, filter: pc.Expression, expected: pa.Table) -> int:
+    dataset = store.dataset("t")
+    scan = dataset.scanner(filter=filter)
+    assert_same_table(by_id(scan.to_table()), by_id(expected.filter(filter)))
+    return len(dataset.manifest.partitions) - scan.stats.objects_pruned
+
+
+def test_zorder_cluster_prunes_on_either_key(store):
+    table = box_table(8000)
+    dataset = store.write_dataset("t", table, rows_per_object=500)
+    x, day = pc.field("x"), pc.field("day")
+    tenth = table["day"].sort()[800].as_py()
+    slabs = [x < 10, day < pa.scalar(tenth), (x >= 30) & (x < 40), (x < 10) & (day < pa.scalar(tenth))]
+    before = [objects_read(store, slab, table) for slab in slabs]
+    assert before == [16] * 4  # unclustered: every object holds every key
+    plan = dataset.plan_transform(TransformTarget(rows_per_object=500, cluster_by=["x", "day"], zorder=True))
+    run_in_thirds(store, dataset, plan, table)
+    after = [objects_read(store, slab, table) for slab in slabs]
+    print(f"objects read by slabs and a box, unclustered {before}, Z-order {after}")
+    # 16 objects of a 4 x 4 grid: a tenth of one key meets one column of it, a box one object or two.
+    assert after[0] <= 5 and after[1] <= 5 and after[2] <= 5 and after[3] <= 2, after
+    assert len(store.manifest("t").partitions) == 16
     assert_no_orphans(store)
 
 
@@ -246,6 +296,11 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(store):
         (TransformTarget(filter="i32 > 0"), InvalidRequestError, "into=NAME"),
         (TransformTarget(columns=["id", "zz"], into="c"), InvalidRequestError, "no column 'zz'"),
         (TransformTarget(columns=["id"], cluster_by="s", into="c"), InvalidRequestError, "cluster key"),
+        (TransformTarget(cluster_by=["i32", "s"]), InvalidRequestError, "add zorder=True"),
+        (TransformTarget(cluster_by="i32", zorder=True), InvalidRequestError, "two or more"),
+        (TransformTarget(cluster_by=["i32", "i32"], zorder=True), InvalidRequestError, "each key once"),
+        (TransformTarget(cluster_by=["i32", nested], zorder=True), InvalidRequestError, "no order"),
+        (TransformTarget(cluster_by=["i32", "zz"], zorder=True), InvalidRequestError, "no column 'zz'"),
         (TransformTarget(into="t"), InvalidRequestError, "into itself"),
         (TransformTarget(into="other"), DatasetExistsError, "exists"),
         (TransformTarget(into="bad name"), InvalidRequestError, "invalid dataset name"),
@@ -292,10 +347,13 @@ def test_the_command_line_plans_runs_and_the_worker_resumes(store):
         (("design", "resume", "t"), "no plan that is running or paused or failed"),
         (("design", "resume", "t", "--plan", store.plans("t")[0].id), "is done"),
         (("design", "plan", "t", "--cluster-by", "nope"), "no column 'nope'"),
+        (("design", "plan", "t", "--cluster-by", "i32,s"), "add zorder=True (--zorder)"),
         (("design", "plan", "t", "--rows-per-object", "0"), "impossible target"),
     ]:
         failed = skyhook_cli(*args, "--store", store.uri)
         assert failed.exit_code == 1 and "Traceback" not in failed.stderr, failed.stderr
         assert len(failed.stderr.splitlines()) == 1 and message in failed.stderr, failed.stderr
     assert len(store.plans("t")) == 1
+    zorder = skyhook_cli("design", "plan", "t", "--cluster-by", "i32,d", "--zorder", "--store", store.uri)
+    assert zorder.exit_code == 0 and "cluster by 'i32', 'd' in Z-order" in zorder.stdout, zorder.stderr
     assert_no_orphans(store)

@@ -713,7 +713,13 @@ def design_plan(
     dataset: str,
     rows_per_object: Annotated[Optional[int], typer.Option(help="Rows per target object.")] = None,
     object_size: Annotated[Optional[int], typer.Option(help="Bytes per target object (default 32 MiB).")] = None,
-    cluster_by: Annotated[Optional[str], typer.Option(help="Range-partition by this column (sorted inside).")] = None,
+    cluster_by: Annotated[
+        Optional[str],
+        typer.Option(help="Range-partition by this column (sorted inside), or by several (a,b) with --zorder."),
+    ] = None,
+    zorder: Annotated[
+        bool, typer.Option(help="Cluster by the --cluster-by keys in Z-order: each object a box of their space.")
+    ] = False,
     where: Annotated[Optional[str], typer.Option("--where", "-w", help="Copy only these rows (needs --into).")] = None,
     columns: Annotated[
         Optional[str], typer.Option("--columns", "-c", help="Copy only these columns (needs --into).")
@@ -729,7 +735,8 @@ def design_plan(
     target = skyhook.TransformTarget(
         rows_per_object=rows_per_object,
         object_size=object_size,
-        cluster_by=cluster_by,
+        cluster_by=None if cluster_by is None else [key for key in cluster_by.split(",") if key],
+        zorder=zorder,
         filter=where,
         columns=None if columns is None else [column for column in columns.split(",") if column],
         into=into,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -15,6 +16,7 @@ from skyhook.catalog.manifest import Manifest, Partition
 from skyhook.design.object_transform import TargetDesign
 from skyhook.distributed.plan import Plan, Step, expression_bytes
 from skyhook.distributed.source_scan import scan_sources
+from skyhook.distributed import zorder
 from skyhook.distributed.target import ResolvedTarget
 from skyhook.names import new_generation, object_name
 
@@ -38,7 +40,7 @@ def make_plan(backend: Backend, manifest: Manifest, target: ResolvedTarget) -> P
         columns=None if target.columns is None else list(target.columns),
         cluster_by=target.cluster_by,
     )
-    if target.cluster_by is not None:
+    if target.cluster_by is not None or target.zorder is not None:
         _cluster(backend, manifest, target, plan, fraction, written_to)
     else:
         for kind, group in _groups(manifest, target, fraction):
@@ -52,25 +54,51 @@ def _cluster(
     partitions = list(manifest.partitions)
     if not partitions:
         return
-    keys, _ = scan_sources(backend, manifest, [p.object_name for p in partitions], [target.cluster_by], target.filter)
-    key = keys.column(0).drop_null()
+    keys = [target.cluster_by] if target.cluster_by is not None else list(target.zorder or ())
+    table, _ = scan_sources(backend, manifest, [p.object_name for p in partitions], keys, target.filter)
     measure = sum(_measure(p, target, fraction) for p in partitions)
     ranges = max(1, math.ceil(measure / target.size))
-    bounds = _bounds(key, ranges)
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, pa.schema([("bound", bounds.type)])) as writer:
-        writer.write_table(pa.table({"bound": bounds}))
-    plan.bounds = sink.getvalue().to_pybytes()
+    if target.zorder is None:
+        bounds = _bounds(table.column(0).drop_null(), ranges)
+        present = range(len(bounds) + 1)
+    else:
+        bounds, present = _zorder(plan, table, keys, ranges)
+    plan.bounds = _serialized(pa.table({"bound": bounds}))
     generation = new_generation()
     plan.groups.append(generation)
     sources = [p.object_name for p in partitions]
     size = sum(p.size_bytes for p in partitions)
     count = len(bounds) + 1
-    for index in range(count):
+    for index in present:
         moved = int(size * fraction / count)
         name = object_name(written_to, generation, index)
         plan.steps.append(Step("stream", 0, sources, [name], index, 0, size, moved, moved))
     plan.steps.append(Step("commit", 0, sources, []))
+
+
+def _zorder(plan: Plan, table: pa.Table, keys: list[str], ranges: int) -> tuple[pa.Array, list[int]]:
+    """A Z-order cluster's z-value bounds and the ranges that hold rows; the
+    keys' bucket bounds and each range's box go into plan."""
+    bits = zorder.bits_per_key(len(keys), ranges)
+    key_bounds = [zorder.bucket_bounds(table.column(key), bits) for key in keys]
+    key_buckets = [zorder.buckets(table.column(key), bounds) for key, bounds in zip(keys, key_bounds)]
+    z = zorder.interleave(key_buckets, bits)
+    quantiles = _bounds(pa.chunked_array([pa.array(z)], pa.uint64()), ranges).to_numpy()
+    bounds = pa.array(zorder.aligned_bounds(quantiles, bits * len(keys), ranges), pa.uint64())
+    count = len(bounds) + 1
+    plan.boxes = zorder.boxes(key_buckets, np.searchsorted(bounds.to_numpy(), z, side="right"), count)
+    plan.zorder, plan.zorder_bits = keys, bits
+    plan.bucket_bounds = _serialized(
+        pa.table({key: pa.array([values.to_pylist()], pa.list_(values.type)) for key, values in zip(keys, key_bounds)})
+    )
+    return bounds, [index for index in range(count) if plan.boxes[index] is not None]
+
+
+def _serialized(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
 
 
 def _bounds(key: pa.ChunkedArray, ranges: int) -> pa.Array:
@@ -158,7 +186,10 @@ def _column_fraction(manifest: Manifest, columns: tuple[str, ...] | None) -> flo
 
 def _summary(target: ResolvedTarget) -> str:
     size = f"{target.size:,} {'rows' if target.measure == 'rows' else 'bytes'} per object"
-    text = f"cluster by {target.cluster_by!r}, {size}" if target.cluster_by else f"repartition to {size}"
+    if target.zorder is not None:
+        text = f"cluster by {', '.join(map(repr, target.zorder))} in Z-order, {size}"
+    else:
+        text = f"cluster by {target.cluster_by!r}, {size}" if target.cluster_by else f"repartition to {size}"
     if target.filter is not None:
         text += f", where {target.filter}"
     if target.columns is not None:
