@@ -201,6 +201,46 @@ def test_filter_then_copy_with_projection_moves_only_the_subset(store):
     assert_no_orphans(store)
 
 
+def test_objects_kept_whole_are_copied_by_storage(store, monkeypatch):
+    table = pa.table(
+        {"k": pa.array(range(4000)), "s": pa.array([f"row {i % 97}" for i in range(4000)]), "v": [i % 7 for i in range(4000)]}
+    )
+    dataset = store.write_dataset("t", table, rows_per_object=1000)
+    sources = [partition.object_name for partition in dataset.manifest.partitions]
+    # Objects 1-3 hold only k >= 1000 (their statistics say so): copied whole; object 0 is streamed.
+    plan = dataset.plan_transform(TransformTarget(filter="k >= 1000", into="copy", rows_per_object=1000))
+    assert [step.kind for step in plan.steps] == ["stream", "commit", "copy", "copy", "copy", "commit"]
+    assert [step.sources for step in plan.steps if step.kind == "copy"] == [[name] for name in sources[1:]]
+    assert "storage to storage" in str(plan) and plan.bytes_moved < dataset.manifest.size_bytes / 3
+    # What the driver reads or asks storage to scan, by object: never a copied one.
+    touched: list[str] = []
+    for method in ("call", "read_object", "open_object", "object_attribute"):
+        original = getattr(store.backend, method)
+        monkeypatch.setattr(store.backend, method, lambda name, *rest, _o=original: touched.append(name) or _o(name, *rest))
+    call_many = store.backend.call_many
+    monkeypatch.setattr(
+        store.backend, "call_many", lambda method, calls: call_many(method, [touched.append(c[0]) or c for c in calls])
+    )
+    plan = dataset.run_plan(plan)
+    monkeypatch.undo()
+    assert not set(sources[1:]) & set(touched), touched
+    copies = [step for step in plan.steps if step.kind == "copy"]
+    assert all(step.measured["bytes_returned"] == 0 for step in copies)
+    expected = table.filter(pc.field("k") >= 1000)
+    assert_same_table(store.dataset("copy").to_table().sort_by("k"), expected)
+    assert_same_table(store.dataset("t").to_table().sort_by("k"), table)  # the source is unchanged
+    for step in copies:  # the same bytes and design attribute
+        (source,), (copied,) = step.sources, step.written
+        assert store.backend.read_object(copied).equals(store.backend.read_object(source))
+        assert store.backend.object_attribute(copied, "skyhook.design") == store.backend.object_attribute(
+            source, "skyhook.design"
+        )
+    # A filter statistics cannot prove true of a whole object, or a projection, streams.
+    for target in (TransformTarget(filter="v < 3", into="c2"), TransformTarget(columns=["k", "v"], into="c3")):
+        assert "copy" not in [step.kind for step in dataset.plan_transform(target).steps]
+    assert_no_orphans(store)
+
+
 def test_an_append_racing_a_plan_is_kept(store, monkeypatch):
     dataset = many_small_objects(store)
     plan = dataset.plan_transform(TransformTarget(rows_per_object=1000))

@@ -23,7 +23,9 @@ PLAN_VERSION = 1
 #: (resume retries it).
 STATES = ("planned", "queued", "running", "paused", "failed", "done", "cancelled")
 FINISHED = ("done", "cancelled")
-KINDS = ("stream", "commit", "local")
+KINDS = ("stream", "copy", "commit", "local")
+#: Steps that write a group's new objects (the commit publishes them).
+WRITES = ("stream", "copy")
 #: Plan fields of bytes, stored as base64.
 SERIALIZED = ("design", "filter", "bounds", "bucket_bounds")
 # Rough rates for the estimate (one OSD's disk, the client link, object writes).
@@ -36,9 +38,9 @@ WRITE_BYTES_PER_S = 150e6
 class Step:
     kind: str
     group: int
-    #: Objects read (stream), swapped out (commit) or rewritten in place (local).
+    #: Objects read (stream), copied whole (copy), swapped out (commit) or rewritten in place (local).
     sources: list[str]
-    #: Objects a stream step writes (its planned names; fewer if a filter leaves fewer rows).
+    #: Objects a stream or copy step writes (a stream's planned names; fewer if a filter leaves fewer rows).
     targets: list[str]
     #: For a stream step of a cluster: the key range it copies (index into the plan's bounds).
     key_range: int | None = None
@@ -55,6 +57,7 @@ class Step:
     def describe(self) -> str:
         what = {
             "stream": f"stream {len(self.sources)} object(s) -> {len(self.targets)} new",
+            "copy": "copy the object whole, storage to storage",
             "commit": f"commit: swap {len(self.sources)} object(s) for the group's new ones, build their statistics",
             "local": f"local transform of {len(self.sources)} object(s) in storage",
         }[self.kind]

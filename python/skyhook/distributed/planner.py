@@ -13,12 +13,14 @@ import pyarrow.compute as pc
 
 from skyhook.backends.base import Backend
 from skyhook.catalog.manifest import Manifest, Partition
+from skyhook.catalog.pruning import wholly_matching
 from skyhook.design.object_transform import TargetDesign
 from skyhook.distributed.plan import Plan, Step, expression_bytes
-from skyhook.distributed.source_scan import scan_sources
 from skyhook.distributed import zorder
+from skyhook.distributed.source_scan import scan_sources
 from skyhook.distributed.target import ResolvedTarget
 from skyhook.names import new_generation, object_name
+from skyhook.plan.expressions import filter_columns
 
 #: Objects within this factor of the size target are right-sized (kept in place).
 RIGHT_SIZED = (0.5, 1.5)
@@ -113,14 +115,22 @@ def _bounds(key: pa.ChunkedArray, ranges: int) -> pa.Array:
 
 def _groups(manifest: Manifest, target: ResolvedTarget, fraction: float) -> list[tuple[str, list[Partition]]]:
     """(kind, sources) per group, in partition order: "stream" to merge or split,
-    "local" to rewrite right-sized objects of another design in place."""
+    "local" to rewrite right-sized objects of another design in place, and last
+    "copy": the right-sized objects a copy keeps whole (every row, every column, their design)."""
     built = None if target.asked is None else TargetDesign(target.asked, tuple(target.schema.names))
     low, high = target.size * RIGHT_SIZED[0], target.size * (1 if target.measure == "rows" else RIGHT_SIZED[1])
     groups: list[tuple[str, list[Partition]]] = []
     small: list[Partition] = []
     small_measure = 0.0
+    whole: list[Partition] = []
+    read = set() if target.filter is None else filter_columns(target.filter, manifest.schema)
+    all_columns = target.columns is None or list(target.columns) == manifest.schema.names
 
     def right_sized(partition: Partition) -> None:
+        if target.copies and all_columns and (built is None or built.built_by(partition.design)):
+            if wholly_matching(manifest, partition.number, target.filter, read):
+                whole.append(partition)
+                return
         if target.copies:
             groups.append(("stream", [partition]))
         elif built is not None and not built.built_by(partition.design):
@@ -146,7 +156,7 @@ def _groups(manifest: Manifest, target: ResolvedTarget, fraction: float) -> list
             if small_measure >= target.size:
                 close_small()
     close_small()
-    return groups
+    return groups + ([("copy", whole)] if whole else [])
 
 
 def _add_group(
@@ -159,6 +169,13 @@ def _add_group(
     size = sum(p.size_bytes for p in sources)
     if kind == "local":
         plan.steps.append(Step("local", group, names, [], None, 0, size, 0, size))
+        return
+    if kind == "copy":  # storage to storage: read and written there, nothing moves out
+        for index, source in enumerate(sources):
+            copied = object_name(written_to, generation, index)
+            size = source.size_bytes
+            plan.steps.append(Step("copy", group, [source.object_name], [copied], None, source.num_rows, size, 0, size))
+        plan.steps.append(Step("commit", group, names, []))
         return
     measure = sum(_measure(p, target, fraction) for p in sources)
     pieces = max(1, math.ceil(measure / target.size) if target.measure == "rows" else round(measure / target.size))
