@@ -572,6 +572,9 @@ def cluster_up(
     osds: Annotated[int, typer.Option(help="Number of OSDs (new clusters).")] = 3,
     store: Annotated[str, typer.Option(help="bluestore (survives restarts) or memstore.")] = "bluestore",
     port: Annotated[Optional[int], typer.Option(help="Monitor port (v2; v1 uses port + 1).")] = None,
+    worker: Annotated[
+        bool, typer.Option(help="Start the transform worker beside the OSDs (log: DIR/log/worker.log).")
+    ] = True,
     limit: Annotated[
         Optional[list[str]],
         typer.Option(
@@ -591,7 +594,7 @@ def cluster_up(
             raise InvalidRequestError(f"--limit {item!r}: expected NAME=INTEGER, NAME one of {', '.join(NODE_LIMITS)}")
         limits[name] = int(value)
     started = time.perf_counter()
-    uri = LocalCluster(directory).up(osds=osds, store=store, port=port, node_limits=limits)
+    uri = LocalCluster(directory).up(osds=osds, store=store, port=port, node_limits=limits, worker=worker)
     console.print(f"cluster ready in {time.perf_counter() - started:.1f} s", style="dim")
     print(uri)
 
@@ -864,7 +867,10 @@ def worker(
     driver of distributed transforms (run it beside the OSDs)."""
     from skyhook.distributed.worker import work
 
-    def log(plan: skyhook.Plan, outcome: str | None) -> None:
+    def log(plan: skyhook.Plan | None, outcome: str | None) -> None:
+        if plan is None:
+            console.print(f"cannot list the plans (polling again): {outcome}", markup=False)
+            return
         said = "started" if outcome == "started" else ("done" if outcome is None else f"failed: {outcome}")
         console.print(f"plan {plan.id} of {plan.dataset}: {said}", markup=False)
 

@@ -14,8 +14,9 @@ from skyhook.distributed.plan import Plan
 from skyhook.distributed.runner import run_plan, runner_alive
 from skyhook.errors import SkyhookError, first_line
 
-#: Told of each plan the worker takes up, and of how it ended (None: done).
-WorkerLog = Callable[[Plan, str | None], None]
+#: Told of each plan the worker takes up, and of how it ended (None: done);
+#: of a poll that failed with plan None (the worker polls again).
+WorkerLog = Callable[[Plan | None, str | None], None]
 
 
 def pending_plans(backend: Backend) -> list[Plan]:
@@ -32,7 +33,14 @@ def work(backend: Backend, log: WorkerLog, once: bool = False, interval: float =
     forever, polling every interval seconds. Returns the plans run."""
     ran = 0
     while True:
-        plans = pending_plans(backend)
+        try:
+            plans = pending_plans(backend)
+        except SkyhookError as error:  # the cluster is down or restarting (an OSD, say): try again later
+            if once:
+                raise
+            log(None, first_line(error))
+            time.sleep(interval)
+            continue
         for plan in plans:
             log(plan, "started")
             try:
