@@ -203,7 +203,11 @@ def test_filter_then_copy_with_projection_moves_only_the_subset(store):
 
 def test_objects_kept_whole_are_copied_by_storage(store, monkeypatch):
     table = pa.table(
-        {"k": pa.array(range(4000)), "s": pa.array([f"row {i % 97}" for i in range(4000)]), "v": [i % 7 for i in range(4000)]}
+        {
+            "k": pa.array(range(4000)),
+            "s": pa.array([f"row {i % 97}" for i in range(4000)]),
+            "v": [i % 7 for i in range(4000)],
+        }
     )
     dataset = store.write_dataset("t", table, rows_per_object=1000)
     sources = [partition.object_name for partition in dataset.manifest.partitions]
@@ -216,7 +220,9 @@ def test_objects_kept_whole_are_copied_by_storage(store, monkeypatch):
     touched: list[str] = []
     for method in ("call", "read_object", "open_object", "object_attribute"):
         original = getattr(store.backend, method)
-        monkeypatch.setattr(store.backend, method, lambda name, *rest, _o=original: touched.append(name) or _o(name, *rest))
+        monkeypatch.setattr(
+            store.backend, method, lambda name, *rest, _o=original: touched.append(name) or _o(name, *rest)
+        )
     call_many = store.backend.call_many
     monkeypatch.setattr(
         store.backend, "call_many", lambda method, calls: call_many(method, [touched.append(c[0]) or c for c in calls])

@@ -68,7 +68,17 @@ MANIFEST_SUFFIX = ".manifest"
 DEFAULT_TIMEOUT_SECONDS = 30
 # Operations of the _rados module, by the OSD capability they need.
 _CLASS_CALLS = ("exec", "submit", "next")
-_WRITES = ("put", "copy_from", "create", "replace", "replace_at_version", "remove", "remove_at_version", "omap_set", "omap_remove")
+_WRITES = (
+    "put",
+    "copy_from",
+    "create",
+    "replace",
+    "replace_at_version",
+    "remove",
+    "remove_at_version",
+    "omap_set",
+    "omap_remove",
+)
 # What a skyhook method that writes returns instead of a reply when it fails
 # (cpp/adapters/ceph/cls_skyhook.cc, WriterErrno); ENOENT is a missing object.
 WRITER_ERRORS: dict[int, type[SkyhookError]] = {

@@ -15,8 +15,8 @@ from skyhook.backends.base import Backend
 from skyhook.catalog.manifest import Manifest, Partition
 from skyhook.catalog.pruning import wholly_matching
 from skyhook.design.object_transform import TargetDesign
-from skyhook.distributed.plan import Plan, Step, expression_bytes
 from skyhook.distributed import zorder
+from skyhook.distributed.plan import Plan, Step, expression_bytes
 from skyhook.distributed.source_scan import scan_sources
 from skyhook.distributed.target import ResolvedTarget
 from skyhook.names import new_generation, object_name

@@ -120,9 +120,7 @@ def resolve(target: TransformTarget, manifest: Manifest) -> ResolvedTarget:
     if cluster_by is not None and not design.sort_by:
         design = replace(design, sort_by=(SortKey(cluster_by),))
     zorder = keys if len(keys) > 1 else None
-    return ResolvedTarget(
-        measure, size, cluster_by, zorder, filter, columns, target.into, design, target.design, out
-    )
+    return ResolvedTarget(measure, size, cluster_by, zorder, filter, columns, target.into, design, target.design, out)
 
 
 def _cluster_keys(target: TransformTarget) -> tuple[str, ...]:
