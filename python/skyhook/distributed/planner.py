@@ -85,8 +85,9 @@ def _zorder(plan: Plan, table: pa.Table, keys: list[str], ranges: int) -> tuple[
     key_bounds = [zorder.bucket_bounds(table.column(key), bits) for key in keys]
     key_buckets = [zorder.buckets(table.column(key), bounds) for key, bounds in zip(keys, key_bounds)]
     z = zorder.interleave(key_buckets, bits)
-    quantiles = _bounds(pa.chunked_array([pa.array(z)], pa.uint64()), ranges).to_numpy()
-    bounds = pa.array(zorder.aligned_bounds(quantiles, bits * len(keys), ranges), pa.uint64())
+    # Cells halve: allow the right-sized slack so that even data does not split into twice the objects.
+    most = max(1, math.ceil(RIGHT_SIZED[1] * len(z) / ranges))
+    bounds = pa.array(zorder.cell_bounds(np.sort(z), bits * len(keys), most), pa.uint64())
     count = len(bounds) + 1
     plan.boxes = zorder.boxes(key_buckets, np.searchsorted(bounds.to_numpy(), z, side="right"), count)
     plan.zorder, plan.zorder_bits = keys, bits

@@ -75,18 +75,26 @@ def interleave(key_buckets: Sequence[np.ndarray], bits: int) -> np.ndarray:
     return z
 
 
-def aligned_bounds(bounds: np.ndarray, total_bits: int, ranges: int) -> np.ndarray:
-    """The z-value bounds (sorted, distinct) moved to the nearest multiple of the
-    coarsest aligned cell that keeps 3/4 of them apart: a range of whole aligned
-    cells is a box (or a few), where one that crosses a cell's edge spans the
-    keys' space on some key and prunes nothing."""
-    for level in range(max(1, math.ceil(math.log2(max(2, ranges)))), total_bits + 1):
-        cell = np.uint64(1 << (total_bits - level))
-        snapped = np.unique((bounds + cell // np.uint64(2)) // cell * cell)
-        snapped = snapped[snapped > 0]  # a bound at 0 would leave the first range empty
-        if len(snapped) >= 0.75 * len(bounds):
-            return snapped
-    return bounds
+def cell_bounds(z: np.ndarray, total_bits: int, most: int) -> np.ndarray:
+    """Range bounds for sorted z-values: the z-space halved one bit at a time
+    (each half of an aligned cell is again a box: it halves one key's range)
+    until every cell holds at most `most` rows; the starts of the cells that
+    hold rows, but the first (a range runs up to the next start). A range
+    that crossed a cell's edge would span some key's whole range and prune nothing."""
+    starts: list[int] = []
+
+    def split(start: int, bits: int) -> None:
+        low, high = np.searchsorted(z, [np.uint64(start), np.uint64(start + (1 << bits))])
+        if high == low:
+            return
+        if high - low <= most or bits == 0:
+            starts.append(start)
+            return
+        split(start, bits - 1)
+        split(start + (1 << (bits - 1)), bits - 1)
+
+    split(0, total_bits)
+    return np.array(starts[1:], np.uint64)
 
 
 def boxes(key_buckets: Sequence[np.ndarray], ranges: np.ndarray, count: int) -> list[list[int] | None]:
