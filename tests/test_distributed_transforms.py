@@ -102,7 +102,7 @@ def test_a_large_object_is_split(store):
     assert_no_orphans(store)
 
 
-@pytest.mark.parametrize("key", ["s", "d", "i32"])
+@pytest.mark.parametrize("key", ["s", "d", "i32", "f64"])  # f64: NaNs, in the last range
 def test_cluster_by_key(store, key):
     dataset = store.write_dataset("t", TABLE, rows_per_object=500)
     plan = dataset.plan_transform(TransformTarget(rows_per_object=1000, cluster_by=key))

@@ -61,7 +61,7 @@ def _cluster(
     measure = sum(_measure(p, target, fraction) for p in partitions)
     ranges = max(1, math.ceil(measure / target.size))
     if target.zorder is None:
-        bounds = _bounds(table.column(0).drop_null(), ranges)
+        bounds = _bounds(zorder.ordered_values(table.column(0)), ranges)
         present = range(len(bounds) + 1)
     else:
         bounds, present = _zorder(plan, table, keys, ranges)
@@ -104,14 +104,12 @@ def _serialized(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def _bounds(key: pa.ChunkedArray, ranges: int) -> pa.Array:
+def _bounds(ordered: pa.Array, ranges: int) -> pa.Array:
     """At most ranges - 1 distinct keys splitting the sorted keys into equal runs."""
-    if len(key) == 0 or ranges <= 1:
-        return pa.array([], key.type)
-    ordered = pc.sort_indices(key)
-    picks = [ordered[len(key) * index // ranges].as_py() for index in range(1, ranges)]
-    chosen = key.take(pa.array(picks, pa.int64()))
-    return pc.unique(chosen).take(pc.sort_indices(pc.unique(chosen)))
+    if len(ordered) == 0 or ranges <= 1:
+        return ordered.slice(0, 0)
+    picks = [len(ordered) * index // ranges for index in range(1, ranges)]
+    return pc.unique(ordered.take(pa.array(picks, pa.int64())))
 
 
 def _groups(manifest: Manifest, target: ResolvedTarget, fraction: float) -> list[tuple[str, list[Partition]]]:

@@ -53,7 +53,7 @@ def run_stream(backend: Backend, plan: Plan, step: Step, manifest: Manifest, pen
 
 
 def key_range(plan: Plan, index: int | None) -> pc.Expression | None:
-    """The rows of cluster range index: keys in [bounds[index-1], bounds[index]); the last range holds nulls too.
+    """The rows of cluster range index: keys in [bounds[index-1], bounds[index]); the last range holds nulls and NaNs too.
     For a Z-order cluster, a filter on the box around the range's rows (z_range cuts the range)."""
     if index is not None and plan.zorder is not None:
         box = (plan.boxes or [])[index]
@@ -65,7 +65,8 @@ def key_range(plan: Plan, index: int | None) -> pc.Expression | None:
     if index < len(bounds):
         lower = key >= pc.scalar(bounds[index - 1]) if index > 0 else None
         return conjunction(lower, key < pc.scalar(bounds[index]))
-    return (key >= pc.scalar(bounds[index - 1])) | key.is_null()
+    # "not below": every key at or above the bound, and NaNs (no comparison is true of them).
+    return ~(key < pc.scalar(bounds[index - 1])) | key.is_null()
 
 
 def z_range(plan: Plan, index: int, table: pa.Table) -> pa.Table:

@@ -32,7 +32,7 @@ def bits_per_key(keys: int, ranges: int) -> int:
 def bucket_bounds(values: pa.ChunkedArray | pa.Array, bits: int) -> pa.Array:
     """At most 2**bits - 2 distinct values splitting the key's sorted values
     (nulls and NaNs left out) into equal runs: the key's bucket bounds."""
-    values = _ordered(values)
+    values = ordered_values(values)
     buckets = (1 << bits) - 1
     if len(values) == 0:
         return values
@@ -125,7 +125,8 @@ def box_filter(keys: Sequence[str], bounds: Sequence[pa.Array], box: Sequence[in
     return filter
 
 
-def _ordered(values: pa.ChunkedArray | pa.Array) -> pa.Array:
+def ordered_values(values: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """The values sorted, nulls and NaNs left out (they are no bounds: nothing compares below a NaN)."""
     values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     odd = _null_or_nan(values)
     if odd is not None:
