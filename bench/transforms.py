@@ -18,6 +18,12 @@ advisor, on one backend per run. Writes JSON and a PNG; prints the ratios.
 - advisor: 16 recorded date-range queries on l_shipdate (scattered over every
   object), 4 held out; the advice applied; bytes the held-out queries read in
   storage before and after.
+- clustering: lineitem as written (order-key order) clustered by l_shipdate
+  (range), and lineitem shuffled clustered by l_shipdate and l_orderkey in
+  Z-order; bytes read in storage and objects read by five queries on 1 % of
+  the ship dates and five on 1 % of the order keys, before and after.
+
+Run only some parts with --parts (e.g. --parts clustering).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import time
 from datetime import date, timedelta
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -155,6 +162,7 @@ def advisor(store: skyhook.Store, table: pa.Table, objects: int) -> dict:
     dataset.run_plan(dataset.plan_transform(chosen.target))
     seconds = time.perf_counter() - started
     after = replay(store.dataset("lineitem"))
+    store.delete_dataset("lineitem")
     return {
         "advice": str(chosen),
         "estimated_benefit": chosen.benefit,
@@ -164,20 +172,103 @@ def advisor(store: skyhook.Store, table: pa.Table, objects: int) -> dict:
     }
 
 
+#: Where the 1 % ranges start, as shares of each key's sorted values (the middle is a worst case
+#: for a Z-order: the top cell edge of both keys).
+STARTS = (0.13, 0.37, 0.5, 0.62, 0.81)
+
+
+def one_percent_queries(table: pa.Table) -> dict[str, list[pc.Expression]]:
+    """Per clustering key, ranges of about 1 % of the rows starting at STARTS."""
+    queries = {}
+    for column in (DATE, KEY):
+        ordered = table[column].sort()
+        queries[column] = []
+        for start in STARTS:
+            first = int(len(ordered) * start)
+            low, high = ordered[first].as_py(), ordered[first + len(ordered) // 100].as_py()
+            queries[column].append((pc.field(column) >= pa.scalar(low)) & (pc.field(column) < pa.scalar(high)))
+    return queries
+
+
+def query_reads(dataset: skyhook.Dataset, queries: dict[str, list[pc.Expression]], table: pa.Table) -> dict:
+    """Per key, over its queries: bytes read in storage and objects read (not pruned), each answer
+    checked against pyarrow."""
+    reads = {}
+    for column, ranges in queries.items():
+        reads[column] = {"bytes_read": 0, "objects_read": 0}
+        for query in ranges:
+            scanner = dataset.scanner(columns=[KEY, COLUMN], filter=query, pushdown=True)
+            answer = scanner.to_table()
+            expected = table.select([KEY, COLUMN, DATE]).filter(query)
+            assert answer.sort_by([(KEY, "ascending"), (COLUMN, "ascending")]).equals(
+                expected.select([KEY, COLUMN]).sort_by([(KEY, "ascending"), (COLUMN, "ascending")])
+            ), column
+            reads[column]["bytes_read"] += scanner.stats.bytes_read
+            reads[column]["objects_read"] += len(dataset.manifest.partitions) - scanner.stats.objects_pruned
+    return reads
+
+
+def clustering(store: skyhook.Store, table: pa.Table, objects: int) -> dict:
+    """Range: lineitem as written (order-key order) clustered by the ship date; Z-order: lineitem
+    shuffled (clustered by neither key) clustered by both."""
+    queries = one_percent_queries(table)
+    rows = -(-table.num_rows // objects)
+    plain = pa.schema([pa.field(f.name, pa.string()) if f.type == pa.string_view() else f for f in table.schema])
+    shuffled = table.cast(plain).take(pa.array(np.random.default_rng(3).permutation(table.num_rows)))
+    result: dict = {}
+    for kind, written, target in (
+        ("range", table, TransformTarget(cluster_by=DATE, rows_per_object=rows)),
+        ("zorder", shuffled, TransformTarget(cluster_by=(DATE, KEY), zorder=True, rows_per_object=rows)),
+    ):
+        dataset = store.write_dataset("lineitem", written, mode="overwrite", rows_per_object=rows)
+        before = query_reads(dataset, queries, table)
+        started = time.perf_counter()
+        done = dataset.run_plan(dataset.plan_transform(target))
+        seconds = time.perf_counter() - started
+        streams = [step for step in done.steps if step.kind == "stream"]
+        clustered = store.dataset("lineitem")
+        after = query_reads(clustered, queries, table)
+        result[kind] = {
+            "objects_before": len(dataset.manifest.partitions),
+            "objects_after": len(clustered.manifest.partitions),
+            "plan_seconds": seconds,
+            "plan_bytes_read_in_storage": sum(int(step.measured.get("bytes_read", 0)) for step in streams),
+            "before": before,
+            "after": after,
+            "bytes_read_before_over_after": {
+                column: before[column]["bytes_read"] / max(1, after[column]["bytes_read"]) for column in queries
+            },
+        }
+        store.delete_dataset("lineitem")
+    return result
+
+
 def ratios(report: dict) -> dict:
-    figure = report["figure6"]
-    work = report["schedule"]
-    return {
-        "client_over_local_storage_time": figure["local_client"]["seconds"] / figure["local_storage"]["seconds"],
-        "distributed_over_local_storage_time": figure["distributed"]["seconds"] / figure["local_storage"]["seconds"],
-        "key_order_over_working_set_time_to_80_percent": work["key"]["seconds_to_80_percent"]
-        / max(1e-9, work["working-set"]["seconds_to_80_percent"]),
-        "advisor_bytes_before_over_after": report["advisor"]["held_out_bytes_before"]
-        / max(1, report["advisor"]["held_out_bytes_after"]),
-    }
+    found = {}
+    if "figure6" in report:
+        figure = report["figure6"]
+        found["client_over_local_storage_time"] = figure["local_client"]["seconds"] / figure["local_storage"]["seconds"]
+        found["distributed_over_local_storage_time"] = (
+            figure["distributed"]["seconds"] / figure["local_storage"]["seconds"]
+        )
+    if "schedule" in report:
+        work = report["schedule"]
+        found["key_order_over_working_set_time_to_80_percent"] = work["key"]["seconds_to_80_percent"] / max(
+            1e-9, work["working-set"]["seconds_to_80_percent"]
+        )
+    if "advisor" in report:
+        found["advisor_bytes_before_over_after"] = report["advisor"]["held_out_bytes_before"] / max(
+            1, report["advisor"]["held_out_bytes_after"]
+        )
+    for kind, measured in report.get("clustering", {}).items():
+        for column, ratio in measured["bytes_read_before_over_after"].items():
+            found[f"{kind}_cluster_{column}_1_percent_bytes_before_over_after"] = ratio
+    return found
 
 
 def plot(report: dict, path: Path) -> None:
+    if "figure6" not in report or "schedule" not in report:
+        return
     import matplotlib
 
     matplotlib.use("Agg")
@@ -201,11 +292,19 @@ def plot(report: dict, path: Path) -> None:
     figure.savefig(path)
 
 
+PARTS = {"figure6": figure6, "schedule": schedule, "advisor": advisor, "clustering": clustering}
+
+
 def main() -> None:
     parser = arguments(__doc__, "transforms", repeat=1)
     parser.set_defaults(scale_factor=0.1)
     parser.add_argument("--objects", type=int, default=24)
+    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
     options = parser.parse_args()
+    parts = [part for part in options.parts.split(",") if part]
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"unknown part {unknown[0]!r}: choose from {', '.join(PARTS)}")
     lineitem = generate_lineitem(options.scale_factor, options.data_dir)
     table = pq.read_table(lineitem)
     with tempfile.TemporaryDirectory() as scratch:
@@ -215,11 +314,9 @@ def main() -> None:
             "scale_factor": options.scale_factor,
             "objects": options.objects,
             "backend": "ceph" if uri.startswith("ceph") else "embedded",
-            "figure6": figure6(store, table, options.objects),
-            "schedule": schedule(store, table, options.objects),
-            "advisor": advisor(store, table, options.objects),
         }
-        store.delete_dataset("lineitem")
+        for part in parts:
+            report[part] = PARTS[part](store, table, options.objects)
         store.close()
     report["ratios"] = ratios(report)
     options.output.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import time
 import uuid
 
 import pyarrow as pa
@@ -119,14 +120,25 @@ def test_port_taken_is_a_clear_error(tmp_path):
 
 
 def test_memstore_cluster_up_scan_down(tmp_path):
+    """And the transform worker the cluster starts beside its OSDs runs a queued plan; it stops with the cluster."""
     cluster = LocalCluster(tmp_path / "mem")
     uri = cluster.up(osds=1, store="memstore")
     try:
         with skyhook.connect(uri) as store:
-            dataset = store.write_dataset("m", TABLE.slice(0, 1000))
+            dataset = store.write_dataset("m", TABLE.slice(0, 1000), rows_per_object=250)
             assert dataset.count_rows(filter=F("k") >= 990) == 10
+            assert cluster.pid("worker") is not None
+            plan = store.queue_plan(dataset.plan_transform(skyhook.TransformTarget(rows_per_object=1000)))
+            deadline = time.monotonic() + 120
+            while store.plan("m", plan.id).state != "done" and time.monotonic() < deadline:
+                time.sleep(0.5)
+            assert store.plan("m", plan.id).state == "done"
+            assert [p.num_rows for p in store.manifest("m").partitions] == [1000]
+            assert_same_table(store.dataset("m").to_table(), TABLE.slice(0, 1000))
+        assert f"plan {plan.id} of m: done" in (tmp_path / "mem" / "log" / "worker.log").read_text()
         status = cluster.status()
         assert status["store"] == "memstore" and status["osds"] == {"osd.0": "up"}
+        assert status["daemons"]["worker"] is not None
     finally:
         cluster.down()
     assert all(pid is None for pid in cluster.status()["daemons"].values())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pickle
 import random
+from datetime import timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -86,7 +87,7 @@ def test_a_large_object_is_split(store):
     assert_no_orphans(store)
 
 
-@pytest.mark.parametrize("key", ["s", "d", "i32"])
+@pytest.mark.parametrize("key", ["s", "d", "i32", "f64"])  # f64: NaNs, in the last range
 def test_cluster_by_key(store, key):
     dataset = store.write_dataset("t", TABLE, rows_per_object=500)
     plan = dataset.plan_transform(TransformTarget(rows_per_object=1000, cluster_by=key))
@@ -106,6 +107,55 @@ def test_cluster_by_key(store, key):
     scan = store.dataset("t").scanner(filter=pc.field(key) == pc.scalar(middle))
     assert_same_table(by_id(scan.to_table()), by_id(TABLE.filter(pc.field(key) == pc.scalar(middle))))
     assert scan.stats.objects_pruned >= len(manifest.partitions) - 2
+    assert_no_orphans(store)
+
+
+@pytest.mark.parametrize("keys", [("f64", "s"), ("dec", "ts"), ("d", "i32", "u16")])
+def test_zorder_cluster_keeps_every_row_of_every_type(store, keys):
+    """Nulls, NaNs, decimals, timestamps, strings: the Z-order cluster's answers are pyarrow's."""
+    dataset = store.write_dataset("t", TABLE, rows_per_object=500)
+    plan = dataset.plan_transform(TransformTarget(rows_per_object=700, cluster_by=list(keys), zorder=True))
+    assert "in Z-order" in str(plan) and plan.steps[-1].kind == "commit"
+    run_in_thirds(store, dataset, plan, TABLE)
+    assert len(store.manifest("t").partitions) >= 3
+    assert_no_orphans(store)
+
+
+def box_table(rows: int) -> pa.Table:
+    rng = random.Random(5)
+    start = pa.scalar(0, pa.int32()).cast(pa.date32()).as_py()
+    return pa.table(
+        {
+            "id": pa.array(range(rows), pa.int64()),
+            "i32": pa.array([rng.randrange(1000) for _ in range(rows)], pa.int32()),
+            "x": pa.array([rng.random() * 100 for _ in range(rows)]),
+            "day": pa.array([start + timedelta(days=rng.randrange(3650)) for _ in range(rows)], pa.date32()),
+        }
+    )
+
+
+def objects_read(store: skyhook.Store, filter: pc.Expression, expected: pa.Table) -> int:
+    dataset = store.dataset("t")
+    scan = dataset.scanner(filter=filter)
+    assert_same_table(by_id(scan.to_table()), by_id(expected.filter(filter)))
+    return len(dataset.manifest.partitions) - scan.stats.objects_pruned
+
+
+def test_zorder_cluster_prunes_on_either_key(store):
+    table = box_table(8000)
+    dataset = store.write_dataset("t", table, rows_per_object=500)
+    x, day = pc.field("x"), pc.field("day")
+    tenth = table["day"].sort()[800].as_py()
+    slabs = [x < 10, day < pa.scalar(tenth), (x >= 30) & (x < 40), (x < 10) & (day < pa.scalar(tenth))]
+    before = [objects_read(store, slab, table) for slab in slabs]
+    assert before == [16] * 4  # unclustered: every object holds every key
+    plan = dataset.plan_transform(TransformTarget(rows_per_object=500, cluster_by=["x", "day"], zorder=True))
+    run_in_thirds(store, dataset, plan, table)
+    after = [objects_read(store, slab, table) for slab in slabs]
+    print(f"objects read by slabs and a box, unclustered {before}, Z-order {after}")
+    # 16 objects of a 4 x 4 grid: a tenth of one key meets one column of it, a box one object or two.
+    assert after[0] <= 5 and after[1] <= 5 and after[2] <= 5 and after[3] <= 2, after
+    assert len(store.manifest("t").partitions) == 16
     assert_no_orphans(store)
 
 
@@ -133,6 +183,52 @@ def test_filter_then_copy_with_projection_moves_only_the_subset(store):
     assert selected == expected.nbytes
     print(f"filter-then-copy moved {moved:,} bytes ({decoded:,} decoded) for a {selected:,}-byte subset")
     assert moved <= decoded <= 1.10 * selected  # loose here: the measured ratio is in the README
+    assert_no_orphans(store)
+
+
+def test_objects_kept_whole_are_copied_by_storage(store, monkeypatch):
+    table = pa.table(
+        {
+            "k": pa.array(range(4000)),
+            "s": pa.array([f"row {i % 97}" for i in range(4000)]),
+            "v": [i % 7 for i in range(4000)],
+        }
+    )
+    dataset = store.write_dataset("t", table, rows_per_object=1000)
+    sources = [partition.object_name for partition in dataset.manifest.partitions]
+    # Objects 1-3 hold only k >= 1000 (their statistics say so): copied whole; object 0 is streamed.
+    plan = dataset.plan_transform(TransformTarget(filter="k >= 1000", into="copy", rows_per_object=1000))
+    assert [step.kind for step in plan.steps] == ["stream", "commit", "copy", "copy", "copy", "commit"]
+    assert [step.sources for step in plan.steps if step.kind == "copy"] == [[name] for name in sources[1:]]
+    assert "storage to storage" in str(plan) and plan.bytes_moved < dataset.manifest.size_bytes / 3
+    # What the driver reads or asks storage to scan, by object: never a copied one.
+    touched: list[str] = []
+    for method in ("call", "read_object", "open_object", "object_attribute"):
+        original = getattr(store.backend, method)
+        monkeypatch.setattr(
+            store.backend, method, lambda name, *rest, _o=original: touched.append(name) or _o(name, *rest)
+        )
+    call_many = store.backend.call_many
+    monkeypatch.setattr(
+        store.backend, "call_many", lambda method, calls: call_many(method, [touched.append(c[0]) or c for c in calls])
+    )
+    plan = dataset.run_plan(plan)
+    monkeypatch.undo()
+    assert not set(sources[1:]) & set(touched), touched
+    copies = [step for step in plan.steps if step.kind == "copy"]
+    assert all(step.measured["bytes_returned"] == 0 for step in copies)
+    expected = table.filter(pc.field("k") >= 1000)
+    assert_same_table(store.dataset("copy").to_table().sort_by("k"), expected)
+    assert_same_table(store.dataset("t").to_table().sort_by("k"), table)  # the source is unchanged
+    for step in copies:  # the same bytes and design attribute
+        (source,), (copied,) = step.sources, step.written
+        assert store.backend.read_object(copied).equals(store.backend.read_object(source))
+        assert store.backend.object_attribute(copied, "skyhook.design") == store.backend.object_attribute(
+            source, "skyhook.design"
+        )
+    # A filter statistics cannot prove true of a whole object, or a projection, streams.
+    for target in (TransformTarget(filter="v < 3", into="c2"), TransformTarget(columns=["k", "v"], into="c3")):
+        assert "copy" not in [step.kind for step in dataset.plan_transform(target).steps]
     assert_no_orphans(store)
 
 
@@ -186,6 +282,11 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(store):
         (TransformTarget(filter="i32 > 0"), InvalidRequestError, "into=NAME"),
         (TransformTarget(columns=["id", "zz"], into="c"), InvalidRequestError, "no column 'zz'"),
         (TransformTarget(columns=["id"], cluster_by="s", into="c"), InvalidRequestError, "cluster key"),
+        (TransformTarget(cluster_by=["i32", "s"]), InvalidRequestError, "add zorder=True"),
+        (TransformTarget(cluster_by="i32", zorder=True), InvalidRequestError, "two or more"),
+        (TransformTarget(cluster_by=["i32", "i32"], zorder=True), InvalidRequestError, "each key once"),
+        (TransformTarget(cluster_by=["i32", nested], zorder=True), InvalidRequestError, "no order"),
+        (TransformTarget(cluster_by=["i32", "zz"], zorder=True), InvalidRequestError, "no column 'zz'"),
         (TransformTarget(into="t"), InvalidRequestError, "into itself"),
         (TransformTarget(into="other"), DatasetExistsError, "exists"),
         (TransformTarget(into="bad name"), InvalidRequestError, "invalid dataset name"),
@@ -232,10 +333,13 @@ def test_the_command_line_plans_runs_and_the_worker_resumes(store):
         (("design", "resume", "t"), "no plan that is running or paused or failed"),
         (("design", "resume", "t", "--plan", store.plans("t")[0].id), "is done"),
         (("design", "plan", "t", "--cluster-by", "nope"), "no column 'nope'"),
+        (("design", "plan", "t", "--cluster-by", "i32,s"), "add zorder=True (--zorder)"),
         (("design", "plan", "t", "--rows-per-object", "0"), "impossible target"),
     ]:
         failed = skyhook_cli(*args, "--store", store.uri)
         assert failed.exit_code == 1 and "Traceback" not in failed.stderr, failed.stderr
         assert len(failed.stderr.splitlines()) == 1 and message in failed.stderr, failed.stderr
     assert len(store.plans("t")) == 1
+    zorder = skyhook_cli("design", "plan", "t", "--cluster-by", "i32,d", "--zorder", "--store", store.uri)
+    assert zorder.exit_code == 0 and "cluster by 'i32', 'd' in Z-order" in zorder.stdout, zorder.stderr
     assert_no_orphans(store)

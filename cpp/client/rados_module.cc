@@ -1,5 +1,5 @@
 // The client's path into RADOS, through librados' C++ API: whole-object writes
-// with their attributes in one atomic operation, plain reads, conditional
+// with their attributes in one atomic operation, copies made by the OSDs, plain reads, conditional
 // writes (create-if-absent, replace or remove only at a known version), omap,
 // object listing, and many object-class calls in flight at once with replies
 // taken in order. Every blocking call releases the GIL. Failures raise
@@ -162,6 +162,16 @@ class Pool {
       operation.setxattr(name.c_str(), encoded);
     }
     Check(Operate(object, operation), "writing " + object);
+  }
+
+  // Create or replace `object` as a copy of `source` (its data, xattrs and
+  // omap), made by the OSDs: the object's primary reads the source from the
+  // source's primary. Version 0: whichever version the source has, read
+  // consistently (the OSD asserts it for every chunk after the first).
+  void CopyFrom(const std::string& object, const std::string& source) {
+    librados::ObjectWriteOperation operation;
+    operation.copy_from(source, io_, 0, 0);
+    Check(Operate(object, operation), "copying " + source + " to " + object);
   }
 
   nb::bytes Read(const std::string& object) {
@@ -464,6 +474,8 @@ NB_MODULE(_rados, m) {
            nb::arg("keyring") = nb::none(), nb::arg("timeout_seconds") = 30)
       .def("put", &Pool::Put, nb::arg("object"), nb::arg("data"), nb::arg("attributes"))
       .def("close", &Pool::Close)
+      .def("copy_from", &Pool::CopyFrom, nb::arg("object"), nb::arg("source"),
+           "Create or replace object as a copy of source, made by the OSDs.")
       .def("read", &Pool::Read)
       .def("remove", &Pool::Remove)
       .def("read_versioned", &Pool::ReadVersioned, "(data, version) of a whole object.")

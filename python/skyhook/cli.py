@@ -572,6 +572,9 @@ def cluster_up(
     osds: Annotated[int, typer.Option(help="Number of OSDs (new clusters).")] = 3,
     store: Annotated[str, typer.Option(help="bluestore (survives restarts) or memstore.")] = "bluestore",
     port: Annotated[Optional[int], typer.Option(help="Monitor port (v2; v1 uses port + 1).")] = None,
+    worker: Annotated[
+        bool, typer.Option(help="Start the transform worker beside the OSDs (log: DIR/log/worker.log).")
+    ] = True,
     limit: Annotated[
         Optional[list[str]],
         typer.Option(
@@ -591,7 +594,7 @@ def cluster_up(
             raise InvalidRequestError(f"--limit {item!r}: expected NAME=INTEGER, NAME one of {', '.join(NODE_LIMITS)}")
         limits[name] = int(value)
     started = time.perf_counter()
-    uri = LocalCluster(directory).up(osds=osds, store=store, port=port, node_limits=limits)
+    uri = LocalCluster(directory).up(osds=osds, store=store, port=port, node_limits=limits, worker=worker)
     console.print(f"cluster ready in {time.perf_counter() - started:.1f} s", style="dim")
     print(uri)
 
@@ -713,7 +716,13 @@ def design_plan(
     dataset: str,
     rows_per_object: Annotated[Optional[int], typer.Option(help="Rows per target object.")] = None,
     object_size: Annotated[Optional[int], typer.Option(help="Bytes per target object (default 32 MiB).")] = None,
-    cluster_by: Annotated[Optional[str], typer.Option(help="Range-partition by this column (sorted inside).")] = None,
+    cluster_by: Annotated[
+        Optional[str],
+        typer.Option(help="Range-partition by this column (sorted inside), or by several (a,b) with --zorder."),
+    ] = None,
+    zorder: Annotated[
+        bool, typer.Option(help="Cluster by the --cluster-by keys in Z-order: each object a box of their space.")
+    ] = False,
     where: Annotated[Optional[str], typer.Option("--where", "-w", help="Copy only these rows (needs --into).")] = None,
     columns: Annotated[
         Optional[str], typer.Option("--columns", "-c", help="Copy only these columns (needs --into).")
@@ -729,7 +738,8 @@ def design_plan(
     target = skyhook.TransformTarget(
         rows_per_object=rows_per_object,
         object_size=object_size,
-        cluster_by=cluster_by,
+        cluster_by=None if cluster_by is None else [key for key in cluster_by.split(",") if key],
+        zorder=zorder,
         filter=where,
         columns=None if columns is None else [column for column in columns.split(",") if column],
         into=into,
@@ -861,7 +871,10 @@ def worker(
     driver of distributed transforms (run it beside the OSDs)."""
     from skyhook.distributed.worker import work
 
-    def log(plan: skyhook.Plan, outcome: str | None) -> None:
+    def log(plan: skyhook.Plan | None, outcome: str | None) -> None:
+        if plan is None:
+            console.print(f"cannot list the plans (polling again): {outcome}", markup=False)
+            return
         said = "started" if outcome == "started" else ("done" if outcome is None else f"failed: {outcome}")
         console.print(f"plan {plan.id} of {plan.dataset}: {said}", markup=False)
 

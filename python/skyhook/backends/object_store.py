@@ -98,6 +98,11 @@ class ObjectStore(ABC):
         if it is still at version; False if it changed."""
 
     @abstractmethod
+    def copy_object(self, source: str, target: str) -> None:
+        """Create or replace target as a copy of source, bytes and attributes, made
+        by the store (the bytes do not pass through this process)."""
+
+    @abstractmethod
     def delete_object(self, name: str) -> None:
         """Remove an object; a missing object is not an error."""
 

@@ -68,7 +68,17 @@ MANIFEST_SUFFIX = ".manifest"
 DEFAULT_TIMEOUT_SECONDS = 30
 # Operations of the _rados module, by the OSD capability they need.
 _CLASS_CALLS = ("exec", "submit", "next")
-_WRITES = ("put", "create", "replace", "replace_at_version", "remove", "remove_at_version", "omap_set", "omap_remove")
+_WRITES = (
+    "put",
+    "copy_from",
+    "create",
+    "replace",
+    "replace_at_version",
+    "remove",
+    "remove_at_version",
+    "omap_set",
+    "omap_remove",
+)
 # What a skyhook method that writes returns instead of a reply when it fails
 # (cpp/adapters/ceph/cls_skyhook.cc, WriterErrno); ENOENT is a missing object.
 WRITER_ERRORS: dict[int, type[SkyhookError]] = {
@@ -162,6 +172,10 @@ class RadosBackend(Backend):
                 f"object {name} would be {len(data):,} bytes, over the {MAX_OBJECT_BYTES:,}-byte limit"
             )
         return self._do(self._pool.replace_at_version, name, data, attributes, version)
+
+    def copy_object(self, source: str, target: str) -> None:
+        # copy_from: the target's primary OSD reads the source from its OSD; it copies the xattrs and omap too.
+        self._do(self._pool.copy_from, target, source)
 
     def delete_object(self, name: str) -> None:
         self._do(self._pool.remove, name)

@@ -73,3 +73,26 @@ def matching_partitions(manifest: Manifest, filter: pc.Expression | None) -> lis
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return list(manifest.partitions)
     return [partition for partition in manifest.partitions if partition.number in kept]
+
+
+def wholly_matching(manifest: Manifest, index: int, filter: pc.Expression | None, columns: set[str]) -> bool:
+    """Whether the statistics prove that every row of the partition at index
+    passes filter (which reads columns): no row can fail it, and none of its
+    columns holds a null or (floats are refused) a NaN, which would make it null or false."""
+    if filter is None:
+        return True
+    statistics = manifest.statistics[index]
+    for name in columns:
+        if pa.types.is_floating(manifest.schema.field(name).type) or statistics[name]["null_count"].as_py() != 0:
+            return False
+    failing = pads.FileSystemDataset.from_paths(
+        ["0"],
+        schema=manifest.schema,
+        format=pads.IpcFileFormat(),
+        filesystem=pafs.LocalFileSystem(),
+        partitions=[fragment_guarantee(manifest, index)],
+    )
+    try:
+        return not list(failing.get_fragments(filter=~filter))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return False

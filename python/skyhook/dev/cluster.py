@@ -1,6 +1,9 @@
 """A real Ceph cluster on this machine, started by the project itself: one
 monitor, one manager and N OSDs on 127.0.0.1 under one directory, cephx on,
-no systemd or containers. The OSDs load the skyhook object class.
+no systemd or containers. The OSDs load the skyhook object class. Beside
+them runs a transform worker (``skyhook worker`` on the pool's default
+namespace): the storage tier's driver of distributed transforms, stopped
+with the cluster, its log in ``log/worker.log``.
 
 Everything lives in the cluster directory: ceph.conf, the keyring, daemon
 data, logs, admin sockets and ``cluster.json`` (ports, OSD ids, PIDs). Only
@@ -15,6 +18,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -28,6 +32,9 @@ DISTRO_CLASS_DIR = Path("/usr/lib/x86_64-linux-gnu/rados-classes")
 # The object class is installed beside the package (CMake: DESTINATION skyhook).
 SKYHOOK_CLASS = Path(__file__).parent.parent / "libcls_skyhook.so"
 REQUIRED_COMMANDS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "ceph-authtool", "monmaptool")
+WORKER = "worker"
+#: Seconds between the worker's polls for queued plans.
+WORKER_INTERVAL = 2
 
 
 ROLES = ("reader", "writer", "admin")
@@ -103,11 +110,13 @@ class LocalCluster:
         node_limits: dict[str, int] | None = None,
         address: str = "127.0.0.1",
         netns: str = "",
+        worker: bool = True,
     ) -> str:
         """Create the cluster (first time) or start it again; returns the store URI.
         node_limits (a new cluster's) set the OSDs' skyhook limits, e.g.
         {"max_call_ms": 2000} for SKYHOOK_MAX_CALL_MS. A new cluster's daemons
-        listen on address, run inside network namespace netns if one is given."""
+        listen on address, run inside network namespace netns if one is given.
+        worker: start the transform worker beside the OSDs (if not running)."""
         _check_installed()
         if not SKYHOOK_CLASS.exists():
             raise ClusterError(
@@ -118,11 +127,14 @@ class LocalCluster:
             self._restart(timeout)
         else:
             self._create(osds, store, port, timeout, node_limits or {}, address, netns)
+        if worker:
+            self._start_worker()
         return self.uri
 
     def down(self, timeout: float = 30) -> None:
         state = self._state()
-        for name in sorted(state.pids, key=lambda n: (not n.startswith("osd"), n)):  # OSDs first
+        # The worker first (it needs the OSDs to stop cleanly), then the OSDs, then the rest.
+        for name in sorted(state.pids, key=lambda n: (n != WORKER, not n.startswith("osd"), n)):
             self._stop(state, name, signal.SIGTERM, timeout)
         self._save(state)
 
@@ -426,17 +438,28 @@ log file = {d}/log/client.log
 
     # -- daemons -----------------------------------------------------------
 
-    def _start(self, state: ClusterState, name: str, command: list[str]) -> None:
-        log = open(self.dir / "log" / f"{name}.stdout", "ab")
+    def _start_worker(self) -> None:
+        state = self._state()
+        if self._alive(state.pids.get(WORKER, 0)):
+            return
+        command = [sys.executable, "-m", "skyhook.cli", WORKER, "--store", self.uri]
+        self._start(state, WORKER, [*command, "--interval", str(WORKER_INTERVAL)], ceph=False)
+        self._save(state)
+
+    def _start(self, state: ClusterState, name: str, command: list[str], ceph: bool = True) -> None:
+        """ceph: a Ceph daemon (given the conf, in the foreground, its stdout to
+        log/NAME.stdout beside its own log); else a process whose output is its log, log/NAME.log."""
+        log = open(self.dir / "log" / f"{name}.{'stdout' if ceph else 'log'}", "ab")
         environment = {
             **os.environ,
             "CEPH_CONF": str(self.conf),
             # Arrow in the OSD: the pool that returns memory best (measured).
             "ARROW_DEFAULT_MEMORY_POOL": "jemalloc",
+            "PYTHONUNBUFFERED": "1",
             **state.node_limits,
         }
         process = subprocess.Popen(
-            [*state.command_prefix(), *command, "-c", str(self.conf), "-f"],
+            [*state.command_prefix(), *command, *(["-c", str(self.conf), "-f"] if ceph else [])],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -480,7 +503,8 @@ log file = {d}/log/client.log
             except ChildProcessError:
                 pass
             return False
-        return str(self.conf).encode() in command
+        conf = str(self.conf).encode()
+        return any(conf in argument for argument in command)  # the worker has it inside its store URI
 
     # -- waiting -----------------------------------------------------------
 

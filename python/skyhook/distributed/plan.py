@@ -23,7 +23,11 @@ PLAN_VERSION = 1
 #: (resume retries it).
 STATES = ("planned", "queued", "running", "paused", "failed", "done", "cancelled")
 FINISHED = ("done", "cancelled")
-KINDS = ("stream", "commit", "local")
+KINDS = ("stream", "copy", "commit", "local")
+#: Steps that write a group's new objects (the commit publishes them).
+WRITES = ("stream", "copy")
+#: Plan fields of bytes, stored as base64.
+SERIALIZED = ("design", "filter", "bounds", "bucket_bounds")
 # Rough rates for the estimate (one OSD's disk, the client link, object writes).
 READ_BYTES_PER_S = 400e6
 MOVE_BYTES_PER_S = 100e6
@@ -34,9 +38,9 @@ WRITE_BYTES_PER_S = 150e6
 class Step:
     kind: str
     group: int
-    #: Objects read (stream), swapped out (commit) or rewritten in place (local).
+    #: Objects read (stream), copied whole (copy), swapped out (commit) or rewritten in place (local).
     sources: list[str]
-    #: Objects a stream step writes (its planned names; fewer if a filter leaves fewer rows).
+    #: Objects a stream or copy step writes (a stream's planned names; fewer if a filter leaves fewer rows).
     targets: list[str]
     #: For a stream step of a cluster: the key range it copies (index into the plan's bounds).
     key_range: int | None = None
@@ -53,6 +57,7 @@ class Step:
     def describe(self) -> str:
         what = {
             "stream": f"stream {len(self.sources)} object(s) -> {len(self.targets)} new",
+            "copy": "copy the object whole, storage to storage",
             "commit": f"commit: swap {len(self.sources)} object(s) for the group's new ones, build their statistics",
             "local": f"local transform of {len(self.sources)} object(s) in storage",
         }[self.kind]
@@ -83,7 +88,14 @@ class Plan:
     filter: bytes = b""
     columns: list[str] | None = None
     cluster_by: str | None = None
+    #: A range cluster's key bounds, or a Z-order cluster's z-value bounds (uint64).
     bounds: bytes = b""
+    #: A Z-order cluster: its keys, the bits of each key's bucket, each key's
+    #: bucket bounds, and per range the box of its rows ([low, high] bucket per key).
+    zorder: list[str] | None = None
+    zorder_bits: int = 0
+    bucket_bounds: bytes = b""
+    boxes: list[list[int] | None] | None = None
     #: The schedule it runs under (distributed/schedule.py), kept for resumes and the worker.
     rate: float | None = None
     parallel: int = 1
@@ -130,6 +142,13 @@ class Plan:
             return None
         return pa.ipc.open_stream(pa.py_buffer(self.bounds)).read_all().column(0).combine_chunks()
 
+    def key_bucket_bounds(self) -> list[pa.Array]:
+        """A Z-order cluster's bucket bounds, per key."""
+        if not self.bucket_bounds:
+            return []
+        table = pa.ipc.open_stream(pa.py_buffer(self.bucket_bounds)).read_all()
+        return [column.combine_chunks()[0].values for column in table.columns]
+
     def __str__(self) -> str:
         lines = [
             f"plan {self.id} for {self.dataset!r} (as of version {self.planned_from}): {self.summary} "
@@ -151,7 +170,7 @@ class Plan:
 
     def to_bytes(self) -> bytes:
         record = asdict(self)
-        for key in ("design", "filter", "bounds"):
+        for key in SERIALIZED:
             record[key] = base64.b64encode(record[key]).decode()
         return json.dumps({"version": PLAN_VERSION, **record}).encode()
 
@@ -163,8 +182,8 @@ class Plan:
             if record.pop("version") != PLAN_VERSION:
                 raise ValueError("unsupported plan version")
             record.pop("heartbeat", None)  # plans stored before leases: an expired lease
-            for key in ("design", "filter", "bounds"):
-                record[key] = base64.b64decode(record[key], validate=True)
+            for key in SERIALIZED:
+                record[key] = base64.b64decode(record.get(key, ""), validate=True)
             plan = cls(**{**record, "steps": [Step(**step) for step in record["steps"]]})
             plan._check()
         except (ValueError, TypeError, KeyError, AttributeError, pa.ArrowException) as error:
@@ -195,6 +214,24 @@ class Plan:
         ObjectDesign.from_bytes(self.design)
         self.target_filter()
         self.key_bounds()
+        if self.zorder is not None:
+            self._check_zorder()
+
+    def _check_zorder(self) -> None:
+        keys = len(self.zorder or [])
+        if keys < 2 or not all(isinstance(key, str) for key in self.zorder or []):
+            raise ValueError("invalid Z-order keys")
+        if not (isinstance(self.zorder_bits, int) and 1 <= self.zorder_bits and keys * self.zorder_bits <= 62):
+            raise ValueError("invalid Z-order bits")
+        if len(self.key_bucket_bounds()) != keys or not isinstance(self.boxes, list):
+            raise ValueError("invalid Z-order bounds")
+        if any(s.key_range is not None and not 0 <= s.key_range < len(self.boxes) for s in self.steps):
+            raise ValueError("invalid key range")
+        for box in self.boxes:
+            if box is not None and not (
+                isinstance(box, list) and len(box) == 2 * keys and all(isinstance(b, int) and b >= 0 for b in box)
+            ):
+                raise ValueError("invalid Z-order box")
 
 
 def expression_bytes(expression: pc.Expression | None) -> bytes:

@@ -7,16 +7,20 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.backends.base import Backend
 from skyhook.catalog.manifest import Manifest, Partition
+from skyhook.catalog.pruning import wholly_matching
 from skyhook.design.object_transform import TargetDesign
+from skyhook.distributed import zorder
 from skyhook.distributed.plan import Plan, Step, expression_bytes
 from skyhook.distributed.source_scan import scan_sources
 from skyhook.distributed.target import ResolvedTarget
 from skyhook.names import new_generation, object_name
+from skyhook.plan.expressions import filter_columns
 
 #: Objects within this factor of the size target are right-sized (kept in place).
 RIGHT_SIZED = (0.5, 1.5)
@@ -38,7 +42,7 @@ def make_plan(backend: Backend, manifest: Manifest, target: ResolvedTarget) -> P
         columns=None if target.columns is None else list(target.columns),
         cluster_by=target.cluster_by,
     )
-    if target.cluster_by is not None:
+    if target.cluster_by is not None or target.zorder is not None:
         _cluster(backend, manifest, target, plan, fraction, written_to)
     else:
         for kind, group in _groups(manifest, target, fraction):
@@ -52,47 +56,80 @@ def _cluster(
     partitions = list(manifest.partitions)
     if not partitions:
         return
-    keys, _ = scan_sources(backend, manifest, [p.object_name for p in partitions], [target.cluster_by], target.filter)
-    key = keys.column(0).drop_null()
+    keys = [target.cluster_by] if target.cluster_by is not None else list(target.zorder or ())
+    table, _ = scan_sources(backend, manifest, [p.object_name for p in partitions], keys, target.filter)
     measure = sum(_measure(p, target, fraction) for p in partitions)
     ranges = max(1, math.ceil(measure / target.size))
-    bounds = _bounds(key, ranges)
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, pa.schema([("bound", bounds.type)])) as writer:
-        writer.write_table(pa.table({"bound": bounds}))
-    plan.bounds = sink.getvalue().to_pybytes()
+    if target.zorder is None:
+        bounds = _bounds(zorder.ordered_values(table.column(0)), ranges)
+        present = range(len(bounds) + 1)
+    else:
+        bounds, present = _zorder(plan, table, keys, ranges)
+    plan.bounds = _serialized(pa.table({"bound": bounds}))
     generation = new_generation()
     plan.groups.append(generation)
     sources = [p.object_name for p in partitions]
     size = sum(p.size_bytes for p in partitions)
     count = len(bounds) + 1
-    for index in range(count):
+    for index in present:
         moved = int(size * fraction / count)
         name = object_name(written_to, generation, index)
         plan.steps.append(Step("stream", 0, sources, [name], index, 0, size, moved, moved))
     plan.steps.append(Step("commit", 0, sources, []))
 
 
-def _bounds(key: pa.ChunkedArray, ranges: int) -> pa.Array:
+def _zorder(plan: Plan, table: pa.Table, keys: list[str], ranges: int) -> tuple[pa.Array, list[int]]:
+    """A Z-order cluster's z-value bounds and the ranges that hold rows; the
+    keys' bucket bounds and each range's box go into plan."""
+    bits = zorder.bits_per_key(len(keys), ranges)
+    key_bounds = [zorder.bucket_bounds(table.column(key), bits) for key in keys]
+    key_buckets = [zorder.buckets(table.column(key), bounds) for key, bounds in zip(keys, key_bounds)]
+    z = zorder.interleave(key_buckets, bits)
+    # Cells halve: allow the right-sized slack so that even data does not split into twice the objects.
+    most = max(1, math.ceil(RIGHT_SIZED[1] * len(z) / ranges))
+    bounds = pa.array(zorder.cell_bounds(np.sort(z), bits * len(keys), most), pa.uint64())
+    count = len(bounds) + 1
+    plan.boxes = zorder.boxes(key_buckets, np.searchsorted(bounds.to_numpy(), z, side="right"), count)
+    plan.zorder, plan.zorder_bits = keys, bits
+    plan.bucket_bounds = _serialized(
+        pa.table({key: pa.array([values.to_pylist()], pa.list_(values.type)) for key, values in zip(keys, key_bounds)})
+    )
+    return bounds, [index for index in range(count) if plan.boxes[index] is not None]
+
+
+def _serialized(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def _bounds(ordered: pa.Array, ranges: int) -> pa.Array:
     """At most ranges - 1 distinct keys splitting the sorted keys into equal runs."""
-    if len(key) == 0 or ranges <= 1:
-        return pa.array([], key.type)
-    ordered = pc.sort_indices(key)
-    picks = [ordered[len(key) * index // ranges].as_py() for index in range(1, ranges)]
-    chosen = key.take(pa.array(picks, pa.int64()))
-    return pc.unique(chosen).take(pc.sort_indices(pc.unique(chosen)))
+    if len(ordered) == 0 or ranges <= 1:
+        return ordered.slice(0, 0)
+    picks = [len(ordered) * index // ranges for index in range(1, ranges)]
+    return pc.unique(ordered.take(pa.array(picks, pa.int64())))
 
 
 def _groups(manifest: Manifest, target: ResolvedTarget, fraction: float) -> list[tuple[str, list[Partition]]]:
     """(kind, sources) per group, in partition order: "stream" to merge or split,
-    "local" to rewrite right-sized objects of another design in place."""
+    "local" to rewrite right-sized objects of another design in place, and last
+    "copy": the right-sized objects a copy keeps whole (every row, every column, their design)."""
     built = None if target.asked is None else TargetDesign(target.asked, tuple(target.schema.names))
     low, high = target.size * RIGHT_SIZED[0], target.size * (1 if target.measure == "rows" else RIGHT_SIZED[1])
     groups: list[tuple[str, list[Partition]]] = []
     small: list[Partition] = []
     small_measure = 0.0
+    whole: list[Partition] = []
+    read = set() if target.filter is None else filter_columns(target.filter, manifest.schema)
+    all_columns = target.columns is None or list(target.columns) == manifest.schema.names
 
     def right_sized(partition: Partition) -> None:
+        if target.copies and all_columns and (built is None or built.built_by(partition.design)):
+            if wholly_matching(manifest, partition.number, target.filter, read):
+                whole.append(partition)
+                return
         if target.copies:
             groups.append(("stream", [partition]))
         elif built is not None and not built.built_by(partition.design):
@@ -118,7 +155,7 @@ def _groups(manifest: Manifest, target: ResolvedTarget, fraction: float) -> list
             if small_measure >= target.size:
                 close_small()
     close_small()
-    return groups
+    return groups + ([("copy", whole)] if whole else [])
 
 
 def _add_group(
@@ -131,6 +168,13 @@ def _add_group(
     size = sum(p.size_bytes for p in sources)
     if kind == "local":
         plan.steps.append(Step("local", group, names, [], None, 0, size, 0, size))
+        return
+    if kind == "copy":  # storage to storage: read and written there, nothing moves out
+        for index, source in enumerate(sources):
+            copied = object_name(written_to, generation, index)
+            size = source.size_bytes
+            plan.steps.append(Step("copy", group, [source.object_name], [copied], None, source.num_rows, size, 0, size))
+        plan.steps.append(Step("commit", group, names, []))
         return
     measure = sum(_measure(p, target, fraction) for p in sources)
     pieces = max(1, math.ceil(measure / target.size) if target.measure == "rows" else round(measure / target.size))
@@ -158,7 +202,10 @@ def _column_fraction(manifest: Manifest, columns: tuple[str, ...] | None) -> flo
 
 def _summary(target: ResolvedTarget) -> str:
     size = f"{target.size:,} {'rows' if target.measure == 'rows' else 'bytes'} per object"
-    text = f"cluster by {target.cluster_by!r}, {size}" if target.cluster_by else f"repartition to {size}"
+    if target.zorder is not None:
+        text = f"cluster by {', '.join(map(repr, target.zorder))} in Z-order, {size}"
+    else:
+        text = f"cluster by {target.cluster_by!r}, {size}" if target.cluster_by else f"repartition to {size}"
     if target.filter is not None:
         text += f", where {target.filter}"
     if target.columns is not None:

@@ -21,7 +21,8 @@ from skyhook.design.transform import transform_objects
 from skyhook.distributed import plan_store
 from skyhook.distributed.commit import commit_copy, commit_in_place, object_designs
 from skyhook.distributed.lease import PlanLease, holder_alive
-from skyhook.distributed.plan import Plan, Step
+from skyhook.distributed.object_copy import run_copy
+from skyhook.distributed.plan import WRITES, Plan, Step
 from skyhook.distributed.schedule import Pacer, Schedule, in_order
 from skyhook.distributed.stream import run_stream
 from skyhook.errors import (
@@ -125,7 +126,7 @@ def _schedule(backend: Backend, plan: Plan, schedule: Schedule | None) -> None:
 def _next_batch(todo: list[Step], parallel: int) -> list[Step]:
     """The next steps to run together: up to parallel stream steps in a row, else one step."""
     batch = [todo[0]]
-    while batch[-1].kind == "stream" and len(batch) < min(parallel, len(todo)) and todo[len(batch)].kind == "stream":
+    while batch[-1].kind in WRITES and len(batch) < min(parallel, len(todo)) and todo[len(batch)].kind in WRITES:
         batch.append(todo[len(batch)])
     return batch
 
@@ -157,7 +158,7 @@ def _drop_uncommitted(backend: Backend, plan: Plan, group: int) -> None:
     if any(step.done for step in plan.steps if step.group == group and step.kind == "commit"):
         return
     for step in plan.steps:
-        if step.group == group and step.kind == "stream":
+        if step.group == group and step.kind in WRITES:
             for name in step.targets:
                 backend.delete_object(name)
 
@@ -177,20 +178,27 @@ def _run_step(backend: Backend, plan: Plan, step: Step, pending: PendingWrite | 
     if pending is None:
         manifest = _manifest(backend, plan.dataset)
         transform_objects(backend, manifest, _as_design(plan.target_design()), step.sources)
-    elif step.kind == "stream":
-        run_stream(backend, plan, step, _manifest(backend, plan.dataset), pending)
+    elif step.kind in WRITES:
+        _write(backend, plan, step, _manifest(backend, plan.dataset), pending)
     else:
         _commit(backend, plan, step, pending)
 
 
+def _write(backend: Backend, plan: Plan, step: Step, manifest: Manifest, pending: PendingWrite) -> None:
+    if step.kind == "copy":
+        run_copy(backend, step, manifest, pending)
+    else:
+        run_stream(backend, plan, step, manifest, pending)
+
+
 def _commit(backend: Backend, plan: Plan, step: Step, pending: PendingWrite) -> None:
-    streams = [other for other in plan.steps if other.group == step.group and other.kind == "stream"]
-    targets = object_designs(backend, [name for stream in streams for name in stream.written])
-    if None in targets.values():  # fsck removed them after a crash: stream them again
+    writes = [other for other in plan.steps if other.group == step.group and other.kind in WRITES]
+    targets = object_designs(backend, [name for write in writes for name in write.written])
+    if None in targets.values():  # fsck removed them after a crash: write them again
         manifest = _manifest(backend, plan.dataset)
-        for stream in streams:
-            run_stream(backend, plan, stream, manifest, pending)
-        targets = object_designs(backend, [name for stream in streams for name in stream.written])
+        for write in writes:
+            _write(backend, plan, write, manifest, pending)
+        targets = object_designs(backend, [name for write in writes for name in write.written])
     generation = plan.groups[step.group]
     if plan.into is None:
         commit_in_place(backend, plan.dataset, generation, step.sources, targets)

@@ -26,14 +26,7 @@ def scan_sources(
 ) -> tuple[pa.Table, ScanStatistics]:
     """The rows of sources (objects of manifest, read in their order) that pass
     filter, with columns (None: all); the scan's statistics."""
-    index = {partition.object_name: number for number, partition in enumerate(manifest.partitions)}
-    missing = [name for name in sources if name not in index]
-    if missing:
-        raise DatasetChangedError(
-            f"dataset {manifest.dataset!r} no longer has object {missing[0]} (another writer replaced it "
-            "since the plan was made): nothing was committed; cancel the plan and plan again"
-        )
-    numbers = [index[name] for name in sources]
+    numbers = source_numbers(manifest, sources)
     subset = replace(
         manifest,
         partitions=tuple(replace(manifest.partitions[n], number=i) for i, n in enumerate(numbers)),
@@ -44,3 +37,15 @@ def scan_sources(
     )
     execution = ScanExecution(DatasetObjects(subset, backend), columns, filter, pushdown=True, logged=False)
     return execution.to_table(), execution.stats
+
+
+def source_numbers(manifest: Manifest, sources: list[str]) -> list[int]:
+    """The partition numbers of sources; DatasetChangedError if one is no longer in the manifest."""
+    index = {partition.object_name: number for number, partition in enumerate(manifest.partitions)}
+    missing = [name for name in sources if name not in index]
+    if missing:
+        raise DatasetChangedError(
+            f"dataset {manifest.dataset!r} no longer has object {missing[0]} (another writer replaced it "
+            "since the plan was made): nothing was committed; cancel the plan and plan again"
+        )
+    return [index[name] for name in sources]

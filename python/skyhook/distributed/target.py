@@ -23,17 +23,20 @@ class TransformTarget:
     """rows_per_object or object_size (stored bytes; default 32 MiB): the size
     target objects aim at (small objects are merged, large ones split, the
     right-sized kept in place). cluster_by: a column to range-partition the
-    dataset by (each object a key range, sorted inside). filter / columns:
+    dataset by (each object a key range, sorted inside), or with zorder
+    several columns, the dataset range-partitioned by their Z-order (each
+    object a box of the keys' space, so statistics prune on any of them). filter / columns:
     only these rows and columns are copied, into the new dataset ``into``.
     design: the target objects' design (default: the dataset's write design)."""
 
     rows_per_object: int | None = None
     object_size: int | None = None
-    cluster_by: str | None = None
+    cluster_by: str | Sequence[str] | None = None
     filter: pc.Expression | str | None = None
     columns: Sequence[str] | None = None
     into: str | None = None
     design: Design | None = None
+    zorder: bool = False
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,8 @@ class ResolvedTarget:
     measure: str  # "rows" or "bytes": what the size target counts
     size: int
     cluster_by: str | None
+    #: The keys of a Z-order cluster (two or more; cluster_by is then None).
+    zorder: tuple[str, ...] | None
     filter: pc.Expression | None
     columns: tuple[str, ...] | None
     into: str | None
@@ -78,15 +83,19 @@ def resolve(target: TransformTarget, manifest: Manifest) -> ResolvedTarget:
     elif filter is not None and not isinstance(filter, pc.Expression):
         raise InvalidRequestError(f"filter must be a string or a pyarrow expression, not {type(filter).__name__}")
     columns = None if target.columns is None else tuple(target.columns)
-    for column in [*(columns or ()), *([target.cluster_by] if target.cluster_by is not None else [])]:
+    keys = _cluster_keys(target)
+    for column in [*(columns or ()), *keys]:
         if column not in schema.names:
             raise InvalidRequestError(f"dataset {manifest.dataset!r} has no column {column!r}")
     if columns is not None and (not columns or len(set(columns)) != len(columns)):
         raise InvalidRequestError("columns must name each column once, and at least one")
-    if target.cluster_by is not None and pa.types.is_nested(schema.field(target.cluster_by).type):
-        raise InvalidRequestError(f"cannot cluster by {target.cluster_by!r}: its values have no order")
-    if target.cluster_by is not None and columns is not None and target.cluster_by not in columns:
-        raise InvalidRequestError(f"the cluster key {target.cluster_by!r} must be one of the columns copied")
+    for key in keys:
+        if pa.types.is_nested(schema.field(key).type):
+            raise InvalidRequestError(f"cannot cluster by {key!r}: its values have no order")
+        if len(keys) > 1 and pa.types.is_dictionary(schema.field(key).type):
+            raise InvalidRequestError(f"cannot cluster by {key!r} in Z-order: cast its dictionary to values first")
+        if columns is not None and key not in columns:
+            raise InvalidRequestError(f"the cluster key {key!r} must be one of the columns copied")
     if target.into is None and (filter is not None or columns is not None):
         raise InvalidRequestError("a filter or projection copies into a new dataset: give into=NAME")
     if target.into is not None:
@@ -107,6 +116,25 @@ def resolve(target: TransformTarget, manifest: Manifest) -> ResolvedTarget:
             manifest.write_design, column_groups=ObjectDesign.request(Design(), out.names, 0).column_groups
         )
         design = replace(design, sort_by=tuple(key for key in design.sort_by if key.column in out.names))
-    if target.cluster_by is not None and not design.sort_by:
-        design = replace(design, sort_by=(SortKey(target.cluster_by),))
-    return ResolvedTarget(measure, size, target.cluster_by, filter, columns, target.into, design, target.design, out)
+    cluster_by = keys[0] if len(keys) == 1 else None
+    if cluster_by is not None and not design.sort_by:
+        design = replace(design, sort_by=(SortKey(cluster_by),))
+    zorder = keys if len(keys) > 1 else None
+    return ResolvedTarget(measure, size, cluster_by, zorder, filter, columns, target.into, design, target.design, out)
+
+
+def _cluster_keys(target: TransformTarget) -> tuple[str, ...]:
+    """The cluster keys asked for: none, one (a range cluster) or several (in Z-order)."""
+    given = target.cluster_by
+    keys = () if given is None else (given,) if isinstance(given, str) else tuple(given)
+    if not all(isinstance(key, str) for key in keys):
+        raise InvalidRequestError("cluster_by takes a column name or a list of column names")
+    if not isinstance(target.zorder, bool):
+        raise InvalidRequestError(f"zorder must be True or False, not {target.zorder!r}")
+    if len(set(keys)) != len(keys):
+        raise InvalidRequestError("cluster_by must name each key once")
+    if target.zorder and len(keys) < 2:
+        raise InvalidRequestError("an impossible target: Z-order interleaves two or more cluster keys")
+    if len(keys) > 1 and not target.zorder:
+        raise InvalidRequestError("clustering by several keys is in Z-order: add zorder=True (--zorder)")
+    return keys

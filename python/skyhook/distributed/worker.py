@@ -16,8 +16,9 @@ from skyhook.distributed.runner import run_plan
 from skyhook.errors import SkyhookError, first_line
 from skyhook.ingest.garbage_collection import DEFAULT_RETENTION_SECONDS
 
-#: Told of each plan the worker takes up, and of how it ended (None: done).
-WorkerLog = Callable[[Plan, str | None], None]
+#: Told of each plan the worker takes up, and of how it ended (None: done);
+#: of a poll that failed with plan None (the worker polls again).
+WorkerLog = Callable[[Plan | None, str | None], None]
 
 
 def pending_plans(backend: Backend) -> list[Plan]:
@@ -40,7 +41,14 @@ def work(
     forever, polling every interval seconds. Returns the plans run."""
     ran = 0
     while True:
-        plans = pending_plans(backend)
+        try:
+            plans = pending_plans(backend)
+        except SkyhookError as error:  # the cluster is down or restarting (an OSD, say): try again later
+            if once:
+                raise
+            log(None, first_line(error))
+            time.sleep(interval)
+            continue
         for plan in plans:
             log(plan, "started")
             try:
