@@ -159,6 +159,42 @@ def test_zorder_cluster_prunes_on_either_key(store):
     assert_no_orphans(store)
 
 
+def cluster_reads(store: skyhook.Store, name: str, table: pa.Table, target: TransformTarget) -> tuple[skyhook.Plan, int]:
+    """Clusters a new dataset of table by target; the plan run and the bytes its streams read in storage."""
+    dataset = store.write_dataset(name, table, rows_per_object=1000)
+    plan = dataset.run_plan(dataset.plan_transform(target))
+    assert_answers(store, name, table)
+    return plan, sum(int(step.measured["bytes_read"]) for step in plan.steps if step.kind == "stream")
+
+
+@pytest.mark.parametrize("keys", [["i32"], ["i32", "x"]])
+def test_a_cluster_reads_its_sources_once_per_pass(store, keys):
+    """Unclustered keys (every source holds every range): a pass per range reads
+    the dataset once per range, packed passes once per pass."""
+    table = box_table(12_000)
+    cluster = {"cluster_by": keys[0]} if len(keys) == 1 else {"cluster_by": keys, "zorder": True}
+    each, each_read = cluster_reads(store, "each", table, TransformTarget(rows_per_object=1000, pass_memory=1, **cluster))
+    streams = [step for step in each.steps if step.kind == "stream"]
+    ranges = len(streams)
+    assert ranges >= 8 and all(len(step.ranges()) == 1 for step in streams)
+    per_range = streams[0].bytes_moved
+    packed, packed_read = cluster_reads(
+        store, "three", table, TransformTarget(rows_per_object=1000, pass_memory=3 * per_range, **cluster)
+    )
+    one, one_read = cluster_reads(store, "one", table, TransformTarget(rows_per_object=1000, **cluster))
+    passes = len(packed.steps) - 1
+    assert passes == -(-ranges // 3) and len(one.steps) == 2 and "in one pass" in str(one)
+    assert each.bytes_read == ranges * one.bytes_read  # what plan_transform shows
+    print(f"{ranges} ranges: bytes read in storage {each_read:,} a pass per range, {packed_read:,} in {passes}, "
+          f"{one_read:,} in one")
+    assert 0.8 * ranges <= each_read / one_read <= 1.25 * ranges
+    assert 0.8 * ranges / passes <= each_read / packed_read <= 1.25 * ranges / passes
+    # Same objects either way: one per range, the same rows in each.
+    for name in ("three", "one"):
+        assert store.manifest(name).statistics.equals(store.manifest("each").statistics)
+    assert_no_orphans(store)
+
+
 def test_filter_then_copy_with_projection_moves_only_the_subset(store):
     rng = random.Random(3)
     rows = 200_000
