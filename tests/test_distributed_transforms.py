@@ -185,6 +185,7 @@ def test_a_cluster_reads_its_sources_once_per_pass(store, keys):
     one, one_read = cluster_reads(store, "one", table, TransformTarget(rows_per_object=1000, **cluster))
     passes = len(packed.steps) - 1
     assert passes == -(-ranges // 3) and len(one.steps) == 2 and "in one pass" in str(one)
+    assert ("in Z-order" in str(one)) == (len(keys) > 1)
     assert each.bytes_read == ranges * one.bytes_read  # what plan_transform shows
     print(f"{ranges} ranges: bytes read in storage {each_read:,} a pass per range, {packed_read:,} in {passes}, "
           f"{one_read:,} in one")
@@ -315,6 +316,8 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(store):
         (TransformTarget(cluster_by=nested), InvalidRequestError, "no order"),
         (TransformTarget(rows_per_object=0), InvalidRequestError, "impossible target"),
         (TransformTarget(object_size=-5), InvalidRequestError, "impossible target"),
+        (TransformTarget(cluster_by="i32", pass_memory=0), InvalidRequestError, "pass_memory"),
+        (TransformTarget(cluster_by="i32", pass_memory="1G"), InvalidRequestError, "pass_memory"),
         (TransformTarget(rows_per_object=10, object_size=10), InvalidRequestError, "not both"),
         (TransformTarget(filter="i32 > 0"), InvalidRequestError, "into=NAME"),
         (TransformTarget(columns=["id", "zz"], into="c"), InvalidRequestError, "no column 'zz'"),
