@@ -160,7 +160,9 @@ def test_zorder_cluster_prunes_on_either_key(store):
     assert_no_orphans(store)
 
 
-def cluster_reads(store: skyhook.Store, name: str, table: pa.Table, target: TransformTarget) -> tuple[skyhook.Plan, int]:
+def cluster_reads(
+    store: skyhook.Store, name: str, table: pa.Table, target: TransformTarget
+) -> tuple[skyhook.Plan, int]:
     """Clusters a new dataset of table by target; the plan run and the bytes its streams read in storage."""
     dataset = store.write_dataset(name, table, rows_per_object=1000)
     plan = dataset.run_plan(dataset.plan_transform(target))
@@ -174,7 +176,9 @@ def test_a_cluster_reads_its_sources_once_per_pass(store, keys):
     the dataset once per range, packed passes once per pass."""
     table = box_table(12_000)
     cluster = {"cluster_by": keys[0]} if len(keys) == 1 else {"cluster_by": keys, "zorder": True}
-    each, each_read = cluster_reads(store, "each", table, TransformTarget(rows_per_object=1000, pass_memory=1, **cluster))
+    each, each_read = cluster_reads(
+        store, "each", table, TransformTarget(rows_per_object=1000, pass_memory=1, **cluster)
+    )
     streams = [step for step in each.steps if step.kind == "stream"]
     ranges = len(streams)
     assert ranges >= 8 and all(len(step.ranges()) == 1 for step in streams)
@@ -187,8 +191,10 @@ def test_a_cluster_reads_its_sources_once_per_pass(store, keys):
     assert passes == -(-ranges // 3) and len(one.steps) == 2 and "in one pass" in str(one)
     assert ("in Z-order" in str(one)) == (len(keys) > 1)
     assert each.bytes_read == ranges * one.bytes_read  # what plan_transform shows
-    print(f"{ranges} ranges: bytes read in storage {each_read:,} a pass per range, {packed_read:,} in {passes}, "
-          f"{one_read:,} in one")
+    print(
+        f"{ranges} ranges: bytes read in storage {each_read:,} a pass per range, {packed_read:,} in {passes}, "
+        f"{one_read:,} in one"
+    )
     assert 0.8 * ranges <= each_read / one_read <= 1.25 * ranges
     assert 0.8 * ranges / passes <= each_read / packed_read <= 1.25 * ranges / passes
     # Same objects either way: one per range, the same rows in each.
