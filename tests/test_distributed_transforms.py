@@ -91,7 +91,8 @@ def test_a_large_object_is_split(store):
 def test_cluster_by_key(store, key):
     dataset = store.write_dataset("t", TABLE, rows_per_object=500)
     plan = dataset.plan_transform(TransformTarget(rows_per_object=1000, cluster_by=key))
-    assert [step.kind for step in plan.steps][-1] == "commit" and len(plan.steps) >= 3
+    # Small: every range in one pass over the sources.
+    assert [step.kind for step in plan.steps] == ["stream", "commit"] and len(plan.steps[0].ranges()) >= 3
     run_in_thirds(store, dataset, plan, TABLE)
     manifest = store.manifest("t")
     # Each object one key range, sorted inside: ranges do not overlap, nulls in the last.
@@ -156,6 +157,49 @@ def test_zorder_cluster_prunes_on_either_key(store):
     # 16 objects of a 4 x 4 grid: a tenth of one key meets one column of it, a box one object or two.
     assert after[0] <= 5 and after[1] <= 5 and after[2] <= 5 and after[3] <= 2, after
     assert len(store.manifest("t").partitions) == 16
+    assert_no_orphans(store)
+
+
+def cluster_reads(
+    store: skyhook.Store, name: str, table: pa.Table, target: TransformTarget
+) -> tuple[skyhook.Plan, int]:
+    """Clusters a new dataset of table by target; the plan run and the bytes its streams read in storage."""
+    dataset = store.write_dataset(name, table, rows_per_object=1000)
+    plan = dataset.run_plan(dataset.plan_transform(target))
+    assert_answers(store, name, table)
+    return plan, sum(int(step.measured["bytes_read"]) for step in plan.steps if step.kind == "stream")
+
+
+@pytest.mark.parametrize("keys", [["i32"], ["i32", "x"]])
+def test_a_cluster_reads_its_sources_once_per_pass(store, keys):
+    """Unclustered keys (every source holds every range): a pass per range reads
+    the dataset once per range, packed passes once per pass."""
+    table = box_table(12_000)
+    cluster = {"cluster_by": keys[0]} if len(keys) == 1 else {"cluster_by": keys, "zorder": True}
+    each, each_read = cluster_reads(
+        store, "each", table, TransformTarget(rows_per_object=1000, pass_memory=1, **cluster)
+    )
+    streams = [step for step in each.steps if step.kind == "stream"]
+    ranges = len(streams)
+    assert ranges >= 8 and all(len(step.ranges()) == 1 for step in streams)
+    per_range = streams[0].bytes_moved
+    packed, packed_read = cluster_reads(
+        store, "three", table, TransformTarget(rows_per_object=1000, pass_memory=3 * per_range, **cluster)
+    )
+    one, one_read = cluster_reads(store, "one", table, TransformTarget(rows_per_object=1000, **cluster))
+    passes = len(packed.steps) - 1
+    assert passes == -(-ranges // 3) and len(one.steps) == 2 and "in one pass" in str(one)
+    assert ("in Z-order" in str(one)) == (len(keys) > 1)
+    assert each.bytes_read == ranges * one.bytes_read  # what plan_transform shows
+    print(
+        f"{ranges} ranges: bytes read in storage {each_read:,} a pass per range, {packed_read:,} in {passes}, "
+        f"{one_read:,} in one"
+    )
+    assert 0.8 * ranges <= each_read / one_read <= 1.25 * ranges
+    assert 0.8 * ranges / passes <= each_read / packed_read <= 1.25 * ranges / passes
+    # Same objects either way: one per range, the same rows in each.
+    for name in ("three", "one"):
+        assert store.manifest(name).statistics.equals(store.manifest("each").statistics)
     assert_no_orphans(store)
 
 
@@ -278,6 +322,8 @@ def test_bad_input_is_a_clear_error_and_changes_nothing(store):
         (TransformTarget(cluster_by=nested), InvalidRequestError, "no order"),
         (TransformTarget(rows_per_object=0), InvalidRequestError, "impossible target"),
         (TransformTarget(object_size=-5), InvalidRequestError, "impossible target"),
+        (TransformTarget(cluster_by="i32", pass_memory=0), InvalidRequestError, "pass_memory"),
+        (TransformTarget(cluster_by="i32", pass_memory="1G"), InvalidRequestError, "pass_memory"),
         (TransformTarget(rows_per_object=10, object_size=10), InvalidRequestError, "not both"),
         (TransformTarget(filter="i32 > 0"), InvalidRequestError, "into=NAME"),
         (TransformTarget(columns=["id", "zz"], into="c"), InvalidRequestError, "no column 'zz'"),

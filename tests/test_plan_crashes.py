@@ -104,6 +104,28 @@ def test_a_run_killed_anywhere_resumes(store, point):
     assert_no_orphans(store)
 
 
+@pytest.mark.parametrize("point", [("put_object", 2, "after"), ("put_object", 4, "before")], ids=str)
+def test_a_cluster_pass_killed_midway_resumes(store, point):
+    """Six key ranges, three per pass: killed inside the first pass (two of its three
+    targets written) or inside the second; the resumed run writes the pass again."""
+    dataset = store.write_dataset("t", TABLE, rows_per_object=1000)
+    probe = dataset.plan_transform(TransformTarget(rows_per_object=500, cluster_by="i32", pass_memory=1))
+    store.cancel_plan(probe)
+    per_range = probe.steps[0].bytes_moved
+    target = TransformTarget(rows_per_object=500, cluster_by="i32", pass_memory=3 * per_range)
+    plan = dataset.plan_transform(target)
+    assert [len(step.ranges()) for step in plan.steps] == [3, 3, 0]
+    killed = CONTEXT.Process(target=_killed_run, args=(store.uri, plan.id, False, *point))
+    killed.start()
+    killed.join(timeout=300)
+    assert killed.exitcode == -signal.SIGKILL
+    assert_answers(store, "t", TABLE)
+    assert store.resume_plan(store.plan("t", plan.id)).state == "done"
+    assert len(store.manifest("t").partitions) == 6
+    assert_answers(store, "t", TABLE)
+    assert_no_orphans(store)
+
+
 def hold_lease(store: skyhook.Store, plan_id: str, runner: str, seconds: float) -> None:
     """Another host's runner takes the plan (by compare-and-swap, as a runner does), its lease ending in seconds."""
     stored, version = plan_store.load(store.backend, "t", plan_id)

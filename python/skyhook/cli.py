@@ -731,6 +731,9 @@ def design_plan(
         Optional[str], typer.Option(help="Copy into this new dataset instead of rewriting in place.")
     ] = None,
     format: Annotated[Optional[str], typer.Option(help="Target objects' format: rows, ipc or parquet.")] = None,
+    pass_memory: Annotated[
+        Optional[int], typer.Option(help="A cluster's target bytes held per pass over the sources (default 512 MiB).")
+    ] = None,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Plan a transform across a dataset's objects (compact or split, cluster by a key, filter-then-copy): prints its
@@ -744,6 +747,7 @@ def design_plan(
         columns=None if columns is None else [column for column in columns.split(",") if column],
         into=into,
         design=None if format is None else skyhook.Design(format),
+        pass_memory=pass_memory,
     )
     with _open(store) as source:
         plan = source.dataset(dataset).plan_transform(target)

@@ -53,6 +53,13 @@ class Step:
     #: What the step did, once done: objects written (stream), scan statistics.
     written: list[str] = field(default_factory=list)
     measured: dict[str, float] = field(default_factory=dict)
+    #: For a stream step of a cluster that serves several key ranges in one pass: the ranges, in
+    #: key order, one target each (plans made before passes have key_range instead).
+    key_ranges: list[int] | None = None
+
+    def ranges(self) -> list[int]:
+        """The cluster key ranges the step writes (none: not a cluster's stream)."""
+        return self.key_ranges if self.key_ranges is not None else [] if self.key_range is None else [self.key_range]
 
     def describe(self) -> str:
         what = {
@@ -61,8 +68,11 @@ class Step:
             "commit": f"commit: swap {len(self.sources)} object(s) for the group's new ones, build their statistics",
             "local": f"local transform of {len(self.sources)} object(s) in storage",
         }[self.kind]
-        if self.key_range is not None:
-            what += f" (key range {self.key_range})"
+        served = self.ranges()
+        if len(served) == 1:
+            what += f" (key range {served[0]})"
+        elif served:
+            what += f" in one pass (key ranges {served[0]}..{served[-1]})"
         return what
 
 
@@ -207,6 +217,16 @@ class Plan:
                 owner = object_owner(name) if isinstance(name, str) else None
                 if owner is None or owner.dataset != self.dataset:
                     raise ValueError(f"step source {name!r} is no object of {self.dataset!r}")
+            served = step.ranges()
+            if step.key_ranges is not None and (
+                step.key_range is not None
+                or len(served) != len(step.targets)
+                or not all(isinstance(index, int) and not isinstance(index, bool) for index in served)
+                or served != sorted(set(served))
+                or served[0] < 0
+                or served[-1] >= self._range_count()
+            ):
+                raise ValueError("invalid key ranges")
             for name in [*step.targets, *step.written]:
                 owner = object_owner(name) if isinstance(name, str) else None
                 if owner is None or owner != (written_to, self.groups[step.group]):
@@ -217,6 +237,12 @@ class Plan:
         if self.zorder is not None:
             self._check_zorder()
 
+    def _range_count(self) -> int:
+        if self.zorder is not None:
+            return len(self.boxes) if isinstance(self.boxes, list) else 0
+        bounds = self.key_bounds()
+        return 0 if bounds is None else len(bounds) + 1
+
     def _check_zorder(self) -> None:
         keys = len(self.zorder or [])
         if keys < 2 or not all(isinstance(key, str) for key in self.zorder or []):
@@ -225,7 +251,7 @@ class Plan:
             raise ValueError("invalid Z-order bits")
         if len(self.key_bucket_bounds()) != keys or not isinstance(self.boxes, list):
             raise ValueError("invalid Z-order bounds")
-        if any(s.key_range is not None and not 0 <= s.key_range < len(self.boxes) for s in self.steps):
+        if any(not 0 <= index < len(self.boxes) for step in self.steps for index in step.ranges()):
             raise ValueError("invalid key range")
         for box in self.boxes:
             if box is not None and not (

@@ -70,12 +70,19 @@ def _cluster(
     plan.groups.append(generation)
     sources = [p.object_name for p in partitions]
     size = sum(p.size_bytes for p in partitions)
-    count = len(bounds) + 1
-    for index in present:
-        moved = int(size * fraction / count)
-        name = object_name(written_to, generation, index)
-        plan.steps.append(Step("stream", 0, sources, [name], index, 0, size, moved, moved))
+    moved = int(size * fraction / (len(bounds) + 1))  # per range
+    for served in _passes(list(present), max(1, target.pass_memory // max(1, moved))):
+        names = [object_name(written_to, generation, index) for index in served]
+        # One read of the sources per pass, the rows split by range into the pass's targets.
+        step = Step("stream", 0, sources, names, None, 0, size, moved * len(served), moved * len(served))
+        step.key_ranges = served
+        plan.steps.append(step)
     plan.steps.append(Step("commit", 0, sources, []))
+
+
+def _passes(ranges: list[int], per_pass: int) -> list[list[int]]:
+    """The ranges in runs of per_pass, in key order: each run one pass over the sources."""
+    return [ranges[start : start + per_pass] for start in range(0, len(ranges), per_pass)]
 
 
 def _zorder(plan: Plan, table: pa.Table, keys: list[str], ranges: int) -> tuple[pa.Array, list[int]]:

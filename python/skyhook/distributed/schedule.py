@@ -68,14 +68,15 @@ def in_order(plan: Plan, order: str, records: list[QueryRecord]) -> list[Step]:
 
 
 def _heat(plan: Plan, step: Step, records: list[QueryRecord]) -> int:
-    """How many logged queries read what the step rewrites (for a cluster's range: meet its key range)."""
-    if step.key_range is not None and plan.cluster_by is not None:
+    """How many logged queries read what the step rewrites (for a cluster's ranges: meet one of its key ranges)."""
+    served = step.ranges()
+    if served and plan.cluster_by is not None:
         bounds = plan.key_bounds()
         hot = 0
         for record in records:
             on_key = [r for r in record.predicates if r.column == plan.cluster_by]
             met = ranges_met(bounds, on_key[0]) if on_key else None
-            hot += met is None or met[step.key_range]
+            hot += met is None or any(met[index] for index in served)
         return hot
     sources = set(step.sources)
     return sum(bool(sources.intersection(record.objects)) for record in records)

@@ -25,19 +25,13 @@ from skyhook.plan.expressions import conjunction
 def run_stream(backend: Backend, plan: Plan, step: Step, manifest: Manifest, pending: PendingWrite) -> None:
     """Writes the step's targets from the current manifest's sources; records
     what it wrote and what moved in step."""
-    filter = conjunction(plan.target_filter(), key_range(plan, step.key_range))
+    served = step.ranges()
+    filter = conjunction(plan.target_filter(), ranges_filter(plan, served))
     table, stats = scan_sources(backend, manifest, step.sources, plan.columns, filter)
-    if plan.zorder is not None and step.key_range is not None:
-        table = z_range(plan, step.key_range, table)
-    pieces = len(step.targets)
-    if step.rows:  # a filter kept fewer rows: fewer objects of the planned size
-        pieces = max(1, min(pieces, math.ceil(pieces * table.num_rows / step.rows)))
-    per_object = math.ceil(table.num_rows / pieces) if table.num_rows else 0
     written = []
-    for index, name in enumerate(step.targets[:pieces]):
-        chunk = table.slice(index * per_object, per_object) if per_object else table.slice(0, 0)
+    for name, chunk in zip(step.targets, _split(plan, step, served, table)):
         if chunk.num_rows == 0:
-            break
+            continue
         encoded, attribute = encode_object(chunk, plan.design)
         backend.put_object(name, encoded, {DESIGN_ATTRIBUTE: attribute})
         written.append(name)
@@ -52,27 +46,57 @@ def run_stream(backend: Backend, plan: Plan, step: Step, manifest: Manifest, pen
     }
 
 
-def key_range(plan: Plan, index: int | None) -> pc.Expression | None:
-    """The rows of cluster range index: keys in [bounds[index-1], bounds[index]); the last range holds nulls and NaNs too.
-    For a Z-order cluster, a filter on the box around the range's rows (z_range cuts the range)."""
-    if index is not None and plan.zorder is not None:
-        box = (plan.boxes or [])[index]
-        return None if box is None else zorder.box_filter(plan.zorder, plan.key_bucket_bounds(), box)
+def _split(plan: Plan, step: Step, served: list[int], table: pa.Table) -> list[pa.Table]:
+    """The rows of each of the step's targets: one cluster range each, or equal runs."""
+    if served and plan.zorder is not None:
+        return z_ranges(plan, served, table)
+    if served:
+        filters = [_interval(plan, index, index) for index in served]
+        return [table if filter is None else table.filter(filter) for filter in filters]
+    pieces = len(step.targets)
+    if step.rows:  # a filter kept fewer rows: fewer objects of the planned size
+        pieces = max(1, min(pieces, math.ceil(pieces * table.num_rows / step.rows)))
+    per_object = math.ceil(table.num_rows / pieces) if table.num_rows else 0
+    return [table.slice(index * per_object, per_object) for index in range(pieces)] if per_object else []
+
+
+def ranges_filter(plan: Plan, served: list[int]) -> pc.Expression | None:
+    """A filter every row of the served cluster ranges passes (None: every row):
+    the key interval from the first range to the last, or for a Z-order
+    cluster the box around the ranges' boxes (z_ranges cuts each range)."""
+    if not served:
+        return None
+    if plan.zorder is not None:
+        boxes = [box for box in (plan.boxes[index] for index in served) if box is not None] if plan.boxes else []
+        if not boxes:
+            return None
+        union = [(min if place % 2 == 0 else max)(box[place] for box in boxes) for place in range(len(boxes[0]))]
+        return zorder.box_filter(plan.zorder, plan.key_bucket_bounds(), union)
+    return _interval(plan, served[0], served[-1])
+
+
+def _interval(plan: Plan, first: int, last: int) -> pc.Expression | None:
+    """Range cluster ranges first..last: keys in [bounds[first-1], bounds[last]); the last range holds nulls and NaNs too."""
     bounds = plan.key_bounds()
-    if index is None or bounds is None or len(bounds) == 0:
+    if bounds is None or len(bounds) == 0:
         return None
     key = pc.field(plan.cluster_by)
-    if index < len(bounds):
-        lower = key >= pc.scalar(bounds[index - 1]) if index > 0 else None
-        return conjunction(lower, key < pc.scalar(bounds[index]))
+    lower = key >= pc.scalar(bounds[first - 1]) if first > 0 else None
+    if last < len(bounds):
+        return conjunction(lower, key < pc.scalar(bounds[last]))
     # "not below": every key at or above the bound, and NaNs (no comparison is true of them).
-    return ~(key < pc.scalar(bounds[index - 1])) | key.is_null()
+    return None if first == 0 else ~(key < pc.scalar(bounds[first - 1])) | key.is_null()
 
 
-def z_range(plan: Plan, index: int, table: pa.Table) -> pa.Table:
-    """The rows of table in Z-order range index (z in [bounds[index-1], bounds[index])), in z order."""
+def z_ranges(plan: Plan, served: list[int], table: pa.Table) -> list[pa.Table]:
+    """The rows of table in each served Z-order range (z in [bounds[index-1], bounds[index])), in z order."""
     z = zorder.z_values([table.column(key) for key in plan.zorder or []], plan.key_bucket_bounds(), plan.zorder_bits)
     bounds = plan.key_bounds()
     ranges = np.searchsorted(bounds.to_numpy() if bounds is not None else np.array([], np.uint64), z, side="right")
-    rows = np.flatnonzero(ranges == index)
-    return table.take(pa.array(rows[np.argsort(z[rows], kind="stable")]))
+    order = np.argsort(ranges, kind="stable")
+    by_range = ranges[order]
+    chunks = []
+    for index in served:
+        rows = order[np.searchsorted(by_range, index) : np.searchsorted(by_range, index, side="right")]
+        chunks.append(table.take(pa.array(rows[np.argsort(z[rows], kind="stable")])))
+    return chunks

@@ -25,7 +25,10 @@ class TransformTarget:
     right-sized kept in place). cluster_by: a column to range-partition the
     dataset by (each object a key range, sorted inside), or with zorder
     several columns, the dataset range-partitioned by their Z-order (each
-    object a box of the keys' space, so statistics prune on any of them). filter / columns:
+    object a box of the keys' space, so statistics prune on any of them); a
+    cluster reads the sources once per pass, each pass serving as many key
+    ranges as fit pass_memory (bytes of target data the worker holds; default
+    512 MiB). filter / columns:
     only these rows and columns are copied, into the new dataset ``into``.
     design: the target objects' design (default: the dataset's write design)."""
 
@@ -37,6 +40,11 @@ class TransformTarget:
     into: str | None = None
     design: Design | None = None
     zorder: bool = False
+    pass_memory: int | None = None
+
+
+#: Target data a cluster's worker holds in one pass over the sources.
+DEFAULT_PASS_MEMORY = 512 << 20
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,7 @@ class ResolvedTarget:
     #: The design asked for, if any: objects of another design are rewritten even when right-sized.
     asked: Design | None
     schema: pa.Schema  # the target objects' columns
+    pass_memory: int = DEFAULT_PASS_MEMORY
 
     @property
     def copies(self) -> bool:
@@ -77,6 +86,9 @@ def resolve(target: TransformTarget, manifest: Manifest) -> ResolvedTarget:
         raise InvalidRequestError(
             f"an impossible target: {measure} per object must be a positive integer, not {size!r}"
         )
+    pass_memory = DEFAULT_PASS_MEMORY if target.pass_memory is None else target.pass_memory
+    if isinstance(pass_memory, bool) or not isinstance(pass_memory, int) or pass_memory <= 0:
+        raise InvalidRequestError(f"pass_memory must be a positive number of bytes, not {pass_memory!r}")
     filter = target.filter
     if isinstance(filter, str):
         filter = parse_where(filter, schema)
@@ -120,7 +132,9 @@ def resolve(target: TransformTarget, manifest: Manifest) -> ResolvedTarget:
     if cluster_by is not None and not design.sort_by:
         design = replace(design, sort_by=(SortKey(cluster_by),))
     zorder = keys if len(keys) > 1 else None
-    return ResolvedTarget(measure, size, cluster_by, zorder, filter, columns, target.into, design, target.design, out)
+    return ResolvedTarget(
+        measure, size, cluster_by, zorder, filter, columns, target.into, design, target.design, out, pass_memory
+    )
 
 
 def _cluster_keys(target: TransformTarget) -> tuple[str, ...]:
