@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 import skyhook
 from skyhook.cli import app
 from skyhook.distributed.schedule import parse_rate
+from skyhook.execution import workload_log
 from skyhook.execution.workload_log import read_log
 from support.assertions import assert_same_table
 
@@ -109,6 +110,26 @@ def test_a_query_only_queues_its_record_and_a_process_leaving_flushes_it(store, 
     script = "import sys, skyhook; skyhook.connect(sys.argv[1]).dataset('w').count_rows(filter='id < 7')"
     subprocess.run([sys.executable, "-c", script, store.uri], check=True, timeout=120)
     assert [record.predicates[0].high for record in read_log(store.backend, "w")] == [5, 5, 5, 7]
+
+
+def test_reading_the_log_waits_for_a_batch_the_background_thread_is_appending(store, monkeypatch):
+    store.write_dataset("w", workload_table().slice(0, 100))
+    store.dataset("w").count_rows(filter="id < 5")
+    appending, release = threading.Event(), threading.Event()
+    original = workload_log._append
+
+    def slow_append(*args):
+        appending.set()
+        release.wait(10)
+        original(*args)
+
+    monkeypatch.setattr(workload_log, "_append", slow_append)
+    background = threading.Thread(target=workload_log._queue.flush)  # as the thread's timer would
+    background.start()
+    assert appending.wait(10)
+    threading.Timer(0.5, release.set).start()
+    assert len(read_log(store.backend, "w")) == 1  # not read before the append in flight lands
+    background.join()
 
 
 def test_a_silenced_connection_logs_nothing_and_a_deleted_dataset_no_log(store):

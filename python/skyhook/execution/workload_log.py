@@ -120,6 +120,9 @@ class _Queue:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        # Held while a flush takes batches and appends them: a flush returns
+        # only once every batch taken before it (by the thread, say) is stored.
+        self._appending = threading.Lock()
         self._batches: dict[tuple[int, str], _Batch] = {}
         self._thread: threading.Thread | None = None
 
@@ -132,18 +135,20 @@ class _Queue:
 
     def flush(self, store: ObjectStore | None = None) -> None:
         """Appends what is queued (for store, or for every store) now."""
-        with self._lock:
-            keys = [key for key, batch in self._batches.items() if store is None or batch.store is store]
-            batches = [self._batches.pop(key) for key in keys]
-        for batch in batches:
-            try:
-                _append(batch.store, batch.name, batch.entries, batch.limit)
-            except Exception:  # noqa: BLE001 - a lost batch of the log is no one's error
-                pass
+        with self._appending:
+            with self._lock:
+                keys = [key for key, batch in self._batches.items() if store is None or batch.store is store]
+                batches = [self._batches.pop(key) for key in keys]
+            for batch in batches:
+                try:
+                    _append(batch.store, batch.name, batch.entries, batch.limit)
+                except Exception:  # noqa: BLE001 - a lost batch of the log is no one's error
+                    pass
 
     def forget(self) -> None:
         """After a fork: the parent's queue and thread are not the child's."""
         self._lock = threading.Lock()
+        self._appending = threading.Lock()
         self._batches = {}
         self._thread = None
 
