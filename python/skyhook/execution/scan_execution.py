@@ -358,7 +358,7 @@ class ScanExecution:
             sent = self.stats.bytes_returned - before[0]
             ratio = sent / max(1, bytes_read(sample, needed))
             measured = (sent, self.stats.bytes_decoded - sample_before[0], self.stats.storage_cpu_s - sample_before[1])
-            estimated = self.policy.estimate(self._work_like(sample, measured, rest, needed))
+            estimated = self.policy.estimate(self._sample_work(sample, measured, needed))
             if estimated is not None:
                 decision = self.policy.by_estimate(basis, estimated, len(rest))
             else:
@@ -367,17 +367,12 @@ class ScanExecution:
         self.sampled = decision
         yield from self._pushdown(rest) if decision.pushdown else self._read_whole(rest)
 
-    def _work_like(
-        self, sample: Partition, measured: tuple[int, int, float], rest: list[Partition], needed: list[str] | None
-    ) -> Work:
-        """The rest's work, scaled from what the sample's reply measured
-        (bytes sent, decoded, storage CPU) by the decoded bytes read."""
-        manifest = self.source.manifest
-        decoded = float(sum(decoded_bytes(manifest, p, needed) for p in rest))
-        scale = decoded / max(1, decoded_bytes(manifest, sample, needed))
+    def _sample_work(self, sample: Partition, measured: tuple[int, int, float], needed: list[str] | None) -> Work:
+        """The sampled object's work as its reply measured it (bytes sent,
+        decoded, storage CPU): the other objects are taken to be like it."""
         sent, reply_decoded, cpu_s = measured
-        object_bytes = float(sum(bytes_read(p, needed) for p in rest))
-        return Work(object_bytes, decoded, reply_decoded * scale, sent * scale, cpu_s * scale)
+        read = decoded_bytes(self.source.manifest, sample, needed)
+        return Work(bytes_read(sample, needed), read, reply_decoded, sent, cpu_s)
 
     def planned_decision(self, partitions: list[Partition]) -> Decision:
         """The placement decided before any object runs (what explain() shows)."""
