@@ -6,7 +6,11 @@ flight together), so each path takes as long as its slowest resource:
 - pushdown: storage's CPU over its parallelism, the replies as sent over the
   link, the client decoding the replies;
 - plain read: the objects' bytes over the link, the client decoding the
-  columns it needs on its cores.
+  columns it needs over its parallelism.
+
+Parallelism is observed (CPU seconds over wall seconds), not the cores: on a
+shared machine it is what the work actually got. Until it is observed, the
+cores of this machine (client) and one (storage).
 """
 
 from __future__ import annotations
@@ -62,11 +66,11 @@ def estimate(rates: ObservedRates, work: Work, codec: str) -> Estimate | None:
         if factor is None:
             return None
         sent = work.reply_decoded * factor
-    cores = os.cpu_count() or 1
+    client_parallelism = rates.client_parallelism.value or os.cpu_count() or 1
     pushdown_s = max(
         storage_cpu_s / (rates.storage_parallelism.value or 1.0),
         sent / link,
-        (rates.reply_cpu_per_byte.value or 0.0) * work.reply_decoded / cores,
+        (rates.reply_cpu_per_byte.value or 0.0) * work.reply_decoded / client_parallelism,
     )
-    plain_s = max(work.object_bytes / link, client * work.decoded_bytes / cores)
+    plain_s = max(work.object_bytes / link, client * work.decoded_bytes / client_parallelism)
     return Estimate(pushdown_s, plain_s, link)

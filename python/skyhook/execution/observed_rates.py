@@ -10,7 +10,9 @@ from the statistics its replies carry.
   latency dominates smaller ones). Replies are not used: their time is
   mostly storage's work.
 - Client: thread CPU seconds of a plain read's decode and filter per decoded
-  byte of the columns it needed.
+  byte of the columns it needed; its parallelism is those CPU seconds over the
+  wall seconds of the reads that spent them (below the cores when the machine
+  is shared, or the link is the bottleneck).
 - Storage: CPU = per decoded byte read (decode, filter) + per decoded reply
   byte (encode), fitted by least squares over recent replies (the costs differ
   by 3x between a selective and a full reply); its parallelism is storage CPU
@@ -81,6 +83,8 @@ class ObservedRates:
         self.reply_cpu_per_byte = Smoothed()  # the client's decode of a reply, per decoded byte
         self.storage = StorageFit()
         self.storage_parallelism = Smoothed()
+        self.client_parallelism = Smoothed()
+        self.client_cpu_s = 0.0  # of every plain read so far, for the parallelism of a batch of them
         self.compression: dict[str, Smoothed] = {}  # codec -> bytes sent / decoded bytes
         self._lock = threading.Lock()
         self._in_flight = 0
@@ -111,8 +115,9 @@ class ObservedRates:
                 self.link.observe(self._period_bytes / elapsed)
 
     def plain_read(self, decoded: int, cpu_s: float) -> None:
-        if decoded >= MIN_LINK_SAMPLE_BYTES:
-            with self._lock:
+        with self._lock:
+            self.client_cpu_s += cpu_s
+            if decoded >= MIN_LINK_SAMPLE_BYTES:
                 self.client_cpu_per_byte.observe(cpu_s / decoded)
 
     def reply(self, read_decoded: int, reply_decoded: int, sent: int, cpu_s: float, codec: str) -> None:
@@ -131,6 +136,12 @@ class ObservedRates:
         if objects >= 2 and wall_s > 0:
             with self._lock:
                 self.storage_parallelism.observe(max(1.0, storage_cpu_s / wall_s))
+
+    def plain_phase(self, objects: int, client_cpu_s: float, wall_s: float) -> None:
+        """Plain reads of several objects: client CPU seconds per wall second."""
+        if objects >= 2 and wall_s > 0:
+            with self._lock:
+                self.client_parallelism.observe(max(1.0, client_cpu_s / wall_s))
 
 
 _rates: weakref.WeakKeyDictionary[object, ObservedRates] = weakref.WeakKeyDictionary()

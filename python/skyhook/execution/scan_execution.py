@@ -384,9 +384,11 @@ class ScanExecution:
     def _read_whole(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         """The baseline a pushdown must beat: move whole objects to the client and
         let pyarrow filter them here, decoding only the columns it needs."""
+        started, cpu_before = time.perf_counter(), self.rates.client_cpu_s
         for size, rows, table in at_client(self._read_and_filter, partitions, self.use_threads):
             self._count_plain_read(size, rows)
             yield table
+        self.rates.plain_phase(len(partitions), self.rates.client_cpu_s - cpu_before, time.perf_counter() - started)
 
     def _read_and_filter(self, partition: Partition) -> tuple[int, int, pa.Table]:
         return read_partition(self.source, partition, self.columns, self.filter)
