@@ -9,7 +9,7 @@ flight together), so each path takes as long as its slowest resource:
   columns it needs over its parallelism.
 
 Parallelism is observed (CPU seconds over wall seconds), not the cores: on a
-shared machine it is what the work actually got. Until it is observed, the
+shared machine it is what the work actually got, below one core if need be. Until it is observed, the
 cores of this machine (client) and one (storage).
 """
 

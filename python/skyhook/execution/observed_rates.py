@@ -16,7 +16,8 @@ from the statistics its replies carry.
 - Storage: CPU = per decoded byte read (decode, filter) + per decoded reply
   byte (encode), fitted by least squares over recent replies (the costs differ
   by 3x between a selective and a full reply); its parallelism is storage CPU
-  seconds over the wall seconds of the calls that spent them.
+  seconds over the wall seconds of the calls that spent them (below 1 when
+  other work shares its cores: then each CPU second costs more than a second).
 """
 
 from __future__ import annotations
@@ -133,15 +134,15 @@ class ObservedRates:
 
     def pushdown_phase(self, objects: int, storage_cpu_s: float, wall_s: float) -> None:
         """Calls of one request to several objects: storage CPU seconds per wall second."""
-        if objects >= 2 and wall_s > 0:
+        if objects >= 2 and wall_s > 0 and storage_cpu_s > 0:
             with self._lock:
-                self.storage_parallelism.observe(max(1.0, storage_cpu_s / wall_s))
+                self.storage_parallelism.observe(storage_cpu_s / wall_s)
 
     def plain_phase(self, objects: int, client_cpu_s: float, wall_s: float) -> None:
         """Plain reads of several objects: client CPU seconds per wall second."""
-        if objects >= 2 and wall_s > 0:
+        if objects >= 2 and wall_s > 0 and client_cpu_s > 0:
             with self._lock:
-                self.client_parallelism.observe(max(1.0, client_cpu_s / wall_s))
+                self.client_parallelism.observe(client_cpu_s / wall_s)
 
 
 _rates: weakref.WeakKeyDictionary[object, ObservedRates] = weakref.WeakKeyDictionary()
