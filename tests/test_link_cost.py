@@ -150,7 +150,7 @@ def test_a_connection_observes_its_rates(written, table):
     rates = rates_of(connection.backend)
     assert rates.link_bytes_per_second > 0 and rates.client_cpu_per_byte.value > 0
     assert rates.storage.coefficients() is not None and rates.compression_factor("zstd") < 1
-    assert rates.storage_parallelism.value > 0 and rates.client_parallelism.value > 0
+    assert rates.storage_parallelism.value > 0
 
 
 @pytest.mark.parametrize("rate", [0, -1.0, float("nan"), "fast", True])

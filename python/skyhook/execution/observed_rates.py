@@ -17,7 +17,9 @@ from the statistics its replies carry.
   byte (encode), fitted by least squares over recent replies (the costs differ
   by 3x between a selective and a full reply); its parallelism is storage CPU
   seconds over the wall seconds of the calls that spent them (below 1 when
-  other work shares its cores: then each CPU second costs more than a second).
+  other work shares its cores: then each CPU second costs more than a second),
+  from batches the link did not hold up (moving their bytes took under half
+  their time), as are the client's.
 """
 
 from __future__ import annotations
@@ -132,17 +134,23 @@ class ObservedRates:
             with self._lock:
                 self.reply_cpu_per_byte.observe(cpu_s / decoded)
 
-    def pushdown_phase(self, objects: int, storage_cpu_s: float, wall_s: float) -> None:
+    def pushdown_phase(self, objects: int, moved: int, storage_cpu_s: float, wall_s: float) -> None:
         """Calls of one request to several objects: storage CPU seconds per wall second."""
-        if objects >= 2 and wall_s > 0 and storage_cpu_s > 0:
+        if self._cpu_bound(objects, moved, storage_cpu_s, wall_s):
             with self._lock:
                 self.storage_parallelism.observe(storage_cpu_s / wall_s)
 
-    def plain_phase(self, objects: int, client_cpu_s: float, wall_s: float) -> None:
+    def plain_phase(self, objects: int, moved: int, client_cpu_s: float, wall_s: float) -> None:
         """Plain reads of several objects: client CPU seconds per wall second."""
-        if objects >= 2 and wall_s > 0 and client_cpu_s > 0:
+        if self._cpu_bound(objects, moved, client_cpu_s, wall_s):
             with self._lock:
                 self.client_parallelism.observe(client_cpu_s / wall_s)
+
+    def _cpu_bound(self, objects: int, moved: int, cpu_s: float, wall_s: float) -> bool:
+        """Whether a batch's CPU seconds over its wall seconds tell its share of
+        the cores: not when the link took most of the time (CPU then waited)."""
+        link = self.link_bytes_per_second
+        return objects >= 2 and cpu_s > 0 and wall_s > 0 and (link is None or moved / link < wall_s / 2)
 
 
 _rates: weakref.WeakKeyDictionary[object, ObservedRates] = weakref.WeakKeyDictionary()

@@ -265,6 +265,7 @@ class ScanExecution:
 
     def _pushdown(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         started, cpu_before = time.perf_counter(), self.stats.storage_cpu_s
+        returned_before = self.stats.bytes_returned
         needed = columns_read(self.source.schema, self.columns, self.filter)
         replies = self.source.backend.call_each(
             [p.object_name for p in partitions],
@@ -307,7 +308,12 @@ class ScanExecution:
             warn_class_calls_refused(refusal)
             self.stats.class_calls_refused = True
             yield from self._read_whole(partitions[answered:])
-        self.rates.pushdown_phase(answered, self.stats.storage_cpu_s - cpu_before, time.perf_counter() - started)
+        self.rates.pushdown_phase(
+            answered,
+            self.stats.bytes_returned - returned_before,
+            self.stats.storage_cpu_s - cpu_before,
+            time.perf_counter() - started,
+        )
 
     def _observe(self, reply: Reply, read_decoded: int) -> None:
         """Storage's costs and the codec's compression, for the cost model."""
@@ -384,11 +390,13 @@ class ScanExecution:
     def _read_whole(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         """The baseline a pushdown must beat: move whole objects to the client and
         let pyarrow filter them here, decoding only the columns it needs."""
-        started, cpu_before = time.perf_counter(), self.rates.client_cpu_s
+        started, cpu_before, moved = time.perf_counter(), self.rates.client_cpu_s, 0
         for size, rows, table in at_client(self._read_and_filter, partitions, self.use_threads):
             self._count_plain_read(size, rows)
+            moved += size
             yield table
-        self.rates.plain_phase(len(partitions), self.rates.client_cpu_s - cpu_before, time.perf_counter() - started)
+        wall_s = time.perf_counter() - started
+        self.rates.plain_phase(len(partitions), moved, self.rates.client_cpu_s - cpu_before, wall_s)
 
     def _read_and_filter(self, partition: Partition) -> tuple[int, int, pa.Table]:
         return read_partition(self.source, partition, self.columns, self.filter)
