@@ -8,6 +8,7 @@ it); prints ratios. Needs root (namespaces, veth, tc); not part of the tests.
 
     sudo .venv/bin/python bench/network.py [--scale-factor 1] [--repeat 3]
         [--rates 1000,10000] [--output bench/results/network.json]
+        [--namespace skyhook-net --subnet 77]    # another link on the same host: other names
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import skyhook
 from skyhook.dev.cluster import LocalCluster
 from skyhook.dev.shaped_link import ShapedLink
 from skyhook.dev.tpch import COLUMNS, generate_lineitem, selectivity_filters
+from skyhook.execution.observed_rates import rates_of
 
 PATHS = {"pushdown": True, "plain": False, "auto": "auto"}
 
@@ -42,6 +44,7 @@ def measure(dataset: skyhook.Dataset, columns: list[str] | None, filter: pc.Expr
         "rows": table.num_rows,
         "bytes_returned": stats["bytes_returned"],
         "objects_read_plain": stats["objects_read_plain"],
+        "cost_model": stats["cost_model"],
     }
 
 
@@ -99,12 +102,14 @@ def main() -> None:
     parser.add_argument("--rates", default="1000,10000", help="link rates in Mbit/s, comma separated")
     parser.add_argument("--data-dir", type=Path, default=Path("data"))
     parser.add_argument("--output", type=Path, default=Path("bench/results/network.json"))
+    parser.add_argument("--namespace", default="skyhook-net", help="network namespace of the storage daemons")
+    parser.add_argument("--subnet", type=int, default=77, help="the link's addresses: 10.213.SUBNET.1 and .2")
     arguments = parser.parse_args()
     rates = [int(rate) for rate in arguments.rates.split(",")]
 
     lineitem = generate_lineitem(arguments.scale_factor, arguments.data_dir)
     filters = selectivity_filters(lineitem)
-    link = ShapedLink()
+    link = ShapedLink(arguments.namespace, arguments.subnet)
     directory = Path(tempfile.mkdtemp(prefix="skyhook-network-"))
     cluster = LocalCluster(directory / "cluster")
     try:
@@ -112,10 +117,12 @@ def main() -> None:
         cluster.up(osds=3, address=link.storage_address, netns=link.namespace)
         with skyhook.connect(cluster.uri) as store:
             dataset = store.write_dataset("lineitem_network", str(lineitem), mode="overwrite")
-            results = {}
+            results, observed = {}, {}
             for rate in rates:
                 link.set_rate(rate)
                 results[f"{rate / 1000:g} Gbit/s"] = run_rate(dataset, filters, arguments.repeat)
+                # What the cost model measured of the link (the same connection throughout).
+                observed[f"{rate / 1000:g} Gbit/s"] = rates_of(store.backend).link_bytes_per_second
             manifest = dataset.manifest
     finally:
         if cluster.exists():
@@ -133,12 +140,16 @@ def main() -> None:
         "machine": platform.node(),
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "results": results,
+        "observed_link_bytes_per_second": observed,
     }
     arguments.output.parent.mkdir(parents=True, exist_ok=True)
     arguments.output.write_text(json.dumps(report, indent=2))
     plot(report, arguments.output.with_suffix(".png"))
     for rate, cases in results.items():
-        print(f"Ceph behind {rate} (lineitem SF{arguments.scale_factor:g}, {manifest.size_bytes / 2**20:.0f} MiB):")
+        print(
+            f"Ceph behind {rate} (lineitem SF{arguments.scale_factor:g}, {manifest.size_bytes / 2**20:.0f} MiB), "
+            f"link observed {observed[rate] / 1e6:.0f} MB/s:"
+        )
         for case, paths in cases.items():
             ratios = paths["ratios"]
             print(
@@ -146,6 +157,7 @@ def main() -> None:
                 f"auto {paths['auto']['wall_s']:6.2f} s  plain/pushdown {ratios['plain_over_pushdown']:5.2f}x  "
                 f"auto/plain {ratios['auto_over_plain']:4.2f}x"
             )
+            print(f"    cost model: {paths['auto']['cost_model']}")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import threading
 import weakref
@@ -49,6 +50,7 @@ def connect(
     create: bool = True,
     retention_seconds: float = DEFAULT_RETENTION_SECONDS,
     workload_log: int | None = None,
+    link_bytes_per_second: float | None = None,
 ) -> Store:
     """Open a store: ``file:///abs/path`` (or a plain path) for the embedded store,
     ``ceph://POOL?conf=/path/ceph.conf[&namespace=NS][&user=NAME][&keyring=/path][&timeout=SECONDS]``
@@ -59,13 +61,23 @@ def connect(
     objects an overwrite or a delete replaced outlive it, for the readers that
     opened them (see Store.collect_garbage). workload_log: records of the
     workload log kept per dataset (0: queries are not logged; default: the
-    environment's SKYHOOK_WORKLOAD_LOG, else 200)."""
+    environment's SKYHOOK_WORKLOAD_LOG, else 200). link_bytes_per_second: the
+    link's rate for the cost model, instead of the rate it measures on this
+    connection's plain reads."""
     if workload_log is not None and (
         isinstance(workload_log, bool) or not isinstance(workload_log, int) or workload_log < 0
     ):
         raise InvalidRequestError(f"workload_log must be a number of records >= 0, not {workload_log!r}")
+    if link_bytes_per_second is not None and (
+        isinstance(link_bytes_per_second, bool)
+        or not isinstance(link_bytes_per_second, (int, float))
+        or not math.isfinite(link_bytes_per_second)
+        or link_bytes_per_second <= 0
+    ):
+        raise InvalidRequestError(f"link_bytes_per_second must be a number > 0, not {link_bytes_per_second!r}")
     store = _connected(uri, create, retention_seconds)
     store.backend.workload_log_records = workload_log
+    store.backend.link_bytes_per_second = link_bytes_per_second
     return store
 
 

@@ -77,6 +77,8 @@ class Backend(ObjectStore, MethodCaller):
 
     #: Records of the workload log kept per dataset (None: the environment's setting; 0: off).
     workload_log_records: int | None = None
+    #: The link's rate for the cost model (None: measured on the connection's plain reads).
+    link_bytes_per_second: float | None = None
 
     def close(self) -> None:
         """Release connections; the default backend holds none."""

@@ -18,9 +18,8 @@ import subprocess
 
 from skyhook.errors import SkyhookError
 
-# A private /30 unlikely to be in use on a test machine.
-_CLIENT_ADDRESS = "10.213.77.1"
-_STORAGE_ADDRESS = "10.213.77.2"
+# A private /30 unlikely to be in use on a test machine (10.213.SUBNET.0/30).
+_ADDRESS = "10.213.{subnet}.{host}"
 
 
 class ShapedLinkError(SkyhookError):
@@ -28,10 +27,11 @@ class ShapedLinkError(SkyhookError):
 
 
 class ShapedLink:
-    def __init__(self, namespace: str = "skyhook-net") -> None:
+    def __init__(self, namespace: str = "skyhook-net", subnet: int = 77) -> None:
+        """Two links on one host need their own namespace and subnet (0-255)."""
         self.namespace = namespace
-        self.client_address = _CLIENT_ADDRESS
-        self.storage_address = _STORAGE_ADDRESS
+        self.client_address = _ADDRESS.format(subnet=subnet, host=1)
+        self.storage_address = _ADDRESS.format(subnet=subnet, host=2)
         # Interface names are at most 15 characters.
         self._host_end = f"{namespace[:10]}-h"
         self._storage_end = f"{namespace[:10]}-s"

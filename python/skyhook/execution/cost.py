@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from skyhook.catalog.manifest import Manifest, Partition
 from skyhook.catalog.pruning import matching_partitions
+from skyhook.execution.link_cost import Work
 from skyhook.execution.selectivity import estimated_selectivities
 from skyhook.plan.expressions import columns_read
 
@@ -47,10 +48,16 @@ def every_row_passes(manifest: Manifest, filter: pc.Expression | None, partition
 
 @dataclass(frozen=True)
 class Prediction:
-    """Decoded reply bytes over the bytes read, predicted from statistics."""
+    """The replies' decoded bytes, predicted from statistics, and the work they
+    come from (totals over the objects)."""
 
-    ratio: float
+    work: Work
     basis: str  # how, for Decision reasons: "statistics: ..."
+
+    @property
+    def ratio(self) -> float:
+        """Decoded reply bytes over the bytes read."""
+        return self.work.reply_decoded / max(1.0, self.work.object_bytes)
 
 
 def predicted_reply_ratio(
@@ -63,21 +70,27 @@ def predicted_reply_ratio(
         return None
     names = manifest.schema.names if columns is None else list(columns)
     # Decoded bytes of the wanted columns, per partition (ingest statistics).
-    wanted = np.array(
-        [sum(manifest.statistics[p.number][name]["bytes"].as_py() or 0 for name in names) for p in partitions],
-        dtype=np.float64,
-    )
-    read = max(1, sum(bytes_read(p, columns_read(manifest.schema, columns, filter)) for p in partitions))
+    wanted = np.array([decoded_bytes(manifest, p, names) for p in partitions], dtype=np.float64)
+    needed = columns_read(manifest.schema, columns, filter)
+    read = max(1, sum(bytes_read(p, needed) for p in partitions))
+    decoded = float(sum(decoded_bytes(manifest, p, needed) for p in partitions))
     if every_row_passes(manifest, filter, partitions):
-        return Prediction(wanted.sum() / read, "statistics: every row passes")
+        return Prediction(Work(read, decoded, float(wanted.sum())), "statistics: every row passes")
     selectivities = object_selectivities(manifest, filter, partitions)
     if selectivities is None:
         return None
     rows = np.array([p.num_rows for p in partitions], dtype=np.float64)
     kept = (selectivities * rows).sum() / max(1.0, rows.sum())
     return Prediction(
-        (selectivities * wanted).sum() / read, f"statistics: estimated selectivity {kept:.3f} (object histograms)"
+        Work(read, decoded, float((selectivities * wanted).sum())),
+        f"statistics: estimated selectivity {kept:.3f} (object histograms)",
     )
+
+
+def decoded_bytes(manifest: Manifest, partition: Partition, columns: list[str] | None) -> int:
+    """Decoded bytes of columns (None: all) in a partition (ingest statistics)."""
+    names = manifest.schema.names if columns is None else columns
+    return sum(manifest.statistics[partition.number][name]["bytes"].as_py() or 0 for name in names)
 
 
 def object_selectivities(

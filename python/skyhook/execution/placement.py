@@ -22,6 +22,8 @@ from typing import TypeVar
 from skyhook.backends.parallel import ordered_map
 from skyhook.errors import InvalidRequestError
 from skyhook.execution.cost import PUSHDOWN_THRESHOLDS, Prediction
+from skyhook.execution.link_cost import Estimate, Work, estimate
+from skyhook.execution.observed_rates import ObservedRates
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -61,6 +63,9 @@ class PlacementPolicy:
     compression: str = "none"  # of the replies (their compressed bytes are what the threshold compares)
     #: Storage pushes back a reply that would pass its object's size; None: unless pushdown is forced.
     within_object: bool | None = None
+    #: The store connection's observed rates: once they are known, estimated times decide
+    #: instead of the threshold (unless the threshold was given). None: the threshold decides.
+    rates: ObservedRates | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in (True, False, "auto"):
@@ -69,14 +74,21 @@ class PlacementPolicy:
             object.__setattr__(self, "mode", bool(self.mode))
         if self.threshold is None:
             object.__setattr__(self, "threshold", PUSHDOWN_THRESHOLDS[self.compression])
+        else:
+            object.__setattr__(self, "rates", None)
         if self.within_object is None:
             object.__setattr__(self, "within_object", self.mode is not True)
 
     def decide(self, prediction: Prediction | None, objects: int, first_object: int) -> Decision:
         """Before any object runs: by the mode, by statistics, or by a sample.
-        Statistics give decoded sizes: with compressed replies they decide only
-        when even the decoded reply is small enough; otherwise a sample measures."""
+        Statistics give decoded sizes: with the connection's observed rates
+        (compression included) they estimate both paths' times; without them,
+        with compressed replies they decide only when even the decoded reply is
+        small enough; otherwise a sample measures."""
         if self.mode is not True and self.mode is not False and prediction is not None:
+            estimated = self.estimate(prediction.work)
+            if estimated is not None:
+                return self.by_estimate(prediction.basis, estimated, objects)
             if self.compression == "none" or prediction.ratio <= self.threshold:
                 return self.by_ratio(prediction.basis, prediction.ratio, objects)
             return Decision(
@@ -88,15 +100,30 @@ class PlacementPolicy:
             return Decision(None, f"sampled object {first_object} decides for the other {objects - 1} objects")
         return Decision(bool(self.mode), "off: pushdown" if self.mode else "off: plain reads")
 
+    def estimate(self, work: Work) -> Estimate | None:
+        """Times of both paths, once the rates they need are known."""
+        return None if self.rates is None else estimate(self.rates, work, self.compression)
+
+    def by_estimate(self, basis: str, estimated: Estimate, objects: int) -> Decision:
+        """The path estimated to take less time."""
+        return Decision(
+            estimated.pushdown,
+            f"{basis}: {estimated.describe()}: {'pushdown' if estimated.pushdown else 'plain reads'} for "
+            f"{_which(objects)}",
+        )
+
     def by_ratio(self, basis: str, ratio: float, objects: int) -> Decision:
         """Pushdown when the reply is expected to be small next to its object."""
         pushdown = ratio <= self.threshold
-        which = f"{objects} objects" if objects else "the objects that follow"
         return Decision(
             pushdown,
             f"{basis}: reply/object bytes {ratio:.3f} {'<=' if pushdown else '>'} {self.threshold}: "
-            f"{'pushdown' if pushdown else 'plain reads'} for {which}",
+            f"{'pushdown' if pushdown else 'plain reads'} for {_which(objects)}",
         )
+
+
+def _which(objects: int) -> str:
+    return f"{objects} objects" if objects else "the objects that follow"
 
 
 def at_client(function: Callable[[Item], Result], items: Iterable[Item], parallel: bool) -> Iterator[Result]:

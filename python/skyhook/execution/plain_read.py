@@ -12,6 +12,7 @@ verified, so a damaged page is an error rather than a wrong answer."""
 
 from __future__ import annotations
 
+import time
 import warnings
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,7 @@ from skyhook.errors import (
     StorageError,
     first_line,
 )
+from skyhook.execution.observed_rates import ObservedRates, rates_of
 from skyhook.plan.expressions import columns_read
 
 if TYPE_CHECKING:
@@ -51,6 +53,7 @@ def read_partition(
     """(object bytes moved, rows in the object, the filtered and projected table)."""
     name = partition.object_name
     wanted = columns_read(source.schema, columns, filter)
+    rates = rates_of(source.backend)
     for _ in range(_ATTEMPTS):
         try:
             opened = source.backend.open_object(name)
@@ -59,7 +62,7 @@ def read_partition(
         except OSError as error:
             raise StorageError(f"reading object {name} failed: {error}") from None
         try:
-            moved, table = _decoded(opened, source.schema, wanted, name)
+            moved, table, decode_cpu_s = _decoded(opened, source.schema, wanted, name, rates)
             break
         except ObjectChangedError:
             continue
@@ -67,7 +70,10 @@ def read_partition(
             opened.close()
     else:
         raise StorageError(f"object {name} was rewritten {_ATTEMPTS} times while it was read")
-    return moved, table.num_rows, _evaluated(table, columns, filter, name)
+    evaluating = time.thread_time()
+    result = _evaluated(table, columns, filter, name)
+    rates.plain_read(table.nbytes, time.thread_time() - evaluating + decode_cpu_s)
+    return moved, table.num_rows, result
 
 
 def warn_class_calls_refused(refusal: ClassCallsNotPermittedError) -> None:
@@ -76,8 +82,11 @@ def warn_class_calls_refused(refusal: ClassCallsNotPermittedError) -> None:
     warnings.warn(f"{refusal}; reading whole objects at the client instead", RuntimeWarning, stacklevel=3)
 
 
-def _decoded(opened: OpenedObject, schema: pa.Schema, wanted: list[str] | None, name: str) -> tuple[int, pa.Table]:
-    """(bytes read, the wanted columns in the dataset's types) of one opened object."""
+def _decoded(
+    opened: OpenedObject, schema: pa.Schema, wanted: list[str] | None, name: str, rates: ObservedRates
+) -> tuple[int, pa.Table, float]:
+    """(bytes read, the wanted columns in the dataset's types, decode CPU
+    seconds) of one opened object; the read is a transfer over the link."""
     design_bytes = opened.attributes.get(DESIGN_ATTRIBUTE)
     format_bytes = opened.attributes.get(FORMAT_ATTRIBUTE)
     try:
@@ -89,7 +98,13 @@ def _decoded(opened: OpenedObject, schema: pa.Schema, wanted: list[str] | None, 
         groups = design.groups_holding(wanted)
         if all(group.offset + group.length <= opened.size for group in groups):
             ranges = [(group.offset, group.length) for group in groups]
-    parts = opened.read(ranges)
+    rates.transfer_started()
+    parts: list[pa.Buffer] = []
+    try:
+        parts = opened.read(ranges)
+    finally:
+        rates.transfer_ended(sum(part.size for part in parts))
+    decoding = time.thread_time()
     object_schema, table = decode_object(
         opened.size,
         design_bytes,
@@ -105,7 +120,7 @@ def _decoded(opened: OpenedObject, schema: pa.Schema, wanted: list[str] | None, 
         table = table.cast(pa.schema([schema.field(column) for column in table.column_names]))
     except _ARROW_ERRORS as error:
         raise _read_error(name, error) from None
-    return sum(part.size for part in parts), table
+    return sum(part.size for part in parts), table, time.thread_time() - decoding
 
 
 def _evaluated(table: pa.Table, columns, filter: pc.Expression | None, name: str) -> pa.Table:

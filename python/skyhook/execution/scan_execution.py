@@ -17,7 +17,9 @@ import pyarrow.dataset as pads
 
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, ObjectNotFoundError, first_line
-from skyhook.execution.cost import bytes_read, predicted_reply_ratio
+from skyhook.execution.cost import bytes_read, decoded_bytes, predicted_reply_ratio
+from skyhook.execution.link_cost import Work
+from skyhook.execution.observed_rates import rates_of
 from skyhook.execution.placement import Decision, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.execution.workload_log import record_query
@@ -125,7 +127,8 @@ class ScanExecution:
         self.batch_size = batch_size
         self.use_threads = use_threads
         compression = checked_compression(reply_compression, source.backend.reply_compression)
-        self.policy = PlacementPolicy(pushdown, pushdown_threshold, compression, reply_within_object)
+        self.rates = rates_of(source.backend)
+        self.policy = PlacementPolicy(pushdown, pushdown_threshold, compression, reply_within_object, self.rates)
         self.max_result_bytes = max_result_bytes
         self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
         self._filter_substrait = None if filter is None else to_substrait([filter], ["filter"], schema, is_filter=True)
@@ -261,6 +264,9 @@ class ScanExecution:
         )
 
     def _pushdown(self, partitions: list[Partition]) -> Iterator[pa.Table]:
+        started, cpu_before = time.perf_counter(), self.stats.storage_cpu_s
+        returned_before = self.stats.bytes_returned
+        needed = columns_read(self.source.schema, self.columns, self.filter)
         replies = self.source.backend.call_each(
             [p.object_name for p in partitions],
             self._request(),
@@ -286,7 +292,10 @@ class ScanExecution:
                 self.stats.zones_skipped += reply.statistics.get(ZONES_SKIPPED, 0)
                 self.stats.rows_read_by_index += reply.statistics.get(ROWS_READ_BY_INDEX, 0)
                 self.stats.index_bytes_read += reply.statistics.get(INDEX_BYTES_READ, 0)
+                self._observe(reply, decoded_bytes(self.source.manifest, partition, needed))
+                decoding = time.thread_time()
                 table = reply.reader().read_all()
+                self.rates.reply_decoded(table.nbytes, time.thread_time() - decoding)
                 if self._client_filter or self._client_projection:  # what storage could not do
                     table = as_dataset_types(
                         table, pa.schema([self.source.schema.field(n) for n in table.column_names])
@@ -299,6 +308,23 @@ class ScanExecution:
             warn_class_calls_refused(refusal)
             self.stats.class_calls_refused = True
             yield from self._read_whole(partitions[answered:])
+        self.rates.pushdown_phase(
+            answered,
+            self.stats.bytes_returned - returned_before,
+            self.stats.storage_cpu_s - cpu_before,
+            time.perf_counter() - started,
+        )
+
+    def _observe(self, reply: Reply, read_decoded: int) -> None:
+        """Storage's costs and the codec's compression, for the cost model."""
+        sent = reply.statistics[BYTES_RETURNED]
+        self.rates.reply(
+            read_decoded or reply.statistics[BYTES_READ],
+            reply.statistics.get(BYTES_DECODED, sent),
+            sent,
+            reply.statistics[STORAGE_CPU_NS] / 1e9,
+            self.policy.compression,
+        )
 
     def _count_push_back(self, reply: Reply) -> None:
         """A loaded node declined, or the reply would have passed its object's
@@ -324,6 +350,7 @@ class ScanExecution:
             return
         sample, rest = partitions[0], partitions[1:]
         before = (self.stats.bytes_returned, self.stats.objects_pushed_back, self.stats.objects_over_object)
+        sample_before = (self.stats.bytes_decoded, self.stats.storage_cpu_s)
         yield from self._pushdown([sample])
         if self.stats.objects_pushed_back > before[1]:
             self.stats.cost_model = "sample pushed back by a loaded node: no estimate, pushdown"
@@ -334,11 +361,24 @@ class ScanExecution:
             decision = Decision(False, f"{basis}: its reply would pass its size: plain reads for {len(rest)} objects")
         else:
             needed = columns_read(self.source.schema, self.columns, self.filter)
-            ratio = (self.stats.bytes_returned - before[0]) / max(1, bytes_read(sample, needed))
-            decision = self.policy.by_ratio(basis, ratio, len(rest))
+            sent = self.stats.bytes_returned - before[0]
+            ratio = sent / max(1, bytes_read(sample, needed))
+            measured = (sent, self.stats.bytes_decoded - sample_before[0], self.stats.storage_cpu_s - sample_before[1])
+            estimated = self.policy.estimate(self._sample_work(sample, measured, needed))
+            if estimated is not None:
+                decision = self.policy.by_estimate(basis, estimated, len(rest))
+            else:
+                decision = self.policy.by_ratio(basis, ratio, len(rest))
         self.stats.cost_model = decision.reason
         self.sampled = decision
         yield from self._pushdown(rest) if decision.pushdown else self._read_whole(rest)
+
+    def _sample_work(self, sample: Partition, measured: tuple[int, int, float], needed: list[str] | None) -> Work:
+        """The sampled object's work as its reply measured it (bytes sent,
+        decoded, storage CPU): the other objects are taken to be like it."""
+        sent, reply_decoded, cpu_s = measured
+        read = decoded_bytes(self.source.manifest, sample, needed)
+        return Work(bytes_read(sample, needed), read, reply_decoded, sent, cpu_s)
 
     def planned_decision(self, partitions: list[Partition]) -> Decision:
         """The placement decided before any object runs (what explain() shows)."""
@@ -350,9 +390,13 @@ class ScanExecution:
     def _read_whole(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         """The baseline a pushdown must beat: move whole objects to the client and
         let pyarrow filter them here, decoding only the columns it needs."""
+        started, cpu_before, moved = time.perf_counter(), self.rates.client_cpu_s, 0
         for size, rows, table in at_client(self._read_and_filter, partitions, self.use_threads):
             self._count_plain_read(size, rows)
+            moved += size
             yield table
+        wall_s = time.perf_counter() - started
+        self.rates.plain_phase(len(partitions), moved, self.rates.client_cpu_s - cpu_before, wall_s)
 
     def _read_and_filter(self, partition: Partition) -> tuple[int, int, pa.Table]:
         return read_partition(self.source, partition, self.columns, self.filter)

@@ -1,0 +1,76 @@
+"""The time of pushdown against the time of plain reads, for the objects a
+decision covers, from the rates the store connection observed
+(observed_rates.py). Work on both sides overlaps (calls and plain reads are in
+flight together), so each path takes as long as its slowest resource:
+
+- pushdown: storage's CPU over its parallelism, the replies as sent over the
+  link, the client decoding the replies;
+- plain read: the objects' bytes over the link, the client decoding the
+  columns it needs over its parallelism.
+
+Parallelism is observed (CPU seconds over wall seconds), not the cores: on a
+shared machine it is what the work actually got, below one core if need be. Until it is observed, the
+cores of this machine (client) and one (storage).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from skyhook.execution.observed_rates import ObservedRates
+
+
+@dataclass(frozen=True)
+class Work:
+    """Totals over the objects a decision covers."""
+
+    object_bytes: float  # what plain reads move (the extents of the groups needed)
+    decoded_bytes: float  # the columns read, decoded (either side decodes them)
+    reply_decoded: float  # the replies' decoded bytes
+    reply_sent: float | None = None  # as sent; None: by the codec's observed compression
+    storage_cpu_s: float | None = None  # measured on a sample; None: by storage's observed costs
+
+
+@dataclass(frozen=True)
+class Estimate:
+    pushdown_s: float
+    plain_s: float
+    link_bytes_per_second: float
+
+    @property
+    def pushdown(self) -> bool:
+        return self.pushdown_s <= self.plain_s
+
+    def describe(self) -> str:
+        return (
+            f"estimated pushdown {self.pushdown_s:.3f} s vs plain reads {self.plain_s:.3f} s "
+            f"(link {self.link_bytes_per_second / 1e6:.0f} MB/s)"
+        )
+
+
+def estimate(rates: ObservedRates, work: Work, codec: str) -> Estimate | None:
+    """None while a rate the estimate needs has not been observed."""
+    link, client = rates.link_bytes_per_second, rates.client_cpu_per_byte.value
+    if link is None or client is None:
+        return None
+    storage_cpu_s = work.storage_cpu_s
+    if storage_cpu_s is None:
+        costs = rates.storage.coefficients()
+        if costs is None:
+            return None
+        storage_cpu_s = costs[0] * work.decoded_bytes + costs[1] * work.reply_decoded
+    sent = work.reply_sent
+    if sent is None:
+        factor = 1.0 if codec == "none" else rates.compression_factor(codec)
+        if factor is None:
+            return None
+        sent = work.reply_decoded * factor
+    client_parallelism = rates.client_parallelism.value or os.cpu_count() or 1
+    pushdown_s = max(
+        storage_cpu_s / (rates.storage_parallelism.value or 1.0),
+        sent / link,
+        (rates.reply_cpu_per_byte.value or 0.0) * work.reply_decoded / client_parallelism,
+    )
+    plain_s = max(work.object_bytes / link, client * work.decoded_bytes / client_parallelism)
+    return Estimate(pushdown_s, plain_s, link)
