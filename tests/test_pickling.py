@@ -36,9 +36,10 @@ def test_store_round_trip(store: skyhook.Store) -> None:
 
 def test_the_options_of_connect_survive_pickling(store: skyhook.Store) -> None:
     write(store)
-    configured = skyhook.connect(store.uri, retention_seconds=5, workload_log=0)
+    configured = skyhook.connect(store.uri, retention_seconds=5, workload_log=0, link_bytes_per_second=1e8)
     copied = pickle.loads(pickle.dumps(configured.dataset("t"))).store
     assert (copied.retention_seconds, copied.backend.workload_log_records) == (5, 0)
+    assert copied.backend.link_bytes_per_second == 1e8
     plain = pickle.loads(pickle.dumps(store))
     assert plain is not copied and (plain.retention_seconds, plain.backend.workload_log_records) == (
         store.retention_seconds,

@@ -115,7 +115,7 @@ def _flush_at_exit(backend: weakref.ref[Backend]) -> None:
 # Stores opened by unpickling, one per URI and options in each process (a fork
 # starts afresh): a worker that unpickles a dataset per task keeps one
 # connection, not one a task.
-_UnpickledKey = tuple[str, float, "int | None"]
+_UnpickledKey = tuple[str, float, "int | None", "float | None"]
 _unpickled: dict[_UnpickledKey, Store] = {}
 _unpickled_lock = threading.Lock()
 
@@ -129,15 +129,25 @@ def _forget_after_fork() -> None:
 os.register_at_fork(after_in_child=_forget_after_fork)
 
 
-def reconnect(uri: str, retention_seconds: float = DEFAULT_RETENTION_SECONDS, workload_log: int | None = None) -> Store:
+def reconnect(
+    uri: str,
+    retention_seconds: float = DEFAULT_RETENTION_SECONDS,
+    workload_log: int | None = None,
+    link_bytes_per_second: float | None = None,
+) -> Store:
     """The store a pickled Store (or Dataset) names, with the options it was
     opened with, shared by everything this process unpickles with them until
     it is closed."""
-    key = (uri, retention_seconds, workload_log)
+    key = (uri, retention_seconds, workload_log, link_bytes_per_second)
     with _unpickled_lock:
         store = _unpickled.get(key)
         if store is None:
-            store = _unpickled[key] = connect(uri, retention_seconds=retention_seconds, workload_log=workload_log)
+            store = _unpickled[key] = connect(
+                uri,
+                retention_seconds=retention_seconds,
+                workload_log=workload_log,
+                link_bytes_per_second=link_bytes_per_second,
+            )
         return store
 
 
@@ -160,7 +170,8 @@ class Store:
         return (reconnect, self._unpickled_key())
 
     def _unpickled_key(self) -> _UnpickledKey:
-        return (self.uri, self.retention_seconds, self.backend.workload_log_records)
+        backend = self.backend
+        return (self.uri, self.retention_seconds, backend.workload_log_records, backend.link_bytes_per_second)
 
     @property
     def uri(self) -> str:
