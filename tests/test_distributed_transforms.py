@@ -32,13 +32,14 @@ def many_small_objects(store: skyhook.Store) -> skyhook.Dataset:
     return store.dataset("t").append(TABLE.slice(1000), rows_per_object=200)
 
 
-def run_in_thirds(store: skyhook.Store, dataset: skyhook.Dataset, plan: skyhook.Plan, expected: pa.Table) -> None:
-    """Runs the plan about half its steps at a time, checking the answers at 0, 50 and 100 %."""
+def run_step_by_step(store: skyhook.Store, dataset: skyhook.Dataset, plan: skyhook.Plan, expected: pa.Table) -> None:
+    """Runs the plan one step at a time, checking the answers before it, after
+    every step (so at every fraction of the plan a reader can meet) and at the end."""
     assert_answers(store, dataset.name, expected)
-    half = len(plan.steps) // 2
-    plan = dataset.run_plan(plan, max_steps=half)
-    assert plan.state == "paused" and plan.steps_done == half
-    assert_answers(store, dataset.name, expected)
+    for done in range(1, len(plan.steps)):
+        plan = dataset.run_plan(plan, max_steps=1)
+        assert plan.state == "paused" and plan.steps_done == done
+        assert_answers(store, dataset.name, expected)
     plan = dataset.run_plan(plan)
     assert plan.state == "done" and plan.steps_done == len(plan.steps)
     assert store.plan(dataset.name, plan.id).state == "done"
@@ -62,7 +63,7 @@ def test_compaction_merges_small_objects_and_leaves_right_sized_ones_in_place(st
     assert [step.kind for step in plan.steps] == ["stream", "commit"] * 2
     assert kept not in {name for step in plan.steps for name in step.sources}
     assert store.plans("t")[0].id == plan.id and store.plans("t")[0].state == "planned"
-    run_in_thirds(store, dataset, plan, TABLE)
+    run_step_by_step(store, dataset, plan, TABLE)
     after = store.manifest("t")
     assert [p.num_rows for p in after.partitions] == [1000, 1000, 1000]
     assert after.partitions[0].object_name == kept  # never copied
@@ -80,7 +81,7 @@ def test_compaction_merges_small_objects_and_leaves_right_sized_ones_in_place(st
 def test_a_large_object_is_split(store):
     dataset = store.write_dataset("t", TABLE, rows_per_object=3000)
     plan = dataset.plan_transform(TransformTarget(rows_per_object=700, design=skyhook.Design("ipc")))
-    run_in_thirds(store, dataset, plan, TABLE)
+    run_step_by_step(store, dataset, plan, TABLE)
     partitions = store.manifest("t").partitions
     assert [p.num_rows for p in partitions] == [600] * 5
     assert {p.design.format for p in partitions} == {"ipc"}
@@ -93,7 +94,7 @@ def test_cluster_by_key(store, key):
     plan = dataset.plan_transform(TransformTarget(rows_per_object=1000, cluster_by=key))
     # Small: every range in one pass over the sources.
     assert [step.kind for step in plan.steps] == ["stream", "commit"] and len(plan.steps[0].ranges()) >= 3
-    run_in_thirds(store, dataset, plan, TABLE)
+    run_step_by_step(store, dataset, plan, TABLE)
     manifest = store.manifest("t")
     # Each object one key range, sorted inside: ranges do not overlap, nulls in the last.
     ranges = manifest.statistics.field(key)
@@ -117,7 +118,7 @@ def test_zorder_cluster_keeps_every_row_of_every_type(store, keys):
     dataset = store.write_dataset("t", TABLE, rows_per_object=500)
     plan = dataset.plan_transform(TransformTarget(rows_per_object=700, cluster_by=list(keys), zorder=True))
     assert "in Z-order" in str(plan) and plan.steps[-1].kind == "commit"
-    run_in_thirds(store, dataset, plan, TABLE)
+    run_step_by_step(store, dataset, plan, TABLE)
     assert len(store.manifest("t").partitions) >= 3
     assert_no_orphans(store)
 
@@ -151,7 +152,7 @@ def test_zorder_cluster_prunes_on_either_key(store):
     before = [objects_read(store, slab, table) for slab in slabs]
     assert before == [16] * 4  # unclustered: every object holds every key
     plan = dataset.plan_transform(TransformTarget(rows_per_object=500, cluster_by=["x", "day"], zorder=True))
-    run_in_thirds(store, dataset, plan, table)
+    run_step_by_step(store, dataset, plan, table)
     after = [objects_read(store, slab, table) for slab in slabs]
     print(f"objects read by slabs and a box, unclustered {before}, Z-order {after}")
     # 16 objects of a 4 x 4 grid: a tenth of one key meets one column of it, a box one object or two.
