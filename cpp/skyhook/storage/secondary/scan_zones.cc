@@ -282,4 +282,33 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ZoneBatches::Next() {
   }
 }
 
+arrow::Result<FilteredRows> FilteredRows::Open(ObjectContext* object, ObjectReader* reader,
+                                               const arrow::engine::BoundExpressions* filter,
+                                               const std::vector<int>& fields, int64_t batch_size,
+                                               int64_t start_row, CallResources* resources) {
+  FilteredRows rows;
+  rows.position_ = start_row;
+  if (filter) {
+    ARROW_ASSIGN_OR_RAISE(auto plan, PlanScanZones(object, reader, *filter, resources));
+    if (plan) {
+      rows.zones_skipped_ = plan->zones_skipped;
+      rows.rows_read_by_index_ = plan->rows_read_by_index;
+      rows.index_bytes_read_ = plan->index_bytes_read;
+      rows.zoned_.emplace(std::move(*plan), reader, fields, batch_size, start_row,
+                          resources->exec_context());
+      return rows;
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(rows.batches_, reader->ReadFields(fields, batch_size, start_row));
+  return rows;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> FilteredRows::Next() {
+  if (zoned_) return zoned_->Next();
+  std::shared_ptr<arrow::RecordBatch> batch;
+  ARROW_RETURN_NOT_OK(batches_->ReadNext(&batch));
+  if (batch != nullptr) position_ += batch->num_rows();
+  return batch;
+}
+
 }  // namespace skyhook
