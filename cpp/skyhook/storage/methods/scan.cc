@@ -114,9 +114,9 @@ class ScanExecution {
     auto* writer = writer_.get();
     // Statistics and indexes narrow the rows read; without them, every row is.
     ARROW_ASSIGN_OR_RAISE(
-        auto rows, FilteredRows::Open(object, reader.get(), request_.filter ? &*request_.filter : nullptr,
-                                      needed.indices(), options_.batch_size, options_.start_row,
-                                      resources_));
+        auto rows,
+        FilteredRows::Open(object, reader.get(), request_.filter ? &*request_.filter : nullptr,
+                           needed.indices(), options_.batch_size, options_.start_row, resources_));
     zones_skipped_ = rows.zones_skipped();
     rows_read_by_index_ = rows.rows_read_by_index();
     index_bytes_read_ = rows.index_bytes_read();
