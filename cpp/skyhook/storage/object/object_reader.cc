@@ -425,8 +425,11 @@ int ObjectReader::num_zones() const {
 }
 
 std::vector<int64_t> ObjectReader::known_zone_rows() const {
+  // A hostile row count would make the list itself unbounded (the fuzzer's
+  // 10 s timeout); past 2^32 rows no object has zones.
+  constexpr int64_t kMaxZones = int64_t{1} << 16;
   auto rows = known_num_rows();
-  if (!rows) return {};
+  if (!rows || *rows / kDefaultZoneRows >= kMaxZones) return {};
   std::vector<int64_t> zones;
   for (int64_t first = 0; first < *rows; first += kDefaultZoneRows) {
     zones.push_back(std::min(kDefaultZoneRows, *rows - first));
