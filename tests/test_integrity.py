@@ -9,6 +9,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -262,3 +263,26 @@ def test_pushdown_on_types_parquet_stores_otherwise(tmp_path):
     with skyhook.connect((tmp_path / "store").as_uri()) as store:
         dataset = store.write_dataset("t", STORED_OTHERWISE)
         assert dataset.to_table(filter=F("t32") > pa.scalar(3, pa.time32("s")), pushdown=True).num_rows == 6
+
+
+@pytest.mark.parametrize("nulls", [False, True])
+def test_a_decimal_beyond_its_precision_is_a_corrupt_object(store, nulls):
+    # decimal(15, 2) is stored as INT64, which holds more digits than 15: a
+    # value patched to 10^15 (hundredths) must not reach compute or the client.
+    values = [Decimal("1.25"), Decimal("9999999999999.99"), None if nulls else Decimal("3.00")]
+    table = pa.table({"id": pa.array([0, 1, 2]), "d": pa.array(values, pa.decimal128(15, 2))})
+    dataset = store.write_dataset("t", table)
+    name = dataset.manifest.partitions[0].object_name
+    sink = pa.BufferOutputStream()  # as storage writes it, without page checksums to patch
+    pq.write_table(
+        table, sink, compression="none", store_decimal_as_integer=True, use_dictionary=False, write_statistics=False
+    )
+    data = sink.getvalue().to_pybytes()
+    old, new = struct.pack("<q", 10**15 - 1), struct.pack("<q", 10**15)
+    assert data.count(old) == 1
+    store.backend.put_object(name, pa.py_buffer(data.replace(old, new)), {"skyhook.format": "parquet"})
+    for pushdown in (True, False):
+        with pytest.raises(skyhook.CorruptObjectError, match=name):
+            dataset.to_table(filter=F("id") >= 0, pushdown=pushdown)
+    with pytest.raises(skyhook.CorruptObjectError, match="precision"):
+        dataset.aggregate([("d", "sum")], pushdown=True)

@@ -90,6 +90,18 @@ def test_aggregates_merge_continued_partials(one_object, big_table, limits, func
         assert result.equals(expected)
 
 
+def test_continued_plan_skips_zones_the_filter_excludes(one_object, big_table, limits):
+    embedded_only(one_object)
+    limits(max_call_ms=20)
+    filter = (F("k") >= 250_000) & (F("k") < 1_250_000) & (F("v") > 10.0)
+    result = one_object.group_by("g").aggregate([("v", "count"), ("s", "max")], filter=filter).sort_by("g")
+    expected = big_table.filter(filter).group_by("g", use_threads=False).aggregate([("v", "count"), ("s", "max")])
+    assert result.equals(expected.sort_by("g"))
+    stats = one_object.last_aggregate.stats
+    assert stats.zones_skipped >= 4  # row groups 0-1 and 13-14 of 15
+    assert stats.rows_scanned <= 1_100_000 and set(stats.where.values()) == {"storage"}
+
+
 def test_reply_split_at_the_node_limit(one_object, big_table, limits):
     embedded_only(one_object)
     limits(max_reply_mb=4)

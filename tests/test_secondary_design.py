@@ -17,6 +17,7 @@ import skyhook
 from skyhook.backends.object_codec import encode_object
 from skyhook.catalog.design import DESIGN_ATTRIBUTE, Design, ObjectDesign
 from skyhook.cli import app
+from support.aggregates import assert_same_result
 from support.assertions import assert_same_table
 from support.oracle import expected
 from support.strategies import TABLE, filters
@@ -53,6 +54,16 @@ def test_random_filters_match_pyarrow_with_and_without_secondary_design(analyzed
     assert_same_table(without, oracle)
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(filter=filters(), keys=st.sampled_from([[], ["s"], ["b"]]))
+def test_plans_read_through_statistics_and_indexes(analyzed, filter, keys):
+    aggregations = [("i32", "sum"), ("dec", "max"), ("id", "count")]
+    local = expected(TABLE, None, filter).group_by(keys, use_threads=False).aggregate(aggregations)
+    for dataset in analyzed:
+        result = dataset.group_by(keys).aggregate(aggregations, filter=filter, pushdown=True)
+        assert_same_result(result, local, keys)
+
+
 def test_design_lists_statistics_and_indexes(analyzed):
     plain, designed = analyzed
     design = designed.secondary_design()
@@ -75,6 +86,8 @@ def test_sorted_key_range_skips_zones(analyzed):
     assert stats.zones_skipped >= 4
     assert plain_stats.zones_skipped == (stats.zones_skipped if plain.name.endswith("parquet") else 0)
     assert stats.rows_scanned < plain_stats.rows_scanned
+    designed.group_by([]).aggregate([("id", "count")], filter=filter, pushdown=True)
+    assert designed.last_aggregate.stats.zones_skipped == stats.zones_skipped  # plans skip alike
 
 
 @pytest.mark.parametrize(

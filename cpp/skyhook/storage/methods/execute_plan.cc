@@ -1,6 +1,7 @@
 #include "skyhook/storage/methods/execute_plan.h"
 
 #include <optional>
+#include <variant>
 #include <vector>
 
 #include <arrow/acero/exec_plan.h>
@@ -19,6 +20,7 @@
 #include "skyhook/storage/runtime/execution.h"
 #include "skyhook/storage/runtime/pushback.h"
 #include "skyhook/storage/runtime/result_writer.h"
+#include "skyhook/storage/secondary/scan_zones.h"
 #include "skyhook/substrait/request_check.h"
 
 namespace skyhook {
@@ -31,6 +33,21 @@ using SourceBatch = std::optional<arrow::compute::ExecBatch>;
 arrow::Status AsPlanError(const arrow::Status& status) {
   if (CodeOf(status) != ErrorCode::kInternal) return status;
   return Error(ErrorCode::kInvalidRequest, "cannot use the Substrait plan: ", status.message());
+}
+
+// The condition of the plan's filter when it reads the object directly (the
+// shape `filter -> read`), for skipping zones; nullptr for other shapes.
+const arrow::compute::Expression* SourceFilter(const Declaration& declaration) {
+  for (const auto& input : declaration.inputs) {
+    const auto* child = std::get_if<Declaration>(&input);
+    if (child == nullptr) continue;
+    if (declaration.factory_name == "filter" && child->factory_name == "source") {
+      return &static_cast<const arrow::acero::FilterNodeOptions&>(*declaration.options)
+                  .filter_expression;
+    }
+    if (const auto* found = SourceFilter(*child)) return found;
+  }
+  return nullptr;
 }
 
 // Acero pulls a source ahead of the work it does on it, so the plan runs in
@@ -81,7 +98,7 @@ class PlanExecution {
         break;
       }
       for (const auto& batch : chunk.batches) ARROW_RETURN_NOT_OK(writer->Write(*batch));
-      position += chunk_rows_;
+      position = rows_ ? rows_->position() : position;
       rows_scanned_ += chunk_rows_;
       if (exhausted_) break;
       if (resources_->OutOfTime()) {
@@ -100,6 +117,7 @@ class PlanExecution {
                          {"bytes_read", reader_ ? reader_->bytes_read() : 0},
                          {"bytes_returned", reply->body ? reply->body->size() : 0},
                          {"slices", budget_.slices()},
+                         {"zones_skipped", rows_ ? rows_->zones_skipped() : 0},
                          {"storage_cpu_ns", timer.ElapsedNanos()}};
     if (writer_) writer_->AddStatistics(&reply->statistics);
   }
@@ -144,6 +162,14 @@ class PlanExecution {
     arrow::acero::QueryOptions query;
     query.use_threads = false;
     query.memory_pool = resources_->pool();
+    if (!filter_) {
+      const auto* condition = SourceFilter(converted.root.declaration);
+      if (condition != nullptr) {
+        // Unbindable conditions skip no zones; the filter node reports them.
+        auto bound = condition->Bind(*requested_, resources_->exec_context());
+        if (bound.ok()) filter_ = arrow::engine::BoundExpressions{{{*bound, "filter"}}, requested_};
+      }
+    }
     auto declaration = aggregate_ ? aggregate_->Over(std::move(converted.root.declaration))
                                   : std::move(converted.root.declaration);
     const auto& names = aggregate_ ? aggregate_->names() : converted.names;
@@ -170,9 +196,11 @@ class PlanExecution {
 
   // The plan's read relation: the object's columns named in the base schema,
   // decoded slice by slice on this thread by one reader that every chunk
-  // continues, with the push-back budget and the chunk's end checked between slices.
+  // continues (opened at the first slice, once the plan's filter is known:
+  // zones it excludes are not decoded), with the push-back budget and the
+  // chunk's end checked between slices.
   arrow::Result<Declaration> ObjectSource(const arrow::Schema& schema) {
-    if (!batches_) {
+    if (!reader_) {
       // Only the column groups holding the plan's columns are opened.
       const auto names = schema.field_names();
       ARROW_ASSIGN_OR_RAISE(reader_, ObjectReader::Open(object_, resources_->pool(), &names));
@@ -183,8 +211,7 @@ class PlanExecution {
         fields.push_back(index);
         requested.push_back(reader_->schema()->field(index)->WithType(field->type()));
       }
-      ARROW_ASSIGN_OR_RAISE(batches_,
-                            reader_->ReadFields(fields, options_.batch_size, options_.start_row));
+      fields_ = std::move(fields);
       requested_ = arrow::schema(std::move(requested));
     }
     auto generator = [this]() -> arrow::Future<SourceBatch> {
@@ -200,7 +227,14 @@ class PlanExecution {
           return arrow::Future<SourceBatch>::MakeFinished(SourceBatch{});  // the chunk ends
         }
       }
-      auto batch = batches_->Next();
+      if (!rows_) {
+        auto opened =
+            FilteredRows::Open(object_, reader_.get(), filter_ ? &*filter_ : nullptr, fields_,
+                               options_.batch_size, options_.start_row, resources_);
+        if (!opened.ok()) return arrow::Future<SourceBatch>::MakeFinished(opened.status());
+        rows_.emplace(std::move(*opened));
+      }
+      auto batch = rows_->Next();
       if (!batch.ok()) return arrow::Future<SourceBatch>::MakeFinished(batch.status());
       if (*batch == nullptr) {
         exhausted_ = true;
@@ -228,8 +262,10 @@ class PlanExecution {
   std::unique_ptr<ObjectReader> reader_;
   std::unique_ptr<ResultWriter> writer_;
   std::optional<PlanAggregate> aggregate_;
-  std::shared_ptr<arrow::RecordBatchReader> batches_;
+  std::vector<int> fields_;                   // the object's fields the plan reads
   std::shared_ptr<arrow::Schema> requested_;  // the plan's read schema, as the object's fields
+  std::optional<arrow::engine::BoundExpressions> filter_;
+  std::optional<FilteredRows> rows_;
   int64_t chunk_rows_ = 0;
   int64_t chunk_slices_ = 0;
   int64_t chunk_bytes_ = 0;

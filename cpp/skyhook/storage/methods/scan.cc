@@ -113,23 +113,13 @@ class ScanExecution {
                                     static_cast<int64_t>(object_bytes), resources_->pool()));
     auto* writer = writer_.get();
     // Statistics and indexes narrow the rows read; without them, every row is.
-    std::optional<ZoneBatches> zoned;
-    std::shared_ptr<arrow::RecordBatchReader> batches;
-    if (request_.filter) {
-      ARROW_ASSIGN_OR_RAISE(auto plan,
-                            PlanScanZones(object, reader.get(), *request_.filter, resources_));
-      if (plan) {
-        zones_skipped_ = plan->zones_skipped;
-        rows_read_by_index_ = plan->rows_read_by_index;
-        index_bytes_read_ = plan->index_bytes_read;
-        zoned.emplace(std::move(*plan), reader.get(), needed.indices(), options_.batch_size,
-                      options_.start_row, resources_->exec_context());
-      }
-    }
-    if (!zoned) {
-      ARROW_ASSIGN_OR_RAISE(
-          batches, reader->ReadFields(needed.indices(), options_.batch_size, options_.start_row));
-    }
+    ARROW_ASSIGN_OR_RAISE(
+        auto rows,
+        FilteredRows::Open(object, reader.get(), request_.filter ? &*request_.filter : nullptr,
+                           needed.indices(), options_.batch_size, options_.start_row, resources_));
+    zones_skipped_ = rows.zones_skipped();
+    rows_read_by_index_ = rows.rows_read_by_index();
+    index_bytes_read_ = rows.index_bytes_read();
     auto requested_schema = needed.schema();
     SliceBudget budget(request_.pushback, resources_->limits());
     int64_t position = options_.start_row;  // the first row of the object not yet consumed
@@ -139,12 +129,7 @@ class ScanExecution {
         reply->resume_row = position;
         break;
       }
-      std::shared_ptr<arrow::RecordBatch> slice;
-      if (zoned) {
-        ARROW_ASSIGN_OR_RAISE(slice, zoned->Next());
-      } else {
-        ARROW_RETURN_NOT_OK(batches->ReadNext(&slice));
-      }
+      ARROW_ASSIGN_OR_RAISE(auto slice, rows.Next());
       if (slice == nullptr) break;
       ARROW_ASSIGN_OR_RAISE(auto converted,
                             AsRequested(slice, requested_schema, resources_->exec_context()));
@@ -162,7 +147,7 @@ class ScanExecution {
         }
         ARROW_RETURN_NOT_OK(writer->Write(*batch));
       }
-      position = zoned ? zoned->position() : position + slice->num_rows();
+      position = rows.position();
       rows_scanned_ += slice->num_rows();
       bytes_read_ = reader->bytes_read();
       ARROW_RETURN_NOT_OK(budget.AfterSlice());

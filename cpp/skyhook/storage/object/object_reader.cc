@@ -45,12 +45,37 @@ bool DecodedUnchecked(const arrow::DataType& type) {
   return false;
 }
 
+// Whether every value of a decimal128 column without nulls and of precision
+// <= 18 lies within its precision: what ValidateFull checks, in one branch-free
+// pass (its per-value check was a tenth of Q6's CPU). nullopt: not such a column.
+std::optional<bool> SmallDecimalsFit(const arrow::Array& column) {
+  const auto& type = *column.type();
+  if (type.id() != arrow::Type::DECIMAL128 || column.null_count() != 0) return std::nullopt;
+  const int precision = static_cast<const arrow::Decimal128Type&>(type).precision();
+  if (precision > 18) return std::nullopt;
+  int64_t limit = 1;  // 10^precision
+  for (int digit = 0; digit < precision; ++digit) limit *= 10;
+  const auto* words = column.data()->GetValues<int64_t>(1, 0) + 2 * column.offset();
+  bool fits = true;
+  for (int64_t row = 0; row < column.length(); ++row) {
+    const int64_t low = words[2 * row];  // little-endian: low word first
+    const int64_t high = words[2 * row + 1];
+    fits &= (high == (low >> 63)) & (low > -limit) & (low < limit);
+  }
+  return fits;
+}
+
 // Text that is not UTF-8 or a decimal beyond its precision is a corrupt object,
 // not something compute and the client should meet (IPC batches are validated
 // whole when read).
 arrow::Status CheckDecoded(const arrow::RecordBatch& batch) {
   for (const auto& column : batch.columns()) {
     if (!DecodedUnchecked(*column->type())) continue;
+    if (auto fits = SmallDecimalsFit(*column)) {
+      if (*fits) continue;
+      return Error(ErrorCode::kCorruptObject,
+                   "object is not a readable Parquet partition: a decimal exceeds its precision");
+    }
     auto valid = column->ValidateFull();
     if (!valid.ok()) return Corrupt("Parquet", valid);
   }
@@ -400,8 +425,11 @@ int ObjectReader::num_zones() const {
 }
 
 std::vector<int64_t> ObjectReader::known_zone_rows() const {
+  // A hostile row count would make the list itself unbounded (the fuzzer's
+  // 10 s timeout); past 2^32 rows no object has zones.
+  constexpr int64_t kMaxZones = int64_t{1} << 16;
   auto rows = known_num_rows();
-  if (!rows) return {};
+  if (!rows || *rows / kDefaultZoneRows >= kMaxZones) return {};
   std::vector<int64_t> zones;
   for (int64_t first = 0; first < *rows; first += kDefaultZoneRows) {
     zones.push_back(std::min(kDefaultZoneRows, *rows - first));

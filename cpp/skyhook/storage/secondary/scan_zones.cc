@@ -4,6 +4,7 @@
 
 #include <arrow/array/array_nested.h>
 #include <arrow/array/builder_primitive.h>
+#include <arrow/compute/api_scalar.h>
 #include <arrow/compute/api_vector.h>
 #include <arrow/compute/expression.h>
 #include <arrow/table.h>
@@ -18,6 +19,12 @@ namespace skyhook {
 namespace {
 
 using arrow::compute::Expression;
+
+// Arrow's SimplifyWithGuarantee costs grow faster than the filter (an OR of
+// 1,000 equalities: seconds per zone, each continued call again); past this
+// many nodes (an IN list's values count), zones are not tested against
+// statistics, as the filter's evaluation costs milliseconds per zone.
+constexpr int64_t kMaxSimplifiedNodes = 64;
 
 // An index answers through the zones holding matches; past this share of the
 // object's rows, reading the zones whole costs less than taking rows.
@@ -69,6 +76,24 @@ bool NanNeverMatches(const Expression& expression, const arrow::Schema& schema, 
     return true;
   }
   return !References(expression, schema, field);
+}
+
+// Whether the filter is small enough to simplify once per zone: its nodes,
+// counted up to the limit.
+bool CheapToSimplify(const Expression& expression, int64_t* nodes) {
+  if (++*nodes > kMaxSimplifiedNodes) return false;
+  const auto* call = expression.call();
+  if (call == nullptr) return true;
+  if (call->function_name == "is_in" || call->function_name == "index_in") {
+    const auto* options =
+        dynamic_cast<const arrow::compute::SetLookupOptions*>(call->options.get());
+    if (options == nullptr) return false;
+    *nodes += options->value_set.length();
+  }
+  for (const auto& argument : call->arguments) {
+    if (!CheapToSimplify(argument, nodes)) return false;
+  }
+  return *nodes <= kMaxSimplifiedNodes;
 }
 
 // Whether rows of a zone (num_rows rows; bounds per bound field) may satisfy
@@ -185,14 +210,19 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, Obj
   if (matches && matches->rows.size() > kMaxIndexShare * static_cast<double>(total_rows)) {
     matches.reset();
   }
+  int64_t nodes = 0;
+  const bool simplify = CheapToSimplify(expression, &nodes);
   ScanZones plan;
   size_t next_match = 0;
   int64_t first_row = 0;
   for (int zone = 0; zone < static_cast<int>(zone_rows.size()); ++zone) {
     ZoneToRead read{zone, first_row, zone_rows[zone], std::nullopt};
     first_row += zone_rows[zone];
-    ARROW_ASSIGN_OR_RAISE(bool keep, ZoneMayMatch(bounds[static_cast<size_t>(zone)],
-                                                  zone_rows[zone], expression, bound_schema));
+    bool keep = true;
+    if (simplify) {
+      ARROW_ASSIGN_OR_RAISE(keep, ZoneMayMatch(bounds[static_cast<size_t>(zone)], zone_rows[zone],
+                                               expression, bound_schema));
+    }
     if (matches) {
       read.rows.emplace();
       while (next_match < matches->rows.size() && matches->rows[next_match] < first_row) {
@@ -280,6 +310,35 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ZoneBatches::Next() {
     }
     ARROW_RETURN_NOT_OK(OpenZone(plan_.zones[next_zone_++]));
   }
+}
+
+arrow::Result<FilteredRows> FilteredRows::Open(ObjectContext* object, ObjectReader* reader,
+                                               const arrow::engine::BoundExpressions* filter,
+                                               const std::vector<int>& fields, int64_t batch_size,
+                                               int64_t start_row, CallResources* resources) {
+  FilteredRows rows;
+  rows.position_ = start_row;
+  if (filter) {
+    ARROW_ASSIGN_OR_RAISE(auto plan, PlanScanZones(object, reader, *filter, resources));
+    if (plan) {
+      rows.zones_skipped_ = plan->zones_skipped;
+      rows.rows_read_by_index_ = plan->rows_read_by_index;
+      rows.index_bytes_read_ = plan->index_bytes_read;
+      rows.zoned_.emplace(std::move(*plan), reader, fields, batch_size, start_row,
+                          resources->exec_context());
+      return rows;
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(rows.batches_, reader->ReadFields(fields, batch_size, start_row));
+  return rows;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> FilteredRows::Next() {
+  if (zoned_) return zoned_->Next();
+  std::shared_ptr<arrow::RecordBatch> batch;
+  ARROW_RETURN_NOT_OK(batches_->ReadNext(&batch));
+  if (batch != nullptr) position_ += batch->num_rows();
+  return batch;
 }
 
 }  // namespace skyhook

@@ -76,4 +76,33 @@ class ZoneBatches {
   int64_t rows_to_skip_ = 0;
 };
 
+/// The one way scans and plans read an object's rows under a filter: the
+/// zones PlanScanZones leaves (ZoneBatches), else every row from start_row.
+/// Batches hold `fields` as stored; the caller still applies the filter.
+class FilteredRows {
+ public:
+  /// `filter` may be null (every row is read).
+  static arrow::Result<FilteredRows> Open(ObjectContext* object, ObjectReader* reader,
+                                          const arrow::engine::BoundExpressions* filter,
+                                          const std::vector<int>& fields, int64_t batch_size,
+                                          int64_t start_row, CallResources* resources);
+
+  /// The next batch (nullptr at the end).
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next();
+  /// The first object row not yet consumed: where a continued read starts.
+  int64_t position() const { return zoned_ ? zoned_->position() : position_; }
+
+  int64_t zones_skipped() const { return zones_skipped_; }
+  int64_t rows_read_by_index() const { return rows_read_by_index_; }
+  int64_t index_bytes_read() const { return index_bytes_read_; }
+
+ private:
+  std::optional<ZoneBatches> zoned_;
+  std::shared_ptr<arrow::RecordBatchReader> batches_;  // without zones: every row
+  int64_t position_ = 0;
+  int64_t zones_skipped_ = 0;
+  int64_t rows_read_by_index_ = 0;
+  int64_t index_bytes_read_ = 0;
+};
+
 }  // namespace skyhook
