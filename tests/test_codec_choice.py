@@ -127,3 +127,12 @@ def test_the_advisor_proposes_a_codec_change_it_estimates_pays(store, table):
     assert codec.bytes_after < codec.bytes_before and codec.target is None
     slow.transform(skyhook.Design(compression=chosen))
     assert not [advice for advice in connection.dataset("t").advise() if advice.kind == "codec"]
+
+
+def test_an_empty_auto_write_leaves_the_choice_to_its_appends(store, table):
+    empty = store.write_dataset("t", table.slice(0, 0), compression="auto")
+    assert empty.manifest.write_design.compression == "auto"
+    appended = store.dataset("t").append(table)
+    [codec] = set(appended.design().column("compression").to_pylist())
+    assert codec in ("none", "lz4", "zstd") and appended.manifest.write_design.compression == "auto"  # each measures
+    assert_same_table(appended.to_table(), table)

@@ -204,7 +204,8 @@ class ObjectDesign:
     def request_problem(self, columns: Sequence[str]) -> str | None:
         """What makes this write design impossible for data of columns, or None."""
         named = [column for group in self.column_groups for column in group.columns]
-        if self.format not in FORMATS or self.compression not in COMPRESSIONS:
+        # "auto" stays a write design until a write has rows to measure (an empty one leaves it to appends).
+        if self.format not in FORMATS or self.compression not in (*COMPRESSIONS, AUTO_COMPRESSION):
             return f"format {self.format!r}, compression {self.compression!r}"
         if not 1 <= self.row_group_size <= _MAX_ROW_GROUP_SIZE:
             return f"row group size {self.row_group_size}"
