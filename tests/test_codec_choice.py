@@ -125,6 +125,7 @@ def test_the_advisor_proposes_a_codec_change_it_estimates_pays(store, table):
     chosen = slow.choose_codec().codec
     assert codec.description.startswith(f"compression none -> {chosen} (Design(compression={chosen!r}))")
     assert codec.bytes_after < codec.bytes_before and codec.target is None
+    assert len(slow.workload()) == 1  # measuring the codec is no query of the workload
     slow.transform(skyhook.Design(compression=chosen))
     assert not [advice for advice in connection.dataset("t").advise() if advice.kind == "codec"]
 

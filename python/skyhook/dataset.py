@@ -230,7 +230,7 @@ class Dataset(ObjectDataset):
         columns = self.manifest.schema.names
         requested = self.manifest.write_design if design is None else ObjectDesign.request(design, columns, 0)
         link = rates_of(self.store.backend).link_bytes_per_second
-        return choose_codec(self.head(SAMPLE_ROWS), requested, link)
+        return choose_codec(self.head(SAMPLE_ROWS, logged=False), requested, link)  # not a query of the workload
 
     def plan_transform(self, target: TransformTarget) -> Plan:
         """A plan to rewrite this dataset across its objects to target (compact
