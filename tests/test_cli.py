@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 import skyhook
 from skyhook.cli import app
 from skyhook.errors import StoreNotFoundError
+from support.assertions import assert_one_line_error
 
 TABLE = pa.table(
     {
@@ -52,13 +53,6 @@ def skyhook_cli(*args: str, check: bool = True, columns: int = 200) -> subproces
     if check:
         assert result.returncode == 0, result.stdout + result.stderr
     return result
-
-
-def assert_one_line_error(code: int, stdout: str, stderr: str, expected: str, expected_code: int = 1) -> None:
-    assert "Traceback" not in stdout + stderr, stdout + stderr
-    assert code == expected_code, (code, stdout, stderr)
-    assert len(stderr.splitlines()) == 1 and stderr.startswith("error: "), stderr
-    assert expected in stderr, stderr
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ that comes from the user or from an error is printed as it is, never as markup.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -99,9 +100,16 @@ DEFAULT_STORE = "skyhook-store"
 MAX_CELL_WIDTH = 40
 
 
-def _open(store: str, create: bool = False, retention_seconds: float = DEFAULT_RETENTION_SECONDS) -> skyhook.Store:
+def _open(
+    store: str,
+    create: bool = False,
+    retention_seconds: float = DEFAULT_RETENTION_SECONDS,
+    link_bytes_per_second: float | None = None,
+) -> skyhook.Store:
     try:
-        return skyhook.connect(store, create=create, retention_seconds=retention_seconds)
+        return skyhook.connect(
+            store, create=create, retention_seconds=retention_seconds, link_bytes_per_second=link_bytes_per_second
+        )
     except StoreNotFoundError as error:
         raise StoreNotFoundError(
             f"{error} (a mistyped --store? `skyhook import DATASET FILE --store {store}` creates a store)"
@@ -503,16 +511,23 @@ def design_transform(
     sort_by: Annotated[
         Optional[str], typer.Option(help="Sort keys inside each object: 'k1,k2:desc' (':desc' for descending).")
     ] = None,
-    compression: Annotated[str, typer.Option(help="none, lz4 or zstd.")] = "zstd",
+    compression: Annotated[str, typer.Option(help="none, lz4, zstd or auto (chosen by measured cost).")] = "zstd",
     objects: Annotated[Optional[str], typer.Option(help="Partition numbers or object names, comma-separated.")] = None,
     client_side: Annotated[bool, typer.Option(help="Convert at the client instead of inside storage.")] = False,
+    link_bytes_per_second: Annotated[
+        Optional[float], typer.Option(help="The link's rate for --compression auto (default: observed, else local).")
+    ] = None,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Rewrite a dataset's objects to a design, each in place, inside storage (or at the client)."""
     design = skyhook.Design(format, _column_groups(column_groups), _sort_keys(sort_by), compression)
     chosen = None if objects is None else [int(item) if item.isdigit() else item for item in objects.split(",")]
-    with _open(store) as source:
+    with _open(store, link_bytes_per_second=link_bytes_per_second) as source:
         ds = source.dataset(dataset)
+        if design.compression == "auto":
+            choice = ds.choose_codec(design)
+            console.print(str(choice), markup=False)
+            design = dataclasses.replace(design, compression=choice.codec)
         total = len(ds.manifest.partitions) if chosen is None else len(chosen)
         bar = Progress(
             TextColumn("{task.description}"),

@@ -4,6 +4,7 @@ for one, hands it projections and filters through ``scanner()``."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -12,7 +13,7 @@ import pyarrow.dataset as pads
 
 from skyhook._arrow_dataset import ObjectDataset
 from skyhook.backends.base import Backend
-from skyhook.catalog.design import Design
+from skyhook.catalog.design import AUTO_COMPRESSION, Design, ObjectDesign
 from skyhook.catalog.design_table import design_table
 from skyhook.catalog.manifest import Manifest
 from skyhook.catalog.pruning import fragment_guarantee
@@ -30,9 +31,11 @@ from skyhook.execution.aggregate_execution import AggregateExecution
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.explain import Explanation, analyze_aggregate, analyze_scan, explain_aggregate, explain_scan
 from skyhook.execution.object_scans import ObjectScans
+from skyhook.execution.observed_rates import rates_of
 from skyhook.execution.scan_execution import ScanStatistics
 from skyhook.execution.scanner import Scanner
 from skyhook.execution.workload_log import QueryRecord, read_log
+from skyhook.ingest.codec_choice import SAMPLE_ROWS, CodecChoice, choose_codec
 from skyhook.ingest.sources import DataSource
 from skyhook.ingest.write import write_dataset
 from skyhook.plan.aggregate import AggregateQuery
@@ -190,6 +193,7 @@ class Dataset(ObjectDataset):
             mode="append",
             must_exist=True,
             retention_seconds=self.store.retention_seconds,
+            link_bytes_per_second=rates_of(self.store.backend).link_bytes_per_second,
             **options,
         )
         return Dataset(self.store, manifest)
@@ -209,9 +213,24 @@ class Dataset(ObjectDataset):
         that failed part-way completes when run again. Raises ObjectChangedError
         when another writer rewrote an object meanwhile (that object is left
         as the other writer made it). The manifest's sizes are updated
-        (store.dataset(name) reads them)."""
+        (store.dataset(name) reads them). compression="auto": the codec of
+        choose_codec(design)."""
+        if isinstance(design, Design) and design.compression == AUTO_COMPRESSION:
+            design = replace(design, compression=self.choose_codec(design).codec)
         report, _ = transform_objects(self.store.backend, self.manifest, design, objects, where, progress)
         return report
+
+    def choose_codec(self, design: Design | None = None) -> CodecChoice:
+        """The codec of the shortest estimated read of this dataset's objects in
+        design (None: its write design) over this connection's link, measured on
+        its first rows (skyhook.ingest.codec_choice); print it for the
+        measurements."""
+        if design is not None and not isinstance(design, Design):
+            raise InvalidRequestError(f"choose_codec takes a skyhook.Design, not {type(design).__name__}")
+        columns = self.manifest.schema.names
+        requested = self.manifest.write_design if design is None else ObjectDesign.request(design, columns, 0)
+        link = rates_of(self.store.backend).link_bytes_per_second
+        return choose_codec(self.head(SAMPLE_ROWS, logged=False), requested, link)  # not a query of the workload
 
     def plan_transform(self, target: TransformTarget) -> Plan:
         """A plan to rewrite this dataset across its objects to target (compact
@@ -236,8 +255,12 @@ class Dataset(ObjectDataset):
         index, column groups), each with the bytes the logged queries would read
         in storage before and after, estimated from the statistics; the
         transforms first, the most beneficial first. Apply one with
-        ``run_plan(plan_transform(advice.target))``."""
-        return advise(self.store.backend, self.manifest, read_log(self.store.backend, self.name))
+        ``run_plan(plan_transform(advice.target))``. A codec whose measured
+        read (choose_codec) is shorter than the objects' is advice too: apply
+        it with ``transform(Design(compression=...))``."""
+        records = read_log(self.store.backend, self.name)
+        codec = self.choose_codec() if records and self.manifest.partitions else None
+        return advise(self.store.backend, self.manifest, records, codec)
 
     def run_plan(
         self,

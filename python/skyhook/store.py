@@ -25,6 +25,7 @@ from skyhook.distributed.plan import Plan
 from skyhook.distributed.runner import PlanProgress, cancel_plan, queue_plan, run_plan
 from skyhook.distributed.schedule import Schedule
 from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRequestError, ObjectNotFoundError
+from skyhook.execution.observed_rates import rates_of
 from skyhook.execution.workload_log import clear_log, flush
 from skyhook.ingest import statistics, write
 from skyhook.ingest.csv_options import CsvOptions
@@ -224,6 +225,7 @@ class Store:
         progress: write.Progress | None = None,
         partitioning: Partitioning = "hive",
         csv_options: CsvOptions | Mapping[str, Any] | None = None,
+        codec_chosen: write.CodecChosen | None = None,
     ) -> Dataset:
         """Split data into partitions, store one object per partition and publish
         the manifest. data: a pyarrow Table, RecordBatch, RecordBatchReader or
@@ -235,7 +237,10 @@ class Store:
         skyhook.Design every new object is built as (format, column groups, sort
         order, compression, rows per row group; default Design(): Parquet, zstd,
         every column together); format, row_group_size and compression are its
-        shorthand. A new dataset keeps it as its write design, which appends use
+        shorthand. compression="auto" measures each codec on the first object's
+        rows and takes the one of the shortest estimated read over this
+        connection's link (skyhook.ingest.codec_choice); codec_chosen, if given,
+        is called with the choice and its measurements. A new dataset keeps it as its write design, which appends use
         unless they ask for another (objects of different designs mix freely). progress, if given, is
         called with the rows and Arrow bytes of input each stored object consumed.
 
@@ -267,6 +272,8 @@ class Store:
             partitioning=partitioning,
             csv_options=csv_options,
             retention_seconds=self.retention_seconds,
+            link_bytes_per_second=rates_of(self.backend).link_bytes_per_second,
+            codec_chosen=codec_chosen,
         )
         return Dataset(self, manifest)
 

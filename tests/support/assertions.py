@@ -18,3 +18,11 @@ def assert_same_table(actual: pa.Table, expected: pa.Table) -> None:
             left = pc.if_else(pc.is_nan(left), pa.scalar(0, left.type), left)
             right = pc.if_else(pc.is_nan(right), pa.scalar(0, right.type), right)
         assert left.equals(right), f"column {name} differs"
+
+
+def assert_one_line_error(code: int, stdout: str, stderr: str, expected: str, expected_code: int = 1) -> None:
+    """A command's failure: one line on stderr, no traceback."""
+    assert "Traceback" not in stdout + stderr, stdout + stderr
+    assert code == expected_code, (code, stdout, stderr)
+    assert len(stderr.splitlines()) == 1 and stderr.startswith("error: "), stderr
+    assert expected in stderr, stderr

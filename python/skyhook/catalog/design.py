@@ -21,6 +21,8 @@ DESIGN_ATTRIBUTE = "skyhook.design"
 DESIGN_VERSION = 1
 FORMATS = ("rows", "ipc", "parquet")
 COMPRESSIONS = ("none", "lz4", "zstd")
+#: A design's compression chosen by measured cost when its objects are built (skyhook.ingest.codec_choice).
+AUTO_COMPRESSION = "auto"
 DEFAULT_ROW_GROUP_SIZE = 64 * 1024
 _MAX_ROW_GROUP_SIZE = 1 << 24
 
@@ -74,8 +76,10 @@ class Design:
     ) -> None:
         if format not in FORMATS:
             raise InvalidRequestError(f"unknown format {format!r}; expected one of {', '.join(FORMATS)}")
-        if compression not in COMPRESSIONS:
-            raise InvalidRequestError(f"unknown compression {compression!r}; expected one of {', '.join(COMPRESSIONS)}")
+        if compression not in (*COMPRESSIONS, AUTO_COMPRESSION):
+            raise InvalidRequestError(
+                f"unknown compression {compression!r}; expected one of {', '.join(COMPRESSIONS)} or {AUTO_COMPRESSION}"
+            )
         if isinstance(row_group_size, bool) or not isinstance(row_group_size, int):
             raise InvalidRequestError(f"row_group_size must be an integer, not {row_group_size!r}")
         if not 1 <= row_group_size <= _MAX_ROW_GROUP_SIZE:
@@ -200,7 +204,8 @@ class ObjectDesign:
     def request_problem(self, columns: Sequence[str]) -> str | None:
         """What makes this write design impossible for data of columns, or None."""
         named = [column for group in self.column_groups for column in group.columns]
-        if self.format not in FORMATS or self.compression not in COMPRESSIONS:
+        # "auto" stays a write design until a write has rows to measure (an empty one leaves it to appends).
+        if self.format not in FORMATS or self.compression not in (*COMPRESSIONS, AUTO_COMPRESSION):
             return f"format {self.format!r}, compression {self.compression!r}"
         if not 1 <= self.row_group_size <= _MAX_ROW_GROUP_SIZE:
             return f"row group size {self.row_group_size}"

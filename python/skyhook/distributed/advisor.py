@@ -10,6 +10,9 @@ from the manifest's statistics.
 - compaction: many objects under half the target size (fewer calls; bytes alike).
 - index: point lookups (equality) on a column that is not the cluster key.
 - column groups: the columns most queries read, when they are a minority.
+- codec: the codec measured on a sample (skyhook.ingest.codec_choice) when its
+  estimated read beats the objects' codec by CODEC_GAIN; the logged queries'
+  bytes scaled by the sample's encodings (advice: Dataset.transform applies it).
 Only the first two are transforms (``apply`` plans and runs them); the others
 are reported for part 1's designs."""
 
@@ -29,13 +32,14 @@ from skyhook.distributed.target import TransformTarget, resolve
 from skyhook.errors import InvalidRequestError
 from skyhook.execution.cost import bytes_read
 from skyhook.execution.workload_log import QueryRecord
+from skyhook.ingest.codec_choice import CodecChoice
 from skyhook.ingest.partitioning import DEFAULT_TARGET_OBJECT_SIZE
 from skyhook.plan.predicate_ranges import ColumnRange
 
 
 @dataclass(frozen=True)
 class Advice:
-    kind: str  # "cluster", "compact", "index", "column groups"
+    kind: str  # "cluster", "compact", "index", "column groups", "codec"
     description: str
     bytes_before: int  # bytes the logged queries read in storage, by the statistics
     bytes_after: int  # estimated only for transforms (advice only: as before)
@@ -54,14 +58,21 @@ class Advice:
         )
 
 
-def advise(backend: Backend, manifest: Manifest, records: list[QueryRecord]) -> list[Advice]:
-    """Proposed designs, the transforms first, the most beneficial first."""
+#: How much shorter the measured codec's estimated read must be to propose converting to it.
+CODEC_GAIN = 1.1
+
+
+def advise(
+    backend: Backend, manifest: Manifest, records: list[QueryRecord], codec: CodecChoice | None = None
+) -> list[Advice]:
+    """Proposed designs, the transforms first, the most beneficial first;
+    codec: the codec measured for the dataset's objects, if any."""
     if not records:
         raise InvalidRequestError(f"no queries of {manifest.dataset!r} are logged: run the workload first")
     proposals = [_cluster(backend, manifest, records), _compaction(manifest, records)]
     transforms = sorted((a for a in proposals if a is not None), key=lambda a: -a.benefit)
     key = next((a.target.cluster_by for a in transforms if a.kind == "cluster"), None)
-    others = [_index(manifest, records, key), _column_groups(manifest, records)]
+    others = [_index(manifest, records, key), _column_groups(manifest, records), _codec(manifest, records, codec)]
     return transforms + [a for a in others if a is not None]
 
 
@@ -149,3 +160,23 @@ def _column_groups(manifest: Manifest, records: list[QueryRecord]) -> Advice | N
         return None
     before = sum(_bytes_before(manifest, record) for record in records)
     return Advice("column groups", f"a column group of the hot columns {', '.join(sorted(hot))}", before, before)
+
+
+def _codec(manifest: Manifest, records: list[QueryRecord], choice: CodecChoice | None) -> Advice | None:
+    codecs = Counter(partition.design.compression for partition in manifest.partitions)
+    if choice is None or not codecs:
+        return None
+    current = codecs.most_common(1)[0][0]
+    costs = {cost.codec: cost for cost in choice.costs}
+    if current not in costs or costs[current].read_s < CODEC_GAIN * costs[choice.codec].read_s:
+        return None
+    before, after = costs[current], costs[choice.codec]
+    read = sum(_bytes_before(manifest, record) for record in records)
+    return Advice(
+        "codec",
+        f"compression {current} -> {choice.codec} (Design(compression={choice.codec!r})): estimated read "
+        f"{before.read_s * 1e3:.2f} -> {after.read_s * 1e3:.2f} ms per {choice.sample_rows} rows at "
+        f"{choice.link_bytes_per_second / 1e6:.0f} MB/s",
+        read,
+        read * after.sample_bytes // max(1, before.sample_bytes),
+    )

@@ -8,15 +8,17 @@ replaces nothing: its manifest names the objects before it and its own."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
 
 from skyhook.backends.base import Backend
 from skyhook.backends.object_codec import encode_object
-from skyhook.catalog.design import DESIGN_ATTRIBUTE, Design, ObjectDesign
+from skyhook.catalog.design import AUTO_COMPRESSION, DESIGN_ATTRIBUTE, Design, ObjectDesign
 from skyhook.catalog.manifest import Manifest, Partition
 from skyhook.errors import DatasetNotFoundError, InvalidRequestError
+from skyhook.ingest.codec_choice import CodecChoice, choose_codec
 from skyhook.ingest.csv_options import CsvOptions
 from skyhook.ingest.files import Partitioning
 from skyhook.ingest.garbage_collection import DEFAULT_RETENTION_SECONDS, collect_after_write
@@ -30,6 +32,8 @@ from skyhook.names import check_dataset_name, new_generation, object_name
 #: Called after each object is stored with the rows and bytes (Arrow, in memory)
 #: of input it consumed: progress through the input, whatever the encoding made of it.
 Progress = Callable[[int, int], None]
+#: Called with the codec a compression="auto" write chose and its measurements.
+CodecChosen = Callable[[CodecChoice], None]
 
 
 def write_dataset(
@@ -49,6 +53,8 @@ def write_dataset(
     csv_options: CsvOptions | Mapping[str, Any] | None = None,
     must_exist: bool = False,
     retention_seconds: float = DEFAULT_RETENTION_SECONDS,
+    link_bytes_per_second: float | None = None,
+    codec_chosen: CodecChosen | None = None,
 ) -> Manifest:
     """Store data as the dataset name (see Store.write_dataset); returns its
     published manifest. must_exist: an append fails if the dataset is gone.
@@ -56,7 +62,10 @@ def write_dataset(
     new objects are built as; by default a new dataset's Design() and an
     append's the dataset's write design. retention_seconds: how long the objects
     an overwrite replaces outlive it (skyhook.ingest.garbage_collection); the
-    retired objects already due are deleted after the write."""
+    retired objects already due are deleted after the write. A design of
+    compression "auto" takes the codec chosen on the first object's rows for
+    a link of link_bytes_per_second (skyhook.ingest.codec_choice), told to
+    codec_chosen."""
     check_dataset_name(name)
     check_mode(mode)
     design = _asked_design(design, format, row_group_size, compression)
@@ -85,6 +94,11 @@ def write_dataset(
         try:
             for table in split_partitions(source.schema, source.batches, target_object_size, rows_per_object):
                 number = len(partitions)
+                if requested.compression == AUTO_COMPRESSION:
+                    choice = choose_codec(table, requested, link_bytes_per_second)
+                    requested = replace(requested, compression=choice.codec)
+                    if codec_chosen:
+                        codec_chosen(choice)
                 partition_object = object_name(name, generation, number)
                 encoded, attribute = encode_object(table, requested.to_bytes())
                 written.append(partition_object)  # before the put: a failed put may have stored it
