@@ -20,6 +20,7 @@ from skyhook.catalog.design import DESIGN_ATTRIBUTE, Design
 from support.aggregates import assert_same_result
 from support.assertions import assert_same_table
 from support.oracle import expected
+from support.scans import pushed_down
 from support.strategies import TABLE, filters
 
 ROW_GROUP = 50  # 12 row groups per 600-row object
@@ -42,25 +43,20 @@ def layout(module_store, request):
     return table, dataset
 
 
-def scan(dataset, filter, columns=None):
-    scanner = dataset.scanner(columns=columns, filter=filter, pushdown=True)
-    return scanner.to_table(), scanner.stats
-
-
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(filter=filters(), columns=st.lists(st.sampled_from(TABLE.column_names), min_size=1, max_size=4, unique=True))
 def test_random_filters_match_pyarrow(layout, filter, columns):
     table, dataset = layout
-    result, _ = scan(dataset, filter, columns)
+    result, _ = pushed_down(dataset, filter, columns)
     assert_same_table(result, expected(table, columns, filter))
 
 
 def test_sorted_key_skips_row_groups_and_reads_less(layout):
     table, dataset = layout
     narrow = (pc.field("id") >= 100) & (pc.field("id") < 160)
-    result, stats = scan(dataset, narrow, ["id", "s"])
+    result, stats = pushed_down(dataset, narrow, ["id", "s"])
     assert_same_table(result, expected(table, ["id", "s"], narrow))
-    everything, all_stats = scan(dataset, pc.field("id") >= 0, ["id", "s"])
+    everything, all_stats = pushed_down(dataset, pc.field("id") >= 0, ["id", "s"])
     assert_same_table(everything, expected(table, ["id", "s"], pc.field("id") >= 0))
     assert all_stats.zones_skipped == 0
     if dataset.name.endswith("sorted"):  # ids 100-159 lie in 2 of object 0's 12 row groups
@@ -105,12 +101,12 @@ def test_all_null_row_groups_are_skipped_by_a_comparison(module_store):
     table = LAYOUTS["by_dec"]
     dataset = module_store.write_dataset("footers_nulls", table, rows_per_object=1500, row_group_size=ROW_GROUP)
     filter = pc.field("dec") > pa.scalar(0, pa.decimal128(12, 2))
-    result, stats = scan(dataset, filter)
+    result, stats = pushed_down(dataset, filter)
     assert_same_table(result, expected(table, None, filter))
     nulls = table["dec"].null_count
     negative = pc.sum(pc.less_equal(table["dec"], pa.scalar(0, pa.decimal128(12, 2)))).as_py()
     assert stats.zones_skipped >= nulls // ROW_GROUP + negative // ROW_GROUP - 1
-    result, stats = scan(dataset, pc.field("dec").is_null())
+    result, stats = pushed_down(dataset, pc.field("dec").is_null())
     assert_same_table(result, expected(table, None, pc.field("dec").is_null()))
     assert stats.zones_skipped >= (table.num_rows - nulls) // ROW_GROUP - 1
 
@@ -131,7 +127,7 @@ def test_nan_outside_footer_bounds_is_never_lost(module_store, filter):
     values = [math.nan, 1.0, 1.5, 2.0, math.nan] + [10.0, 15.0, 20.0, 12.0, 11.0]
     table = pa.table({"k": pa.array(range(10), pa.int64()), "f": pa.array(values, pa.float64())})
     dataset = module_store.write_dataset("footers_nan", table, row_group_size=5, mode="overwrite")
-    result, _ = scan(dataset, filter)
+    result, _ = pushed_down(dataset, filter)
     assert_same_table(result, expected(table, None, filter))
 
 
@@ -139,7 +135,7 @@ def test_nan_safe_filter_still_skips(module_store):
     table = pa.table({"f": pa.array([math.nan, 1.0, 2.0, 3.0] + [10.0, 11.0, 12.0, 13.0], pa.float64())})
     dataset = module_store.write_dataset("footers_nan_safe", table, row_group_size=4)
     filter = pc.field("f") > 5.0
-    result, stats = scan(dataset, filter)
+    result, stats = pushed_down(dataset, filter)
     assert_same_table(result, expected(table, None, filter))
     assert stats.zones_skipped == 1
 
@@ -151,7 +147,7 @@ def test_column_groups_skip_default_zones_by_their_row_groups(module_store):
     design = Design(column_groups="each", row_group_size=65_536)
     dataset = module_store.write_dataset("footers_groups", table, design=design, rows_per_object=rows)
     filter = (pc.field("k") >= 140_000) & (pc.field("k") < 150_000)
-    result, stats = scan(dataset, filter, ["x", "s"])
+    result, stats = pushed_down(dataset, filter, ["x", "s"])
     assert_same_table(result, expected(table, ["x", "s"], filter))
     assert stats.zones_skipped == 3
 
@@ -173,6 +169,6 @@ def test_a_footer_whose_bounds_are_invalid_skips_nothing(store, lie):
     data = data[:footer_start] + data[footer_start:].replace(old, new)
     attribute = store.backend.object_attribute(name, DESIGN_ATTRIBUTE)
     store.backend.put_object(name, pa.py_buffer(data), {DESIGN_ATTRIBUTE: attribute})
-    result, stats = scan(store.dataset("lying"), filter)
+    result, stats = pushed_down(store.dataset("lying"), filter)
     assert_same_table(result, expected(table, None, filter))
     assert stats.zones_skipped == 1  # row group 1, whose bounds are valid

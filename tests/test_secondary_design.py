@@ -20,6 +20,7 @@ from skyhook.cli import app
 from support.aggregates import assert_same_result
 from support.assertions import assert_same_table
 from support.oracle import expected
+from support.scans import pushed_down
 from support.strategies import TABLE, filters
 
 INDEXED = ["id", "i32", "s", "d", "ts", "dec", "bin"]
@@ -38,18 +39,13 @@ def analyzed(module_store, request):
     return plain, designed
 
 
-def scan(dataset, filter, columns=None):
-    scanner = dataset.scanner(columns=columns, filter=filter, pushdown=True)
-    return scanner.to_table(), scanner.stats
-
-
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(filter=filters(), columns=st.lists(st.sampled_from(TABLE.column_names), min_size=1, max_size=4, unique=True))
 def test_random_filters_match_pyarrow_with_and_without_secondary_design(analyzed, filter, columns):
     plain, designed = analyzed
     oracle = expected(TABLE, columns, filter)
-    with_design, _ = scan(designed, filter, columns)
-    without, _ = scan(plain, filter, columns)
+    with_design, _ = pushed_down(designed, filter, columns)
+    without, _ = pushed_down(plain, filter, columns)
     assert_same_table(with_design, oracle)
     assert_same_table(without, oracle)
 
@@ -77,8 +73,8 @@ def test_design_lists_statistics_and_indexes(analyzed):
 def test_sorted_key_range_skips_zones(analyzed):
     plain, designed = analyzed
     filter = (pc.field("id") >= 250) & (pc.field("id") < 330)
-    result, stats = scan(designed, filter)
-    plain_result, plain_stats = scan(plain, filter)
+    result, stats = pushed_down(designed, filter)
+    plain_result, plain_stats = pushed_down(plain, filter)
     assert_same_table(result, expected(TABLE, None, filter))
     assert_same_table(plain_result, expected(TABLE, None, filter))
     # Objects 1-2 of the others are pruned by the manifest; in object 0, 4 of 6 zones go,
@@ -102,8 +98,8 @@ def test_sorted_key_range_skips_zones(analyzed):
 )
 def test_indexed_lookups_read_only_matching_rows(analyzed, filter):
     plain, designed = analyzed
-    result, stats = scan(designed, filter)
-    plain_result, plain_stats = scan(plain, filter)
+    result, stats = pushed_down(designed, filter)
+    plain_result, plain_stats = pushed_down(plain, filter)
     assert_same_table(result, expected(TABLE, None, filter))
     assert_same_table(plain_result, expected(TABLE, None, filter))
     assert 0 < stats.rows_read_by_index <= plain_stats.rows_scanned / 4
@@ -122,7 +118,7 @@ def test_point_lookup_reads_under_one_percent(module_store):
     table = pa.table({"k": np.arange(rows), **{f"x{i}": rng.random(rows) for i in range(3)}})
     dataset = module_store.write_dataset("points", table, format="ipc", row_group_size=rows // 200)
     dataset.create_index("k")
-    result, stats = scan(dataset, pc.field("k") == 12_345)
+    result, stats = pushed_down(dataset, pc.field("k") == 12_345)
     assert_same_table(result, expected(table, None, pc.field("k") == 12_345))
     object_bytes = sum(partition.size_bytes for partition in dataset.manifest.partitions)
     assert stats.bytes_read <= 0.01 * object_bytes
@@ -162,7 +158,7 @@ def test_a_storage_side_transform_rebuilds_statistics_and_indexes(store):
     assert design["statistics"][0].as_py() and design["indexes"][0].as_py() == ["id"]
     assert design["zones"][0].as_py() == 12  # the new object's record batches
     for filter in (pc.field("id") == 123, (pc.field("id") > 500) & (pc.field("id") < 520)):
-        result, stats = scan(store.dataset("t"), filter)
+        result, stats = pushed_down(store.dataset("t"), filter)
         assert_same_table(result.sort_by("id"), expected(table, None, filter).sort_by("id"))
         assert stats.rows_read_by_index == result.num_rows > 0
 
@@ -193,7 +189,7 @@ def test_drop_index(store):
     dataset.drop_index("id")
     dataset.drop_index("id")  # again: not an error
     assert dataset.secondary_design()["indexes"].to_pylist() == [["s"]]
-    _, stats = scan(dataset, pc.field("id") == 5)
+    _, stats = pushed_down(dataset, pc.field("id") == 5)
     assert stats.rows_read_by_index == 0
 
 
