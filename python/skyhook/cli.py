@@ -773,23 +773,32 @@ def design_plan(
 @design_app.command("advise")
 def design_advise(
     dataset: str,
-    apply: Annotated[bool, typer.Option(help="Plan and run the first proposed transform.")] = False,
+    apply: Annotated[
+        bool, typer.Option(help="Plan and run the first proposed transform, then build the indexes that cut bytes.")
+    ] = False,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Propose designs from the dataset's workload log, with the bytes the logged queries would read before and
-    after; --apply plans and runs the first transform among them, what the workload reads most first."""
+    after; --apply plans and runs the first transform among them, what the workload reads most first, then builds
+    the proposed indexes estimated to cut bytes (on the transformed objects)."""
     with _open(store) as source:
         target = source.dataset(dataset)
         advice = target.advise()
         for item in advice:
             console.print(str(item), markup=False)
-        chosen = next((item for item in advice if item.target is not None), None)
-        if apply and chosen is None:
-            raise InvalidRequestError(f"nothing to apply to {dataset!r}: no transform is proposed")
-        if apply:
-            plan = target.plan_transform(chosen.target)
+        transform = next((item for item in advice if item.target is not None), None)
+        indexes = [item.index for item in advice if item.index is not None and item.applicable]
+        if apply and transform is None and not indexes:
+            raise InvalidRequestError(f"nothing to apply to {dataset!r}: no transform or useful index is proposed")
+        if not apply:
+            return
+        if transform is not None:
+            plan = target.plan_transform(transform.target)
             console.print(str(plan), markup=False)
             _run_with_bar(source, plan, skyhook.Schedule(order="working-set"))
+        for column in indexes:
+            source.dataset(dataset).create_index(column)
+            console.print(f"index on {column!r}: built in every object", markup=False)
 
 
 def _chosen_plan(source: skyhook.Store, dataset: str, plan_id: str | None, states: tuple[str, ...]) -> skyhook.Plan:

@@ -255,7 +255,8 @@ class Dataset(ObjectDataset):
         index, column groups), each with the bytes the logged queries would read
         in storage before and after, estimated from the statistics; the
         transforms first, the most beneficial first. Apply one with
-        ``run_plan(plan_transform(advice.target))``. A codec whose measured
+        ``run_plan(plan_transform(advice.target))``, an index with
+        ``create_index(advice.index)``. A codec whose measured
         read (choose_codec) is shorter than the objects' is advice too: apply
         it with ``transform(Design(compression=...))``."""
         records = read_log(self.store.backend, self.name)
