@@ -29,6 +29,7 @@ from skyhook.errors import ClassCallsNotPermittedError, ObjectNotFoundError
 from skyhook.execution.cost import bytes_read
 from skyhook.execution.placement import Placement, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
+from skyhook.execution.scan_execution import ScanExecution
 from skyhook.execution.workload_log import record_query
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
 from skyhook.plan.expressions import columns_read, to_substrait
@@ -129,6 +130,8 @@ class AggregateExecution:
         self.stats.objects_pruned = len(manifest.partitions) - len(partitions)
         if not partitions:
             return self.query.run_locally(self.source.schema.empty_table())
+        if manifest.has_column_objects:
+            return self.query.run_locally(self._zipped_scan(partitions))
         if self.decomposition is None:
             return self.query.run_locally(pa.concat_tables(self._plain_reads(partitions)))
         partials = self._everywhere(self.decomposition.sub_plan, partitions, main=True)
@@ -138,6 +141,22 @@ class AggregateExecution:
         if not self.query.keys and result.num_rows == 0:  # grouped partials of no rows: pyarrow's one row
             return self.query.run_locally(self.source.schema.empty_table())
         return result
+
+    def _zipped_scan(self, partitions: list[Partition]) -> pa.Table:
+        """Rows the query reads from partitions whose columns may span objects:
+        the scan zips them (filter and projection in storage where they fit one
+        object), and the client aggregates."""
+        needed = columns_read(self.source.schema, self.query.input_columns(), self.query.filter)
+        scan = ScanExecution(self.source, needed, self.query.filter, use_threads=self.use_threads, logged=False)
+        table = pa.concat_tables(scan.partition_tables(partitions))
+        for partition in partitions:
+            self._record(partition, Placement.CLIENT, main=True)
+        self.stats.rows_scanned += scan.stats.rows_scanned
+        self.stats.bytes_read += scan.stats.bytes_read
+        self.stats.bytes_returned += scan.stats.bytes_returned
+        self.stats.storage_cpu_s += scan.stats.storage_cpu_s
+        self.stats.aggregate_in_storage = False
+        return table
 
     def _plain_reads(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         read = lambda partition: read_partition(self.source, partition, filter=self.query.filter)  # noqa: E731
