@@ -90,6 +90,15 @@ def test_split_scans_aggregates_and_merge_back_match_pyarrow(store):
     dataset.to_table(columns=["i32"], filter=F("i32") > 200)
     assert dataset.last_scan.stats.filter_in_storage
     assert store.fsck(grace_seconds=0).clean
+    before = store.manifest("t")
+    for refused in (
+        lambda: dataset.transform(skyhook.Design(compression="lz4")),
+        lambda: dataset.create_index("i32"),
+        dataset.compute_statistics,
+    ):
+        with pytest.raises(InvalidRequestError, match="column objects"):
+            refused()
+    assert store.manifest("t") == before
     # Planned again: nothing left to do but the appended partition.
     assert len(store.dataset("t").plan_transform(TransformTarget(column_objects=LAYOUT)).steps) == 2
     plan = dataset.plan_transform(TransformTarget(column_objects=[]))  # merge back

@@ -42,7 +42,7 @@ import pyarrow as pa
 
 from skyhook.catalog.design import FORMATS, Design, ObjectDesign
 from skyhook.catalog.object_statistics import DataTag, object_statistics_type
-from skyhook.errors import CorruptManifestError
+from skyhook.errors import CorruptManifestError, InvalidRequestError
 from skyhook.names import GENERATION, object_owner
 
 MANIFEST_VERSION = b"5"
@@ -172,6 +172,14 @@ class Manifest:
     @property
     def has_column_objects(self) -> bool:
         return any(partition.column_objects for partition in self.partitions)
+
+    def refuse_column_objects(self, what: str) -> None:
+        """InvalidRequestError for what, which works one whole object per partition, if any partition is split."""
+        if self.has_column_objects:
+            raise InvalidRequestError(
+                f"dataset {self.dataset!r} keeps columns in column objects: {what} needs one object per "
+                "partition; merge them back first (TransformTarget(column_objects=[]))"
+            )
 
     def appended(self, added: Manifest) -> Manifest:
         """This version with the partitions of added after its own, published as added's generation."""

@@ -42,7 +42,11 @@ def built_partitions(
         partitions.append(
             Partition(number, first.object_name, first.design.num_rows, first.size_bytes, first.design, tuple(others))
         )
-        rows.append(_statistics(backend, objects, schema) if others else partition_statistics(backend, first.object_name, schema))
+        rows.append(
+            _statistics(backend, objects, schema)
+            if others
+            else partition_statistics(backend, first.object_name, schema)
+        )
     return partitions, concat_statistics(rows, schema)
 
 

@@ -33,7 +33,9 @@ def run_stream(backend: Backend, plan: Plan, step: Step, manifest: Manifest, pen
     if plan.column_objects is not None:  # every target: the same rows, a column group each
         chunks = [(name, table.select(columns)) for name, columns in zip(step.targets, plan.column_objects)]
     else:
-        chunks = [(name, chunk) for name, chunk in zip(step.targets, _split(plan, step, served, table)) if chunk.num_rows]
+        chunks = [
+            (name, chunk) for name, chunk in zip(step.targets, _split(plan, step, served, table)) if chunk.num_rows
+        ]
     for name, chunk in chunks:
         design = plan.design if plan.column_objects is None else column_object_design(plan.design, chunk.schema.names)
         encoded, attribute = encode_object(chunk, design)

@@ -241,15 +241,21 @@ class ScanExecution:
                 if needed is None or set(columns) & set(needed)
             ]
             for partition, pieces in zip(run, zip(*reads)):
-                yield pads.dataset(zipped(partition, list(pieces), schema.names)).to_table(columns=self.columns, filter=self.filter)
+                yield pads.dataset(zipped(partition, list(pieces), schema.names)).to_table(
+                    columns=self.columns, filter=self.filter
+                )
 
     def _object_scan(
         self, partitions: list[Partition], index: int, columns: Columns, filter: pc.Expression | None
     ) -> Iterator[pa.Table]:
         """Object index of each of partitions scanned as its own dataset; its metrics added to this scan's."""
-        execution = ScanExecution(column_view(self.source, partitions, index), columns, filter, logged=False, **{
-            **self.options, "batch_size": self.batch_size
-        })
+        execution = ScanExecution(
+            column_view(self.source, partitions, index),
+            columns,
+            filter,
+            logged=False,
+            **{**self.options, "batch_size": self.batch_size},
+        )
         execution.stats = self.stats
         for table in execution._cost_based(execution.source.manifest.partitions):
             yield table if table.schema == execution.projected_schema else execution._conform(table)
