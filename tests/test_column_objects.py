@@ -7,6 +7,8 @@ fsck finds nothing orphaned; bad input changes nothing."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,8 +17,10 @@ import pytest
 
 import skyhook
 from skyhook import TransformTarget
-from skyhook.errors import InvalidRequestError
+from skyhook.catalog.manifest import ColumnObject, Manifest
+from skyhook.errors import CorruptManifestError, InvalidRequestError
 from support.assertions import assert_same_table
+from support.manifests import manifest_table, put_manifest_table
 from support.tables import make_typed_table
 from support.transform_answers import assert_answers, by_id
 
@@ -147,6 +151,42 @@ def test_a_failed_commit_resumes_and_leaves_nothing_behind(store, monkeypatch):
     monkeypatch.setattr(store.backend, "replace_manifest", original)
     assert store.resume_plan(store.plan("t", plan.id)).state == "done"
     assert [len(p.object_names) for p in store.manifest("t").partitions] == [3, 3, 3]
+    assert_answers(store, "t", TABLE)
+    assert store.fsck(grace_seconds=0).clean
+    assert_hostile_column_objects_refused(store.manifest("t"))
+
+
+def assert_hostile_column_objects_refused(manifest: Manifest) -> None:
+    """A version 5 manifest whose column objects could make a reader zip the
+    wrong rows or the client delete a foreign object is corrupt."""
+    first, second = manifest.partitions[:2]
+    extra = first.column_objects[0]
+    foreign = dataclasses.replace(extra, object_name="other." + extra.object_name.split(".", 1)[1])
+    mistakes = {
+        "twice": dataclasses.replace(first, column_objects=(extra, extra)),
+        "an object twice": dataclasses.replace(second, column_objects=first.column_objects),
+        "dataset does not have": dataclasses.replace(extra, columns=("zz",)),
+        "holds no columns": dataclasses.replace(extra, columns=()),
+        "<dataset>": dataclasses.replace(first, column_objects=(foreign, *first.column_objects[1:])),
+        "says": dataclasses.replace(first, num_rows=first.num_rows + 1),
+    }
+    for message, bad in mistakes.items():
+        if isinstance(bad, ColumnObject):
+            bad = dataclasses.replace(first, column_objects=(bad, *first.column_objects[1:]))
+        partitions = (bad, *manifest.partitions[1:]) if bad.number == 0 else (first, bad, *manifest.partitions[2:])
+        data = dataclasses.replace(manifest, partitions=partitions).to_bytes()
+        with pytest.raises(CorruptManifestError, match=message):
+            Manifest.from_bytes(data, "t")
+
+
+def test_a_version_4_manifest_still_reads(store):
+    dataset = store.write_dataset("t", TABLE, rows_per_object=1000)
+    current = manifest_table(dataset)
+    metadata = {**current.schema.metadata, b"skyhook.manifest_version": b"4"}
+    put_manifest_table(store, "t", current.drop_columns(["column_objects"]).replace_schema_metadata(metadata))
+    assert not store.manifest("t").has_column_objects
+    assert_answers(store, "t", TABLE)
+    store.dataset("t").run_plan(store.dataset("t").plan_transform(TransformTarget(column_objects=LAYOUT)))
     assert_answers(store, "t", TABLE)
     assert store.fsck(grace_seconds=0).clean
 
