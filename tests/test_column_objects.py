@@ -90,9 +90,16 @@ def test_split_scans_aggregates_and_merge_back_match_pyarrow(store):
     ]
     assert_answers(store, "t", TABLE)
     assert_shapes(dataset)
+    designs = dataset.design()  # a row per object, each with its own columns
+    assert designs.column("object").to_pylist() == [n for p in manifest.partitions for n in p.object_names]
+    assert designs.column("column_groups").to_pylist()[1:3] == [[["i32"]], [["s", "f64", "d"]]]
+    assert sum(designs.column("bytes").to_pylist()) == manifest.size_bytes
     # One object's columns: pushed down to that object alone (filter and projection in storage).
-    dataset.to_table(columns=["i32"], filter=F("i32") > 200)
-    assert dataset.last_scan.stats.filter_in_storage
+    dataset.to_table(columns=["i32"], filter=F("i32") > 200, pushdown=True)
+    alone = dataset.last_scan.stats
+    assert alone.filter_in_storage and alone.objects_read_plain == 0
+    dataset.to_table(pushdown=True)
+    assert alone.bytes_read * 5 < dataset.last_scan.stats.bytes_read  # i32's objects, not whole partitions
     assert store.fsck(grace_seconds=0).clean
     before = store.manifest("t")
     for refused in (

@@ -279,9 +279,9 @@ def describe(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
         for partition in manifest.partitions:
             partitions.add_row(
                 str(partition.number),
-                Text(partition.object_name),
+                Text(" + ".join(partition.object_names)),
                 f"{partition.num_rows:,}",
-                _size(partition.size_bytes),
+                _size(partition.stored_bytes),
             )
         console.print(partitions)
 

@@ -371,10 +371,11 @@ class Manifest:
                 )
             if not all(isinstance(value, int) and value >= 0 for value in (partition.num_rows, partition.size_bytes)):
                 raise corrupt(f"partition {index} has invalid sizes")
-            for column in partition.objects(self.schema.names):
+            for number, column in enumerate(partition.objects(self.schema.names)):
                 problem = _column_object_problem(column, partition.num_rows, self.schema.names)
                 if problem:
-                    raise corrupt(f"partition {index} has an object {column.object_name!r} that {problem}")
+                    which = "" if number == 0 else f"'s column object {column.object_name!r}"
+                    raise corrupt(f"partition {index}{which} {problem}")
             held = [name for column in partition.objects(self.schema.names) for name in column.columns]
             if partition.column_objects and sorted(held) != sorted(self.schema.names):
                 raise corrupt(f"partition {index} does not hold each column in one of its objects")
