@@ -98,6 +98,8 @@ def test_split_scans_aggregates_and_merge_back_match_pyarrow(store):
     dataset.to_table(columns=["i32"], filter=F("i32") > 200, pushdown=True)
     alone = dataset.last_scan.stats
     assert alone.filter_in_storage and alone.objects_read_plain == 0
+    dataset.to_table(columns=["id"], filter=F("i32") > F("f64"))
+    assert not dataset.last_scan.stats.filter_in_storage  # the filter spans objects: done here
     dataset.to_table(pushdown=True)
     assert alone.bytes_read * 5 < dataset.last_scan.stats.bytes_read  # i32's objects, not whole partitions
     assert store.fsck(grace_seconds=0).clean

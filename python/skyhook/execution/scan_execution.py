@@ -78,7 +78,7 @@ class ScanStatistics:
     wasted_storage_cpu_s: float = 0.0  # storage CPU spent on those
     pushdown: bool | str = "auto"  # requested: True, False, or "auto" (the cost model decides)
     cost_model: str = ""  # what the cost model decided and why
-    filter_in_storage: bool = True  # False: the filter was not expressible in Substrait
+    filter_in_storage: bool = True  # False: not expressible in Substrait, or spanning column objects
     projection_in_storage: bool = True  # (and was completed by the client)
     class_calls_refused: bool = False  # the user may not call the object class: plain reads
     zones_skipped: int = 0  # row groups / record batches storage skipped by their statistics
@@ -235,6 +235,7 @@ class ScanExecution:
             if whole is not None:
                 yield from self._object_scan(run, whole, self.columns, self.filter)
                 continue
+            self.stats.filter_in_storage = self.filter is None  # completed here, over the zipped pieces
             reads = [
                 self._object_scan(run, index, [name for name in columns if needed is None or name in needed], None)
                 for index, columns in enumerate(objects)
