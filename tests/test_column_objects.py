@@ -14,12 +14,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pytest
+from typer.testing import CliRunner
 
 import skyhook
 from skyhook import TransformTarget
 from skyhook.catalog.manifest import ColumnObject, Manifest
+from skyhook.cli import app
 from skyhook.errors import CorruptManifestError, InvalidRequestError
-from support.assertions import assert_same_table
+from support.assertions import assert_one_line_error, assert_same_table
 from support.manifests import manifest_table, put_manifest_table
 from support.tables import make_typed_table
 from support.transform_answers import assert_answers, by_id
@@ -216,3 +218,22 @@ def test_bad_column_objects_are_a_clear_error_and_change_nothing(store):
             dataset.plan_transform(target)
     assert store.plans() == []
     assert_answers(store, "t", TABLE)
+
+
+def test_the_command_line_plans_column_objects(store):
+    store.write_dataset("t", TABLE, rows_per_object=1000)
+    for args, message in [
+        (("--column-objects", "i32|zz"), "no column 'zz'"),
+        (("--column-objects", "i32|i32,s"), "each column once"),
+        (("--column-objects", "i32", "--cluster-by", "s"), "cannot be combined"),
+    ]:
+        failed = CliRunner().invoke(app, ["design", "plan", "t", *args, "--store", store.uri])
+        assert_one_line_error(failed.exit_code, failed.stdout, failed.stderr, message)
+    for layout, objects in [("i32|s,f64,d", 3), ("", 1)]:
+        planned = CliRunner().invoke(app, ["design", "plan", "t", "--column-objects", layout, "--store", store.uri])
+        assert planned.exit_code == 0 and "column objects" in planned.stdout, planned.output
+        ran = CliRunner().invoke(app, ["design", "run", "t", "--store", store.uri])
+        assert ran.exit_code == 0, ran.output
+        assert [len(p.object_names) for p in store.manifest("t").partitions] == [objects] * 3
+        assert_answers(store, "t", TABLE)
+    assert store.fsck(grace_seconds=0).clean
