@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pyarrow as pa
 
+from skyhook.catalog.design import ObjectDesign
 from skyhook.catalog.manifest import Manifest, Partition
 from skyhook.errors import CorruptReplyError
 from skyhook.execution.dataset_objects import DatasetObjects
@@ -21,14 +22,36 @@ def layout(partition: Partition, names: list[str]) -> Layout:
     return tuple(column.columns for column in partition.objects(names))
 
 
-def holding(objects: Layout, needed: list[str] | None) -> int | None:
-    """The object that holds every needed column (None: all), the smallest
-    when none are needed; None if they span objects."""
+def holding(partition: Partition, needed: list[str] | None) -> int | None:
+    """The object (an index into partition.objects) that holds every needed
+    column (None: all); the smallest when none are needed; None if they span
+    objects."""
+    objects = partition.column_objects
     if needed is None:
-        return 0 if len(objects) == 1 else None
+        return None if objects else 0
     if not needed:
-        return min(range(len(objects)), key=lambda index: len(objects[index]))
-    return next((index for index, columns in enumerate(objects) if set(needed) <= set(columns)), None)
+        sizes = [partition.size_bytes, *(column.size_bytes for column in objects)]
+        return min(range(len(sizes)), key=sizes.__getitem__)
+    wanted = set(needed)
+    inside = next((index for index, column in enumerate(objects, 1) if wanted <= set(column.columns)), None)
+    if inside is not None:
+        return inside
+    return None if any(wanted & set(column.columns) for column in objects) else 0
+
+
+def opened(partition: Partition, needed: list[str] | None) -> list[tuple[ObjectDesign, int, list[str] | None]]:
+    """(design, size, the columns read of it; None: all) of each object of
+    partition that a read of needed columns (None: all) opens."""
+    objects = [(partition.design, partition.size_bytes), *((c.design, c.size_bytes) for c in partition.column_objects)]
+    whole = holding(partition, needed)
+    if whole is not None:
+        return [(*objects[whole], needed)]
+    if needed is None:
+        return [(design, size, None) for design, size in objects]
+    elsewhere = {name for column in partition.column_objects for name in column.columns}
+    held = [[name for name in needed if name not in elsewhere]]
+    held += [[name for name in needed if name in column.columns] for column in partition.column_objects]
+    return [(design, size, columns) for (design, size), columns in zip(objects, held) if columns]
 
 
 def column_view(source: DatasetObjects, partitions: list[Partition], index: int) -> DatasetObjects:

@@ -229,9 +229,9 @@ class ScanExecution:
         storage, no filter: their rows must line up), zipped and finished here."""
         schema = self.source.schema
         needed = columns_read(schema, self.columns, self.filter)
-        for objects, run in groupby(partitions, key=lambda partition: layout(partition, schema.names)):
+        runs = groupby(partitions, key=lambda partition: (layout(partition, schema.names), holding(partition, needed)))
+        for (objects, whole), run in runs:
             run = list(run)
-            whole = holding(objects, needed)
             if whole is not None:
                 yield from self._object_scan(run, whole, self.columns, self.filter)
                 continue
