@@ -33,6 +33,7 @@ from skyhook.plan.expressions import (
     output_expressions,
     projected_schema,
     to_substrait,
+    unbound,
 )
 from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import ScanRequest
@@ -207,7 +208,7 @@ class ScanExecution:
         started = time.perf_counter()
         try:
             tables = (
-                self._column_object_tables(partitions)
+                self._column_object_tables(partitions, decided)
                 if self.source.manifest.has_column_objects
                 else self._cost_based(partitions, decided)
             )
@@ -222,18 +223,19 @@ class ScanExecution:
         finally:
             self.stats.wall_s += time.perf_counter() - started
 
-    def _column_object_tables(self, partitions: list[Partition]) -> Iterator[pa.Table]:
+    def _column_object_tables(self, partitions: list[Partition], decided: Decision | None) -> Iterator[pa.Table]:
         """Partitions of several objects, a run of one layout at a time: in the
-        object holding every column the scan needs, the scan as for any object;
-        else the needed columns of each object holding some (the projection in
-        storage, no filter: their rows must line up), zipped and finished here."""
+        object holding every column the scan needs, the scan as for any object
+        (decided: a sample's decision on such objects); else the needed columns
+        of each object holding some (the projection in storage, no filter:
+        their rows must line up), zipped and finished here."""
         schema = self.source.schema
         needed = columns_read(schema, self.columns, self.filter)
         runs = groupby(partitions, key=lambda partition: (layout(partition, schema.names), holding(partition, needed)))
         for (objects, whole), run in runs:
             run = list(run)
             if whole is not None:
-                yield from self._object_scan(run, whole, self.columns, self.filter)
+                yield from self._object_scan(run, whole, self.columns, self.filter, decided)
                 continue
             self.stats.filter_in_storage = self.filter is None  # completed here, over the zipped pieces
             reads = [
@@ -247,19 +249,26 @@ class ScanExecution:
                 )
 
     def _object_scan(
-        self, partitions: list[Partition], index: int, columns: Columns, filter: pc.Expression | None
+        self,
+        partitions: list[Partition],
+        index: int,
+        columns: Columns,
+        filter: pc.Expression | None,
+        decided: Decision | None = None,
     ) -> Iterator[pa.Table]:
-        """Object index of each of partitions scanned as its own dataset; its metrics added to this scan's."""
+        """Object index of each of partitions scanned as its own dataset (the
+        cost model weighs that object alone); its metrics added to this scan's."""
         execution = ScanExecution(
             column_view(self.source, partitions, index),
             columns,
-            filter,
+            None if filter is None else unbound(filter),  # bound to the dataset, not to the object's columns
             logged=False,
             **{**self.options, "batch_size": self.batch_size},
         )
         execution.stats = self.stats
-        for table in execution._cost_based(execution.source.manifest.partitions):
+        for table in execution._cost_based(execution.source.manifest.partitions, decided):
             yield table if table.schema == execution.projected_schema else execution._conform(table)
+        self.sampled = self.sampled or execution.sampled
 
     def _conform(self, table: pa.Table) -> pa.Table:
         """The reply's columns (carriers, types as stored) as the scan's types."""
