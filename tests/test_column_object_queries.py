@@ -25,7 +25,7 @@ from skyhook.dev.tpch import Q1_SQL, Q6_SQL
 from skyhook.execution.column_objects import holding
 from skyhook.execution.cost import bytes_read
 from skyhook.plan.expressions import filter_columns
-from support.aggregates import aggregate_queries, assert_same_result
+from support.aggregates import aggregate_queries, assert_query_answers, assert_same_result
 from support.assertions import assert_same_table
 from support.tables import make_typed_table
 from support.tpch_queries import assert_q1, money, q1, q6
@@ -125,15 +125,7 @@ def test_the_partial_reads_the_small_object_only(typed):
 @settings(max_examples=25, deadline=None)
 @given(query=aggregate_queries())
 def test_random_aggregates_over_column_objects_match_pyarrow(typed, query):
-    keys, aggregations, filter = query
-    local = TABLE if filter is None else TABLE.filter(filter)
-    try:
-        expected = local.group_by(keys, use_threads=False).aggregate(aggregations)
-    except pa.ArrowNotImplementedError:  # pyarrow cannot either (e.g. first of decimals, no keys)
-        with pytest.raises(skyhook.TypeMismatchError):
-            typed.group_by(keys).aggregate(aggregations, filter=filter)
-        return
-    assert_same_result(typed.group_by(keys).aggregate(aggregations, filter=filter), expected, keys)
+    assert_query_answers(typed, TABLE, query)
 
 
 def test_counts_read_the_smallest_object_that_suffices(typed):
