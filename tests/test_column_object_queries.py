@@ -122,6 +122,20 @@ def test_the_partial_reads_the_small_object_only(typed):
     assert stats.partial_rows <= 3 * 3 and stats.rows_scanned == TABLE.num_rows
 
 
+@pytest.mark.parametrize("options, where", [({"max_in_flight": 0}, "pushed back"), ({"pushdown": False}, "client")])
+def test_pushed_back_and_plain_reads_move_the_object_holding_the_columns(typed, options, where):
+    """Work storage declines (or the user keeps at the client) reads the column object alone."""
+    keys, aggregations, filter = ["b"], [("f64", "sum"), ("ts", "max")], F("f64") > 0
+    expected = TABLE.filter(filter).group_by(keys, use_threads=False).aggregate(aggregations)
+    assert_same_result(typed.group_by(keys).aggregate(aggregations, filter=filter, **options), expected, keys)
+    assert placements(typed) == [where] * 3
+    assert 0 < typed.last_aggregate.stats.bytes_returned <= read_objects_bytes(typed, ["b", "f64", "ts"])
+    scanned = typed.to_table(columns=["id", "f64"], filter=filter, **options)
+    assert_same_table(by_id(scanned), by_id(TABLE.filter(filter).select(["id", "f64"])))
+    assert typed.last_scan.stats.objects_read_plain == 5  # two objects of each split partition, and the unsplit one
+    assert typed.last_scan.stats.bytes_returned <= read_objects_bytes(typed, ["id", "f64"])
+
+
 @settings(max_examples=25, deadline=None)
 @given(query=aggregate_queries())
 def test_random_aggregates_over_column_objects_match_pyarrow(typed, query):
