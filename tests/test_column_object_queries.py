@@ -17,6 +17,7 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import skyhook
 from skyhook import TransformTarget
@@ -27,6 +28,7 @@ from skyhook.execution.cost import bytes_read
 from skyhook.plan.expressions import filter_columns
 from support.aggregates import aggregate_queries, assert_query_answers, assert_same_result
 from support.assertions import assert_same_table
+from support.strategies import filters
 from support.tables import make_typed_table
 from support.tpch_queries import assert_q1, money, q1, q6
 from support.transform_answers import by_id
@@ -140,6 +142,17 @@ def test_pushed_back_and_plain_reads_move_the_object_holding_the_columns(typed, 
 @given(query=aggregate_queries())
 def test_random_aggregates_over_column_objects_match_pyarrow(typed, query):
     assert_query_answers(typed, TABLE, query)
+
+
+@settings(max_examples=12, deadline=None)
+@given(filter=filters(), columns=st.lists(st.sampled_from(TABLE.column_names), unique=True, max_size=4))
+def test_random_scans_through_skyhook_and_arrow_match_pyarrow(typed, filter, columns):
+    columns = ["id", *[name for name in columns if name != "id"]]
+    expected = pads.dataset(TABLE).to_table(columns=columns, filter=filter)
+    assert_same_table(by_id(typed.to_table(columns=columns, filter=filter)), by_id(expected))
+    arrow = pads.Scanner.from_dataset(typed, columns=columns, filter=filter)  # Arrow binds the filter first
+    assert_same_table(by_id(arrow.to_table()), by_id(expected))
+    assert typed.count_rows(filter=filter) == expected.num_rows
 
 
 def test_counts_read_the_smallest_object_that_suffices(typed):
