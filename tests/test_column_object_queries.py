@@ -175,6 +175,7 @@ def test_explain_names_the_objects_read_and_their_bytes(typed):
             f"partition {partition.number}: {partition.column_objects[0].object_name} ['i32', 's']: one object" in one
         )
     assert f"partition 2: {partitions[2].object_name} ['i32', 's']: one object holds every column read" in one
+    assert bytes_read(partitions[0], ["i32", "s"]) == partitions[0].column_objects[0].size_bytes  # that object only
     expected = sum(bytes_read(partition, ["i32", "s"]) for partition in partitions)
     assert f"bytes to read in storage: about {expected:,} (of the objects read" in one
     assert expected < sum(partition.stored_bytes for partition in partitions) / 2
