@@ -70,7 +70,8 @@ def _killed_run(uri: str, plan_id: str, by_worker: bool, method: str, nth: int, 
 
 def assert_no_orphans(store: skyhook.Store) -> None:
     store.collect_garbage("t")
-    assert partition_objects(store, "t") == sorted(p.object_name for p in store.manifest("t").partitions)
+    named = [name for p in store.manifest("t").partitions for name in p.object_names]
+    assert partition_objects(store, "t") == sorted(named)
     report = store.fsck(grace_seconds=0)
     assert report.clean and not report.retired and not report.in_progress, report
 
@@ -122,6 +123,28 @@ def test_a_cluster_pass_killed_midway_resumes(store, point):
     assert_answers(store, "t", TABLE)
     assert store.resume_plan(store.plan("t", plan.id)).state == "done"
     assert len(store.manifest("t").partitions) == 6
+    assert_answers(store, "t", TABLE)
+    assert_no_orphans(store)
+
+
+@pytest.mark.parametrize(
+    "point", [("put_object", 2, "after"), ("replace_manifest", 1, "after"), ("put_object", 4, "before")], ids=str
+)
+def test_a_column_objects_run_killed_midway_resumes(store, point):
+    """Two partitions, each split into three column objects: killed inside the
+    first stream (two of its three objects written), just after the first swap,
+    or before the second stream; the worker finishes the plan."""
+    dataset = store.write_dataset("t", TABLE, rows_per_object=1500)
+    plan = dataset.plan_transform(TransformTarget(column_objects=[["i32"], ["s", "f64"]]))
+    killed = CONTEXT.Process(target=_killed_run, args=(store.uri, plan.id, False, *point))
+    killed.start()
+    killed.join(timeout=300)
+    assert killed.exitcode == -signal.SIGKILL
+    assert_answers(store, "t", TABLE)
+    worked = CliRunner().invoke(app, ["worker", "--once", "--store", store.uri])
+    assert worked.exit_code == 0 and "1 plan(s) run" in worked.stdout, worked.output
+    assert store.plan("t", plan.id).state == "done"
+    assert [len(p.object_names) for p in store.manifest("t").partitions] == [3, 3]
     assert_answers(store, "t", TABLE)
     assert_no_orphans(store)
 

@@ -279,9 +279,9 @@ def describe(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
         for partition in manifest.partitions:
             partitions.add_row(
                 str(partition.number),
-                Text(partition.object_name),
+                Text(" + ".join(partition.object_names)),
                 f"{partition.num_rows:,}",
-                _size(partition.size_bytes),
+                _size(partition.stored_bytes),
             )
         console.print(partitions)
 
@@ -749,10 +749,15 @@ def design_plan(
     pass_memory: Annotated[
         Optional[int], typer.Option(help="A cluster's target bytes held per pass over the sources (default 512 MiB).")
     ] = None,
+    column_objects: Annotated[
+        Optional[str],
+        typer.Option(help='Gather column groups into objects of their own ("a|b,c"; "" merges them back).'),
+    ] = None,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
-    """Plan a transform across a dataset's objects (compact or split, cluster by a key, filter-then-copy): prints its
-    steps and the bytes each reads, moves and writes; nothing changes until `skyhook design run`."""
+    """Plan a transform across a dataset's objects (compact or split, cluster by a key, filter-then-copy, column
+    objects): prints its steps and the bytes each reads, moves and writes; nothing changes until `skyhook design
+    run`."""
     target = skyhook.TransformTarget(
         rows_per_object=rows_per_object,
         object_size=object_size,
@@ -763,6 +768,9 @@ def design_plan(
         into=into,
         design=None if format is None else skyhook.Design(format),
         pass_memory=pass_memory,
+        column_objects=None
+        if column_objects is None
+        else [group.split(",") for group in column_objects.split("|") if group],
     )
     with _open(store) as source:
         plan = source.dataset(dataset).plan_transform(target)

@@ -61,6 +61,7 @@ def transform_objects(
         raise InvalidRequestError(f"unknown where={where!r}; expected 'storage' or 'client'")
     if not isinstance(design, Design):
         raise InvalidRequestError(f"a transform takes a skyhook.Design, not {type(design).__name__}")
+    manifest.refuse_column_objects("a transform in place")
     target = TargetDesign(design, tuple(manifest.schema.names))
     target.request(0)  # unknown columns are refused before any object is touched
     names = _chosen(manifest, objects)

@@ -41,13 +41,33 @@ def make_plan(backend: Backend, manifest: Manifest, target: ResolvedTarget) -> P
         filter=expression_bytes(target.filter),
         columns=None if target.columns is None else list(target.columns),
         cluster_by=target.cluster_by,
+        column_objects=None if target.column_objects is None else [list(c) for c in target.column_objects],
     )
-    if target.cluster_by is not None or target.zorder is not None:
+    if target.column_objects is not None:
+        _split_columns(manifest, target.column_objects, plan)
+    elif target.cluster_by is not None or target.zorder is not None:
         _cluster(backend, manifest, target, plan, fraction, written_to)
     else:
         for kind, group in _groups(manifest, target, fraction):
             _add_group(plan, kind, group, target, fraction, written_to)
     return plan
+
+
+def _split_columns(manifest: Manifest, layout: tuple[tuple[str, ...], ...], plan: Plan) -> None:
+    """A group per partition not yet in layout: a stream reading it once and
+    writing an object per column group, then its commit."""
+    wanted = sorted(map(sorted, layout))
+    for partition in manifest.partitions:
+        if sorted(sorted(o.columns) for o in partition.objects(manifest.schema.names)) == wanted:
+            continue
+        generation = new_generation()
+        group = len(plan.groups)
+        plan.groups.append(generation)
+        targets = [object_name(manifest.dataset, generation, index) for index in range(len(layout))]
+        size = partition.stored_bytes
+        sources = [partition.object_name]
+        plan.steps.append(Step("stream", group, sources, targets, None, partition.num_rows, size, size, size))
+        plan.steps.append(Step("commit", group, sources, []))
 
 
 def _cluster(
@@ -133,6 +153,9 @@ def _groups(manifest: Manifest, target: ResolvedTarget, fraction: float) -> list
     all_columns = target.columns is None or list(target.columns) == manifest.schema.names
 
     def right_sized(partition: Partition) -> None:
+        if partition.column_objects and (target.copies or built is not None):  # no single object to copy or rewrite
+            groups.append(("stream", [partition]))
+            return
         if target.copies and all_columns and (built is None or built.built_by(partition.design)):
             if wholly_matching(manifest, partition.number, target.filter, read):
                 whole.append(partition)
@@ -213,6 +236,8 @@ def _summary(target: ResolvedTarget) -> str:
         text = f"cluster by {', '.join(map(repr, target.zorder))} in Z-order, {size}"
     else:
         text = f"cluster by {target.cluster_by!r}, {size}" if target.cluster_by else f"repartition to {size}"
+    if target.column_objects is not None:
+        text = "column objects " + " | ".join(",".join(columns) for columns in target.column_objects)
     if target.filter is not None:
         text += f", where {target.filter}"
     if target.columns is not None:

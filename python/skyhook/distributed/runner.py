@@ -201,7 +201,7 @@ def _commit(backend: Backend, plan: Plan, step: Step, pending: PendingWrite) -> 
         targets = object_designs(backend, [name for write in writes for name in write.written])
     generation = plan.groups[step.group]
     if plan.into is None:
-        commit_in_place(backend, plan.dataset, generation, step.sources, targets)
+        commit_in_place(backend, plan.dataset, generation, step.sources, targets, plan.column_objects)
     else:
         source = _manifest(backend, plan.dataset)
         schema = source.schema if plan.columns is None else pa.schema([source.schema.field(c) for c in plan.columns])

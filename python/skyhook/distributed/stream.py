@@ -6,6 +6,7 @@ in the plan's design. Re-running it writes the same objects again."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -14,7 +15,7 @@ import pyarrow.compute as pc
 from skyhook.backends.base import Backend
 from skyhook.backends.object_codec import encode_object
 from skyhook.backends.object_store import PendingWrite
-from skyhook.catalog.design import DESIGN_ATTRIBUTE
+from skyhook.catalog.design import DESIGN_ATTRIBUTE, ColumnGroup, ObjectDesign
 from skyhook.catalog.manifest import Manifest
 from skyhook.distributed import zorder
 from skyhook.distributed.plan import Plan, Step
@@ -29,10 +30,15 @@ def run_stream(backend: Backend, plan: Plan, step: Step, manifest: Manifest, pen
     filter = conjunction(plan.target_filter(), ranges_filter(plan, served))
     table, stats = scan_sources(backend, manifest, step.sources, plan.columns, filter)
     written = []
-    for name, chunk in zip(step.targets, _split(plan, step, served, table)):
-        if chunk.num_rows == 0:
-            continue
-        encoded, attribute = encode_object(chunk, plan.design)
+    if plan.column_objects is not None:  # every target: the same rows, a column group each
+        chunks = [(name, table.select(columns)) for name, columns in zip(step.targets, plan.column_objects)]
+    else:
+        chunks = [
+            (name, chunk) for name, chunk in zip(step.targets, _split(plan, step, served, table)) if chunk.num_rows
+        ]
+    for name, chunk in chunks:
+        design = plan.design if plan.column_objects is None else column_object_design(plan.design, chunk.schema.names)
+        encoded, attribute = encode_object(chunk, design)
         backend.put_object(name, encoded, {DESIGN_ATTRIBUTE: attribute})
         written.append(name)
         pending.heartbeat()
@@ -44,6 +50,12 @@ def run_stream(backend: Backend, plan: Plan, step: Step, manifest: Manifest, pen
         "bytes_decoded": stats.bytes_decoded,
         "selected_bytes": table.nbytes,
     }
+
+
+def column_object_design(design: bytes, columns: list[str]) -> bytes:
+    """The plan's design for an object of columns: one group of them (sorting is left out by the plan)."""
+    request = ObjectDesign.from_bytes(design)
+    return replace(request, column_groups=(ColumnGroup(tuple(columns), 0, 0),)).to_bytes()
 
 
 def _split(plan: Plan, step: Step, served: list[int], table: pa.Table) -> list[pa.Table]:

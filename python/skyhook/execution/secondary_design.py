@@ -34,6 +34,7 @@ def _call_every_object(objects: DatasetObjects, request: _Request, context: str,
     """The request on every object. The first object goes alone: a request
     that storage refuses (an unknown column, a type without an order) then
     fails there, before any object was changed."""
+    objects.manifest.refuse_column_objects(context)
     names = [partition.object_name for partition in objects.manifest.partitions]
     encoded = request.encode()
 
