@@ -6,6 +6,8 @@ equal pyarrow's after every step; bad combinations change nothing."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
@@ -63,6 +65,12 @@ def test_statistics_and_indexes_live_in_the_object_holding_each_column(store):
             assert statistics[column]["null_count"].as_py() == rows.column(column).null_count
             assert statistics[column]["min"].as_py() == pc.min(rows.column(column)).as_py()
             assert statistics[column]["max"].as_py() == pc.max(rows.column(column)).as_py()
+    # A column object rewritten to the same size still makes them stale (its generation is in the tag).
+    first = manifest.partitions[0]
+    held = first.column_objects[0]
+    bumped = replace(held, design=replace(held.design, generation=held.design.generation + 1))
+    rewritten = replace(first, column_objects=(bumped, *first.column_objects[1:]))
+    assert replace(manifest, partitions=(rewritten, *manifest.partitions[1:])).fresh_object_statistics(0) is None
     # A filter on a column object's column prunes the whole partition (all its objects).
     dataset = store.dataset("t")
     wanted = TABLE.filter(F("id") < 700).select(["id", "s", "u16"])
