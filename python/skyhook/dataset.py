@@ -214,7 +214,9 @@ class Dataset(ObjectDataset):
         when another writer rewrote an object meanwhile (that object is left
         as the other writer made it). The manifest's sizes are updated
         (store.dataset(name) reads them). compression="auto": the codec of
-        choose_codec(design)."""
+        choose_codec(design). With column objects a partition number names
+        every object of the partition, each rewritten to the design's column
+        groups within it; a sort is refused there (their rows must line up)."""
         if isinstance(design, Design) and design.compression == AUTO_COMPRESSION:
             design = replace(design, compression=self.choose_codec(design).codec)
         report, _ = transform_objects(self.store.backend, self.manifest, design, objects, where, progress)

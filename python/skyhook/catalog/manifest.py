@@ -29,12 +29,14 @@ objects"): the partition's object holds the columns no other object holds,
 and each of its ``column_objects`` holds a group of columns of the same rows,
 in a design of its own. Every object of a partition is named after a writer's
 generation like any other, and retirement, fsck and garbage collection know
-them all (``Partition.object_names``). Object statistics describe the
-partition's first object only (none are attached to a split partition).
+them all (``Partition.object_names``). A split partition's object statistics
+join those storage computed on each of its objects, tagged with a digest of
+every object's generation and size (``Partition.data_tag``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, replace
 
@@ -42,7 +44,7 @@ import pyarrow as pa
 
 from skyhook.catalog.design import FORMATS, Design, ObjectDesign
 from skyhook.catalog.object_statistics import DataTag, object_statistics_type
-from skyhook.errors import CorruptManifestError, InvalidRequestError
+from skyhook.errors import CorruptManifestError
 from skyhook.names import GENERATION, object_owner
 
 MANIFEST_VERSION = b"5"
@@ -101,6 +103,19 @@ class Partition:
         """The bytes of every object of the partition."""
         return self.size_bytes + sum(column.size_bytes for column in self.column_objects)
 
+    @property
+    def data_tag(self) -> DataTag:
+        """What identifies the partition's data: its object's generation and
+        size; split, a digest of every object's name, generation and size
+        (any object rewritten or replaced changes it) and their bytes."""
+        if not self.column_objects:
+            return DataTag(self.design.generation, self.size_bytes)
+        held = [(self.object_name, self.design.generation, self.size_bytes)] + [
+            (column.object_name, column.design.generation, column.size_bytes) for column in self.column_objects
+        ]
+        digest = hashlib.sha256(json.dumps(held).encode()).digest()
+        return DataTag(int.from_bytes(digest[:8], "big") >> 1, self.stored_bytes)
+
     def objects(self, columns: list[str]) -> tuple[ColumnObject, ...]:
         """Every object of the partition with the columns it holds, of a dataset of columns."""
         elsewhere = {name for column in self.column_objects for name in column.columns}
@@ -135,26 +150,47 @@ class Manifest:
         row = self.object_statistics[index]
         if not row.is_valid:
             return None
-        partition = self.partitions[index]
         tag = DataTag(row["generation"].as_py(), row["size_bytes"].as_py())
-        return row["columns"] if tag.describes(partition.design, partition.size_bytes) else None
+        return row["columns"] if tag == self.partitions[index].data_tag else None
 
     def with_object_statistics(self, rows: dict[str, pa.StructArray]) -> tuple[Manifest, int]:
-        """This version with the statistics rows (by object name) attached to the
-        partitions whose object they still describe; and how many were."""
+        """This version with the statistics rows (by object name, each over its
+        object's columns) attached to the partitions all of whose objects they
+        still describe; and how many were."""
         pieces, attached = [], 0
         for index, partition in enumerate(self.partitions):
-            row = None if partition.column_objects else rows.get(partition.object_name)
+            row = self._partition_statistics(partition, rows)
             if row is not None:
-                tag = DataTag(row[0]["generation"].as_py(), row[0]["size_bytes"].as_py())
-                if tag.describes(partition.design, partition.size_bytes):
-                    pieces.append(row)
-                    attached += 1
-                    continue
-            pieces.append(self.object_statistics.slice(index, 1))
+                pieces.append(row)
+                attached += 1
+            else:
+                pieces.append(self.object_statistics.slice(index, 1))
         if not pieces:
             return self, 0
         return replace(self, object_statistics=pa.concat_arrays(pieces)), attached
+
+    def _partition_statistics(self, partition: Partition, rows: dict[str, pa.StructArray]) -> pa.StructArray | None:
+        """The statistics row of partition joined from its objects' rows, if
+        there is one describing each object's current data."""
+        columns: dict[str, pa.Array] = {}
+        for held in partition.objects(self.schema.names):
+            row = rows.get(held.object_name)
+            if row is None:
+                return None
+            tag = DataTag(row[0]["generation"].as_py(), row[0]["size_bytes"].as_py())
+            if not tag.describes(held.design, held.size_bytes):
+                return None
+            statistics = row.field("columns")
+            columns.update({name: statistics.field(name) for name in held.columns})
+        tag = partition.data_tag
+        return pa.StructArray.from_arrays(
+            [
+                pa.array([tag.generation], pa.int64()),
+                pa.array([tag.size_bytes], pa.int64()),
+                pa.StructArray.from_arrays([columns[name] for name in self.schema.names], names=self.schema.names),
+            ],
+            names=["generation", "size_bytes", "columns"],
+        ).cast(object_statistics_type(self.schema))
 
     @property
     def format(self) -> str:
@@ -172,14 +208,6 @@ class Manifest:
     @property
     def has_column_objects(self) -> bool:
         return any(partition.column_objects for partition in self.partitions)
-
-    def refuse_column_objects(self, what: str) -> None:
-        """InvalidRequestError for what, which works one whole object per partition, if any partition is split."""
-        if self.has_column_objects:
-            raise InvalidRequestError(
-                f"dataset {self.dataset!r} keeps columns in column objects: {what} needs one object per "
-                "partition; merge them back first (TransformTarget(column_objects=[]))"
-            )
 
     def appended(self, added: Manifest) -> Manifest:
         """This version with the partitions of added after its own, published as added's generation."""
@@ -379,8 +407,6 @@ class Manifest:
             held = [name for column in partition.objects(self.schema.names) for name in column.columns]
             if partition.column_objects and sorted(held) != sorted(self.schema.names):
                 raise corrupt(f"partition {index} does not hold each column in one of its objects")
-            if partition.column_objects and self.object_statistics[index].is_valid:
-                raise corrupt(f"partition {index} has object statistics but several objects")
 
 
 def _column_object_problem(column: ColumnObject, num_rows: int, names: list[str]) -> str | None:

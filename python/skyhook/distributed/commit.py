@@ -152,9 +152,11 @@ def commit_copy(
     schema: pa.Schema,
     targets: dict[str, bytes],
     first: bool,
+    layout: list[list[str]] | None = None,
 ) -> bool:
-    """Appends targets (object -> design attribute) to the dataset into
-    (creating it if first); False when an earlier run had."""
+    """Appends targets (object -> design attribute; for column objects, an
+    object per group of layout each) to the dataset into (creating it if
+    first); False when an earlier run had."""
     stored = backend.get_manifest(into)
     if stored is not None:
         current = Manifest.from_bytes(stored.data, into)
@@ -162,7 +164,7 @@ def commit_copy(
             return False
     if not targets and not first:
         return True
-    partitions, statistics = built_partitions(backend, targets, schema)
+    partitions, statistics = built_partitions(backend, targets, schema, layout)
     manifest = Manifest(into, schema, design, generation, tuple(partitions), statistics)
     publish(backend, manifest, "create" if first else "append", must_exist=not first)
     return True

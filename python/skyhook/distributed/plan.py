@@ -228,7 +228,7 @@ class Plan:
             served = step.ranges()
             if step.key_ranges is not None and (
                 step.key_range is not None
-                or len(served) != len(step.targets)
+                or len(served) * len(self.column_objects or [[]]) != len(step.targets)
                 or not all(isinstance(index, int) and not isinstance(index, bool) for index in served)
                 or served != sorted(set(served))
                 or served[0] < 0

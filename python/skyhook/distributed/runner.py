@@ -206,7 +206,7 @@ def _commit(backend: Backend, plan: Plan, step: Step, pending: PendingWrite) -> 
         source = _manifest(backend, plan.dataset)
         schema = source.schema if plan.columns is None else pa.schema([source.schema.field(c) for c in plan.columns])
         first = not any(other.done for other in plan.steps if other.kind == "commit")
-        commit_copy(backend, plan.into, generation, plan.target_design(), schema, targets, first)
+        commit_copy(backend, plan.into, generation, plan.target_design(), schema, targets, first, plan.column_objects)
 
 
 def _record_failure(backend: Backend, plan: Plan) -> None:

@@ -32,8 +32,9 @@ class TransformTarget:
     only these rows and columns are copied, into the new dataset ``into``.
     design: the target objects' design (default: the dataset's write design).
     column_objects: groups of columns each gathered into objects of their own,
-    a partition's other columns staying in its object (one object per
-    partition, rows unchanged; ``[]`` merges column objects back)."""
+    a partition's other columns staying in its object (alone: partitions and
+    rows unchanged; ``[]`` merges column objects back); with a size, a
+    cluster or a copy, the partitions that builds are each written so."""
 
     rows_per_object: int | None = None
     object_size: int | None = None
@@ -71,10 +72,17 @@ class ResolvedTarget:
     pass_memory: int = DEFAULT_PASS_MEMORY
     #: Column objects: the columns of each object of a partition, its object first.
     column_objects: tuple[tuple[str, ...], ...] | None = None
+    #: Whether a size was asked for (column objects alone keep the partitions as they are).
+    sized: bool = False
 
     @property
     def copies(self) -> bool:
         return self.into is not None
+
+    @property
+    def columns_only(self) -> bool:
+        """Column objects alone: each partition rewritten into its objects, the partitions as they are."""
+        return self.column_objects is not None and not (self.sized or self.copies or self.cluster_by or self.zorder)
 
 
 def resolve(target: TransformTarget, manifest: Manifest) -> ResolvedTarget:
@@ -134,11 +142,11 @@ def resolve(target: TransformTarget, manifest: Manifest) -> ResolvedTarget:
             manifest.write_design, column_groups=ObjectDesign.request(Design(), out.names, 0).column_groups
         )
         design = replace(design, sort_by=tuple(key for key in design.sort_by if key.column in out.names))
-    layout = _column_layout(target, schema)
+    layout = _column_layout(target, out)
     if layout is not None:
         design = replace(design, sort_by=())  # the rows of a partition's objects must line up
     cluster_by = keys[0] if len(keys) == 1 else None
-    if cluster_by is not None and not design.sort_by:
+    if cluster_by is not None and not design.sort_by and layout is None:  # column objects: sorted by the stream
         design = replace(design, sort_by=(SortKey(cluster_by),))
     zorder = keys if len(keys) > 1 else None
     return ResolvedTarget(
@@ -154,6 +162,7 @@ def resolve(target: TransformTarget, manifest: Manifest) -> ResolvedTarget:
         out,
         pass_memory,
         layout,
+        target.rows_per_object is not None or target.object_size is not None,
     )
 
 
@@ -170,24 +179,17 @@ def _column_layout(target: TransformTarget, schema: pa.Schema) -> tuple[tuple[st
     named = [name for group in groups for name in group]
     for name in named:
         if name not in schema.names:
-            raise InvalidRequestError(f"the dataset has no column {name!r}")
+            copied = " copied" if target.columns is not None else ""
+            raise InvalidRequestError(f"the dataset has no{copied} column {name!r}")
     if len(set(named)) != len(named) or not all(groups):
         raise InvalidRequestError("column_objects must name each column once, in non-empty groups")
-    others = (
-        target.rows_per_object,
-        target.object_size,
-        target.cluster_by,
-        target.filter,
-        target.columns,
-        target.into,
-    )
-    if any(other is not None for other in others) or target.zorder:
-        raise InvalidRequestError(
-            "column_objects rewrites each partition in place: it cannot be combined with a size, cluster, "
-            "filter, projection or copy"
-        )
     if target.design is not None and target.design.column_groups is not None:
         raise InvalidRequestError("column_objects gives each object its columns: the design cannot group them")
+    if target.design is not None and target.design.sort_by:
+        raise InvalidRequestError(
+            "column_objects keeps the rows of a partition's objects in line: the design cannot sort one "
+            "object; sort with cluster_by"
+        )
     rest = tuple(name for name in schema.names if name not in named)
     return ((rest,) if rest else ()) + tuple(groups) if groups else (tuple(schema.names),)
 
