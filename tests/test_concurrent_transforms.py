@@ -2,9 +2,9 @@
 every reader answer is a consistent snapshot (pyarrow's answer over the base
 rows and some prefix of the appended batches), no query fails, no appended
 row is lost, and fsck finds nothing orphaned or dangling afterwards. The
-transformer changes designs, or splits the partitions into column objects and
-merges them back (appends racing the split, the last one after it: a dataset
-of split and whole partitions)."""
+transformer changes designs, or merges column objects back and splits the
+partitions into them again (appends racing both, the last one after them: a
+dataset of split and whole partitions)."""
 
 from __future__ import annotations
 
@@ -33,13 +33,9 @@ TARGETS = [
     TransformTarget(rows_per_object=150),
 ]
 ROUNDS = 1
-#: Split into column objects (id | k | s, batch), merge back, split again.
+#: Column objects (id | k | s, batch): on a split dataset, merge back, split again.
 LAYOUT = [["k"], ["s", "batch"]]
-COLUMN_TARGETS = [
-    TransformTarget(column_objects=LAYOUT),
-    TransformTarget(column_objects=[]),
-    TransformTarget(column_objects=LAYOUT),
-]
+COLUMN_TARGETS = [TransformTarget(column_objects=[]), TransformTarget(column_objects=LAYOUT)]
 FILTER = (pc.field("k") < 300) & (pc.field("s") != "s3")
 AGGREGATE_FILTER = pc.field("k") >= 500
 ONE_FILTER = pc.field("k") < 300  # over k alone: on a split dataset, a scan of k's objects
@@ -159,20 +155,18 @@ def _transform(uri: str, targets: list[TransformTarget], start, outcomes, transf
 
 
 def run_together(
-    store: skyhook.Store, targets: list[TransformTarget], rows_per_object: tuple[int, int], last_append_after: bool
+    store: skyhook.Store, targets: list[TransformTarget], rows_per_object: int, last_append_after: bool
 ) -> None:
-    """The readers, the transformer (running targets) and the appender (its last
-    batch after the transforms if last_append_after) at once; every answer checked.
-    The base rows and the batches are written in objects of rows_per_object rows."""
-    base, batch = rows_per_object
-    store.write_dataset("t", snapshot(0), rows_per_object=base)
+    """On dataset t of the base rows: the readers, the transformer (running targets)
+    and the appender (batches in objects of rows_per_object, the last after the
+    transforms if last_append_after) at once; every answer checked."""
     start, stop, outcomes = CONTEXT.Barrier(READERS + 3), CONTEXT.Event(), CONTEXT.Queue()
     transformed = CONTEXT.Event()
     readers = [CONTEXT.Process(target=_read, args=(store.uri, n, start, stop, outcomes)) for n in range(READERS)]
     writers = [
         CONTEXT.Process(
             target=_append,
-            args=(store.uri, batch, start, outcomes, transformed if last_append_after else None),
+            args=(store.uri, rows_per_object, start, outcomes, transformed if last_append_after else None),
         ),
         CONTEXT.Process(target=_transform, args=(store.uri, targets, start, outcomes, transformed)),
     ]
@@ -202,11 +196,15 @@ def run_together(
 
 
 def test_readers_a_transformer_and_an_appender_at_once(store):
-    run_together(store, TARGETS, rows_per_object=(100, BATCH_ROWS // 2), last_append_after=False)
+    store.write_dataset("t", snapshot(0), rows_per_object=100)
+    run_together(store, TARGETS, rows_per_object=BATCH_ROWS // 2, last_append_after=False)
 
 
 def test_readers_a_column_object_split_and_merge_and_an_appender_at_once(store):
-    run_together(store, COLUMN_TARGETS, rows_per_object=(1000, BATCH_ROWS), last_append_after=True)
+    dataset = store.write_dataset("t", snapshot(0), rows_per_object=1000)
+    assert dataset.run_plan(dataset.plan_transform(TransformTarget(column_objects=LAYOUT))).state == "done"
+    # The first appends land on the split dataset, the merge and the split race the others.
+    run_together(store, COLUMN_TARGETS, rows_per_object=BATCH_ROWS, last_append_after=True)
     # Split partitions (three objects each) and, appended after the split, whole ones (one object).
     manifest = store.manifest("t")
     objects = [len(partition.object_names) for partition in manifest.partitions]
