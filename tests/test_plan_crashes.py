@@ -76,13 +76,9 @@ def assert_no_orphans(store: skyhook.Store) -> None:
     assert report.clean and not report.retired and not report.in_progress, report
 
 
-@pytest.mark.parametrize("point", BOUNDARIES + INSIDE, ids=lambda point: "-".join(map(str, point)))
-def test_a_run_killed_anywhere_resumes(store, point):
-    dataset = store.write_dataset("t", TABLE, rows_per_object=1500)
-    plan = dataset.plan_transform(TransformTarget(rows_per_object=500))
-    assert [step.kind for step in plan.steps] == ["stream", "commit"] * 2
-    # The client or the worker is killed; the other resumes.
-    by_worker = (BOUNDARIES + INSIDE).index(point) % 2 == 1
+def kill_and_resume(store: skyhook.Store, plan: Plan, point: tuple[str, int, str], by_worker: bool) -> None:
+    """The client (or the worker, if by_worker) running plan is killed at point;
+    the other resumes it to the end. The answers are checked in between."""
     if by_worker:
         store.queue_plan(plan)
     killed = CONTEXT.Process(target=_killed_run, args=(store.uri, plan.id, by_worker, *point))
@@ -100,6 +96,14 @@ def test_a_run_killed_anywhere_resumes(store, point):
         worked = CliRunner().invoke(app, ["worker", "--once", "--store", store.uri])
         assert worked.exit_code == 0 and "1 plan(s) run" in worked.stdout, worked.output
     assert store.plan("t", plan.id).state == "done"
+
+
+@pytest.mark.parametrize("point", BOUNDARIES + INSIDE, ids=lambda point: "-".join(map(str, point)))
+def test_a_run_killed_anywhere_resumes(store, point):
+    dataset = store.write_dataset("t", TABLE, rows_per_object=1500)
+    plan = dataset.plan_transform(TransformTarget(rows_per_object=500))
+    assert [step.kind for step in plan.steps] == ["stream", "commit"] * 2
+    kill_and_resume(store, plan, point, by_worker=(BOUNDARIES + INSIDE).index(point) % 2 == 1)
     assert [p.num_rows for p in store.manifest("t").partitions] == [500] * 6
     assert_answers(store, "t", TABLE)
     assert_no_orphans(store)
@@ -141,24 +145,12 @@ COLUMN_POINTS = [
 @pytest.mark.parametrize("point", COLUMN_POINTS, ids=lambda point: "-".join(map(str, point)))
 def test_a_column_objects_run_killed_midway_resumes(store, point):
     """Two partitions, each split into three column objects, killed at a point
-    (the client or the worker, alternately); the other finishes the plan."""
+    (the client or the worker, alternately; fsck repairs a stream's leftovers
+    first); the other finishes the plan."""
     dataset = store.write_dataset("t", TABLE, rows_per_object=1500)
     plan = dataset.plan_transform(TransformTarget(column_objects=[["i32"], ["s", "f64"]]))
     assert [step.kind for step in plan.steps] == ["stream", "commit"] * 2
-    by_worker = COLUMN_POINTS.index(point) % 2 == 1
-    if by_worker:
-        store.queue_plan(plan)
-    killed = CONTEXT.Process(target=_killed_run, args=(store.uri, plan.id, by_worker, *point))
-    killed.start()
-    killed.join(timeout=300)
-    assert killed.exitcode == -signal.SIGKILL
-    assert_answers(store, "t", TABLE)
-    if by_worker:
-        store.resume_plan(store.plan("t", plan.id))
-    else:
-        worked = CliRunner().invoke(app, ["worker", "--once", "--store", store.uri])
-        assert worked.exit_code == 0 and "1 plan(s) run" in worked.stdout, worked.output
-    assert store.plan("t", plan.id).state == "done"
+    kill_and_resume(store, plan, point, by_worker=COLUMN_POINTS.index(point) % 2 == 1)
     assert [len(p.object_names) for p in store.manifest("t").partitions] == [3, 3]
     assert_answers(store, "t", TABLE)
     assert_no_orphans(store)
