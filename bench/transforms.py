@@ -314,12 +314,18 @@ def ratios(report: dict) -> dict:
         found["distributed_over_local_storage_time"] = (
             figure["distributed"]["seconds"] / figure["local_storage"]["seconds"]
         )
-    for way, measured in report.get("row_to_column", {}).items():
+    if "row_to_column" in report:
         local = report["row_to_column"]["local_storage"]
-        found[f"row_to_column_{way}_over_local_storage_time"] = measured["seconds"] / local["seconds"]
-        found[f"row_to_column_{way}_over_local_storage_one_column_bytes"] = measured[
-            "one_column_query_bytes_read_after"
-        ] / max(1, local["one_column_query_bytes_read_after"])
+        after = max(1, local["one_column_query_bytes_read_after"])
+        found["row_to_column_one_column_bytes_rows_over_local_storage"] = (
+            local["one_column_query_bytes_read_before"] / after
+        )
+        for way in ("distributed", "client"):
+            measured = report["row_to_column"][way]
+            found[f"row_to_column_{way}_over_local_storage_time"] = measured["seconds"] / local["seconds"]
+            found[f"row_to_column_{way}_over_local_storage_one_column_bytes"] = (
+                measured["one_column_query_bytes_read_after"] / after
+            )
     if "schedule" in report:
         work = report["schedule"]
         found["key_order_over_working_set_time_to_80_percent"] = work["key"]["seconds_to_80_percent"] / max(
