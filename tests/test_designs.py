@@ -163,7 +163,7 @@ def test_storage_opens_only_the_groups_a_request_reads(store, design):
 
 
 def test_write_design_is_kept_and_used_by_appends(store):
-    chosen = skyhook.Design("ipc", column_groups=[["s", "id"]], sort_by=[("id", "descending")], compression="lz4")
+    chosen = skyhook.Design("ipc", column_groups=[["s", "id"]], sort_by=[("id", "descending")], compression="zstd")
     dataset = store.write_dataset("t", TABLE.slice(0, 1000), design=chosen, rows_per_object=400)
     dataset = dataset.append(TABLE.slice(1000, 300))  # the write design
     dataset = dataset.append(TABLE.slice(1300, 200), format="parquet")  # shorthand for this append only
@@ -176,7 +176,7 @@ def test_write_design_is_kept_and_used_by_appends(store):
     assert table.column("column_groups").to_pylist()[0] == [["s", "id"], [c for c in COLUMNS if c not in ("s", "id")]]
     assert table.column("column_groups").to_pylist()[-1] == [COLUMNS]
     assert table.column("sort_by").to_pylist()[0] == ["id desc"]
-    assert table.column("compression").to_pylist() == ["lz4"] * 4 + ["zstd"]
+    assert table.column("compression").to_pylist() == ["zstd"] * 4 + ["lz4"]  # the default codec
     assert table.column("rows").to_pylist() == [400, 400, 200, 300, 200]
     assert sum(table.column("bytes").to_pylist()) == reopened.manifest.size_bytes
     assert all(
@@ -308,7 +308,7 @@ def test_manifests_before_designs_stay_readable(store):
     for pushdown in (True, False):
         assert_same_table(legacy.to_table(pushdown=pushdown), TABLE)
     appended = legacy.append(TABLE.slice(0, 10))
-    assert Manifest.from_bytes(store.backend.get_manifest("t").data, "t").partitions[-1].design.compression == "zstd"
+    assert Manifest.from_bytes(store.backend.get_manifest("t").data, "t").partitions[-1].design.compression == "lz4"
     assert appended.count_rows() == TABLE.num_rows + 10
 
 

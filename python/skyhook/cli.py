@@ -511,7 +511,7 @@ def design_transform(
     sort_by: Annotated[
         Optional[str], typer.Option(help="Sort keys inside each object: 'k1,k2:desc' (':desc' for descending).")
     ] = None,
-    compression: Annotated[str, typer.Option(help="none, lz4, zstd or auto (chosen by measured cost).")] = "zstd",
+    compression: Annotated[str, typer.Option(help="none, lz4, zstd or auto (chosen by measured cost).")] = "lz4",
     objects: Annotated[Optional[str], typer.Option(help="Partition numbers or object names, comma-separated.")] = None,
     client_side: Annotated[bool, typer.Option(help="Convert at the client instead of inside storage.")] = False,
     link_bytes_per_second: Annotated[

@@ -235,7 +235,7 @@ class Store:
         "create" (fail if the dataset exists), "overwrite" or "append" (add rows
         to the dataset, or create it; see Dataset.append). design: the
         skyhook.Design every new object is built as (format, column groups, sort
-        order, compression, rows per row group; default Design(): Parquet, zstd,
+        order, compression, rows per row group; default Design(): Parquet, lz4,
         every column together); format, row_group_size and compression are its
         shorthand. compression="auto" measures each codec on the first object's
         rows and takes the one of the shortest estimated read over this

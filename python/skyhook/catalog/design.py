@@ -63,7 +63,7 @@ class Design:
     format: str = "parquet"
     column_groups: tuple[tuple[str, ...], ...] | str | None = None
     sort_by: tuple[SortKey, ...] = ()
-    compression: str = "zstd"
+    compression: str = "lz4"
     row_group_size: int = DEFAULT_ROW_GROUP_SIZE
 
     def __init__(
@@ -71,7 +71,7 @@ class Design:
         format: str = "parquet",
         column_groups: Sequence[Sequence[str]] | str | None = None,
         sort_by: Sequence[str | tuple[str, str] | SortKey] | str = (),
-        compression: str = "zstd",
+        compression: str = "lz4",
         row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
     ) -> None:
         if format not in FORMATS:
