@@ -20,6 +20,7 @@ from skyhook import TransformTarget
 from skyhook.cli import app
 from skyhook.errors import DatasetChangedError, DatasetExistsError, InvalidRequestError
 from support.assertions import assert_same_table
+from support.scans import pushed_down
 from support.tables import make_typed_table
 from support.transform_answers import assert_answers, by_id
 
@@ -274,6 +275,28 @@ def test_objects_kept_whole_are_copied_by_storage(store, monkeypatch):
     # A filter statistics cannot prove true of a whole object, or a projection, streams.
     for target in (TransformTarget(filter="v < 3", into="c2"), TransformTarget(columns=["k", "v"], into="c3")):
         assert "copy" not in [step.kind for step in dataset.plan_transform(target).steps]
+    assert_no_orphans(store)
+
+
+def test_a_copied_object_keeps_its_statistics_and_indexes(store):
+    """As RADOS copy_from copies the omap, the embedded copy too: the copy's lookups use the index."""
+    table = pa.table({"k": pa.array(range(4000)), "v": [i % 7 for i in range(4000)]})
+    dataset = store.write_dataset("t", table, rows_per_object=1000, row_group_size=100)
+    dataset.compute_statistics()
+    dataset.create_index("k")
+    plan = dataset.run_plan(
+        dataset.plan_transform(TransformTarget(filter="k >= 1000", into="copy", rows_per_object=1000))
+    )
+    assert [step.kind for step in plan.steps].count("copy") == 3  # object 0 streamed, holding no row
+    indexes = store.dataset("copy").secondary_design()["indexes"].to_pylist()
+    assert indexes == [["k"]] * 3, indexes
+    lookup = pc.field("k") == 2345
+    result, stats = pushed_down(store.dataset("copy"), lookup)
+    source_result, source_stats = pushed_down(dataset, lookup)
+    assert_same_table(result, table.filter(lookup))
+    assert_same_table(source_result, table.filter(lookup))
+    assert stats.rows_read_by_index == 1 and stats.index_bytes_read > 0
+    assert stats.bytes_read == source_stats.bytes_read  # the same object and index, read the same way
     assert_no_orphans(store)
 
 

@@ -40,7 +40,7 @@ from skyhook.backends.object_store import (
     VersionedObject,
 )
 from skyhook.backends.parallel import ordered_map
-from skyhook.errors import InvalidRequestError, ObjectNotFoundError, SkyhookError, StoreNotFoundError
+from skyhook.errors import InvalidRequestError, ObjectNotFoundError, SkyhookError, StorageError, StoreNotFoundError
 from skyhook.names import check_dataset_name
 
 _MARKER = "skyhook-store"
@@ -137,6 +137,11 @@ class EmbeddedBackend(Backend):
             raise ObjectNotFoundError(f"object {source} is missing from {self.uri}") from None
         with file:
             _atomic_write(self._object_path(target), file, _user_attributes(file.fileno()))
+        # Its statistics and indexes too, as copy_from copies the omap (they name the data, which is the same).
+        try:
+            _embedded.copy_omap(str(self._object_path(source)), str(self._object_path(target)))
+        except ValueError as error:
+            raise StorageError(f"cannot copy the omap of {source} to {target}: {error.args[-1]}") from None
 
     def delete_object(self, name: str) -> None:
         self._object_path(name).unlink(missing_ok=True)
