@@ -162,6 +162,27 @@ def test_zorder_cluster_prunes_on_either_key(store):
     assert_no_orphans(store)
 
 
+def test_a_zorder_cell_of_identical_keys_is_cut_by_row_count(store):
+    """Half the rows share both keys (a cell no halving can split): cut into
+    objects near the target, which share keys at their edges, their statistics true."""
+    table = box_table(6000)
+    same = pa.array([i < 3000 for i in range(6000)])
+    table = table.set_column(1, "i32", pc.if_else(same, pa.scalar(7, pa.int32()), table["i32"]))
+    table = table.set_column(2, "x", pc.if_else(same, 0.5, table["x"]))
+    dataset = store.write_dataset("t", table, rows_per_object=1000)
+    plan = dataset.plan_transform(
+        TransformTarget(rows_per_object=500, cluster_by=["i32", "x"], zorder=True, pass_memory=1)
+    )
+    run_step_by_step(store, dataset, plan, table)
+    sizes = [p.num_rows for p in store.manifest("t").partitions]
+    print(f"object sizes {sizes}")
+    assert sizes.count(500) == 6 and max(sizes) <= 750 and sum(sizes) == 6000, sizes  # the cell: 6 x 500
+    cell = (pc.field("i32") == 7) & (pc.field("x") == 0.5)
+    assert objects_read(store, cell, table) == 6  # the 3,000 rows' objects and no other
+    assert objects_read(store, pc.field("x") > 0.5, table) <= len(sizes) - 6
+    assert_no_orphans(store)
+
+
 def cluster_reads(
     store: skyhook.Store, name: str, table: pa.Table, target: TransformTarget
 ) -> tuple[skyhook.Plan, int]:

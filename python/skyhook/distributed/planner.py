@@ -94,9 +94,9 @@ def _zorder(plan: Plan, table: pa.Table, keys: list[str], ranges: int) -> tuple[
     z = zorder.interleave(key_buckets, bits)
     # Cells halve: allow the right-sized slack so that even data does not split into twice the objects.
     most = max(1, math.ceil(RIGHT_SIZED[1] * len(z) / ranges))
-    bounds = pa.array(zorder.cell_bounds(np.sort(z), bits * len(keys), most), pa.uint64())
+    bounds = pa.array(zorder.cell_bounds(np.sort(z), bits * len(keys), most, len(z) / ranges), pa.uint64())
     count = len(bounds) + 1
-    plan.boxes = zorder.boxes(key_buckets, np.searchsorted(bounds.to_numpy(), z, side="right"), count)
+    plan.boxes = zorder.boxes(key_buckets, zorder.range_of(z, bounds.to_numpy()), count)
     plan.zorder, plan.zorder_bits = keys, bits
     plan.bucket_bounds = _serialized(
         pa.table({key: pa.array([values.to_pylist()], pa.list_(values.type)) for key, values in zip(keys, key_bounds)})
