@@ -205,7 +205,7 @@ def test_a_cluster_reads_its_sources_once_per_pass(store, keys):
     streams = [step for step in each.steps if step.kind == "stream"]
     ranges = len(streams)
     assert ranges >= 8 and all(len(step.ranges()) == 1 for step in streams)
-    per_range = streams[0].bytes_moved
+    per_range = streams[0].memory
     packed, packed_read = cluster_reads(
         store, "three", table, TransformTarget(rows_per_object=1000, pass_memory=3 * per_range, **cluster)
     )
@@ -223,6 +223,22 @@ def test_a_cluster_reads_its_sources_once_per_pass(store, keys):
     # Same objects either way: one per range, the same rows in each.
     for name in ("three", "one"):
         assert store.manifest(name).statistics.equals(store.manifest("each").statistics)
+    assert_no_orphans(store)
+
+
+def test_a_pass_holds_at_most_pass_memory_decoded_however_well_the_data_compresses(store):
+    """A column a thousand times smaller stored than decoded: the passes follow its decoded bytes."""
+    table = box_table(12_000).append_column("note", pa.array(["the same long note " * 20] * 12_000))
+    pass_memory = table.nbytes // 4
+    plan, _ = cluster_reads(
+        store, "t", table, TransformTarget(rows_per_object=1000, cluster_by="i32", pass_memory=pass_memory)
+    )
+    streams = [step for step in plan.steps if step.kind == "stream"]
+    held = [int(step.measured["selected_bytes"]) for step in streams]  # the rows each pass held, decoded
+    print(f"{len(streams)} passes holding {held} bytes, pass_memory {pass_memory:,}, stored {plan.bytes_read:,}")
+    assert store.manifest("t").size_bytes < pass_memory  # by stored bytes, all would be one pass
+    assert len(streams) >= 4 and max(held) <= pass_memory, held
+    assert all(0.8 <= step.measured["selected_bytes"] / step.memory <= 1.25 for step in streams)
     assert_no_orphans(store)
 
 

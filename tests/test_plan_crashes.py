@@ -111,7 +111,7 @@ def test_a_cluster_pass_killed_midway_resumes(store, point):
     dataset = store.write_dataset("t", TABLE, rows_per_object=1000)
     probe = dataset.plan_transform(TransformTarget(rows_per_object=500, cluster_by="i32", pass_memory=1))
     store.cancel_plan(probe)
-    per_range = probe.steps[0].bytes_moved
+    per_range = probe.steps[0].memory
     target = TransformTarget(rows_per_object=500, cluster_by="i32", pass_memory=3 * per_range)
     plan = dataset.plan_transform(target)
     assert [len(step.ranges()) for step in plan.steps] == [3, 3, 0]
