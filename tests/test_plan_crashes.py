@@ -157,7 +157,9 @@ def test_a_lease_is_renewed_while_a_step_runs_and_taken_over_only_once_expired(s
     worked = CliRunner().invoke(app, ["worker", "--once", "--store", store.uri])
     assert "0 plan(s) run" in worked.stdout
     hold_lease(store, plan.id, "elsewhere:1", -1)
-    # A run that loses its lease (taken over inside its commit) stops at its next save.
+    # A run that loses its lease inside its commit (taken over after its last
+    # save) stops before it publishes: the manifest as it was, its retirement withdrawn.
+    before = store.manifest("t").generation
     retire = store.backend.put_retirement
 
     def taken_over(*args: Any) -> None:
@@ -168,9 +170,11 @@ def test_a_lease_is_renewed_while_a_step_runs_and_taken_over_only_once_expired(s
     with pytest.raises(skyhook.InvalidRequestError, match="is run by elsewhere:2 now"):
         store.resume_plan(plan)
     assert store.plan("t", plan.id).runner == "elsewhere:2"
+    assert store.manifest("t").generation == before and not store.backend.retirement_records()
     monkeypatch.setattr(store.backend, "put_retirement", retire)
     assert_answers(store, "t", TABLE)
-    assert store.resume_plan(plan).state == "done"  # the commit finds itself published
+    assert store.resume_plan(plan).state == "done"
+    assert store.manifest("t").generation != before
     # A plan stored before leases (a heartbeat instead) reads as one whose lease is over.
     record = json.loads(store.plan("t", plan.id).to_bytes())
     record["heartbeat"] = record.pop("lease_expiry")

@@ -8,6 +8,7 @@ are retired (skyhook.backends.retirement), not deleted under their readers."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import pyarrow as pa
@@ -49,11 +50,17 @@ def object_designs(backend: Backend, names: list[str]) -> dict[str, bytes | None
 
 
 def commit_in_place(
-    backend: Backend, dataset: str, generation: str, sources: list[str], targets: dict[str, bytes]
+    backend: Backend,
+    dataset: str,
+    generation: str,
+    sources: list[str],
+    targets: dict[str, bytes],
+    held: Callable[[], None],
 ) -> tuple[Manifest, bool]:
     """Swaps sources for targets (object -> design attribute) in dataset's
     current manifest; (the manifest, whether this call published it: False
-    when an earlier run did)."""
+    when an earlier run did). held() is called just before each swap: it
+    raises if the runner may no longer publish (its lease lost)."""
     built: tuple[list[Partition], pa.StructArray] | None = None
     while True:
         stored = backend.get_manifest(dataset)
@@ -75,6 +82,11 @@ def commit_in_place(
         # The commit protocol: the sources are retired before the swap (readers
         # of earlier manifests keep them for the retention period), withdrawn if it fails.
         records = retire_objects(backend, dataset, generation, sources)
+        try:
+            held()
+        except BaseException:
+            withdraw_retirement(backend, records)
+            raise
         if backend.replace_manifest(dataset, updated.to_bytes(), stored.version):
             return updated, True
         withdraw_retirement(backend, records)
@@ -119,9 +131,10 @@ def commit_copy(
     schema: pa.Schema,
     targets: dict[str, bytes],
     first: bool,
+    held: Callable[[], None],
 ) -> bool:
     """Appends targets (object -> design attribute) to the dataset into
-    (creating it if first); False when an earlier run had."""
+    (creating it if first); False when an earlier run had. held() as for commit_in_place."""
     stored = backend.get_manifest(into)
     if stored is not None:
         current = Manifest.from_bytes(stored.data, into)
@@ -131,5 +144,6 @@ def commit_copy(
         return True
     partitions, statistics = built_partitions(backend, targets, schema)
     manifest = Manifest(into, schema, design, generation, tuple(partitions), statistics)
+    held()
     publish(backend, manifest, "create" if first else "append", must_exist=not first)
     return True
