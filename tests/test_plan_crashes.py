@@ -207,3 +207,25 @@ def test_an_osd_killed_mid_plan(ceph_cluster, ceph_store):
     assert [p.num_rows for p in store.manifest("t").partitions] == [500] * 6
     assert_answers(store, "t", TABLE)
     assert_no_orphans(store)
+
+
+def test_a_copy_whose_lease_is_lost_before_it_publishes_creates_nothing(store, monkeypatch):
+    dataset = store.write_dataset("t", TABLE, rows_per_object=1000)
+    plan = dataset.plan_transform(
+        TransformTarget(rows_per_object=1000, filter="id >= 0", into="c", columns=["id", "i32"])
+    )
+    attribute = store.backend.object_attribute
+
+    def taken_over(*args: Any) -> Any:  # the commit reads its objects' designs: taken over then
+        hold_lease(store, plan.id, "elsewhere:3", -1)
+        return attribute(*args)
+
+    dataset.run_plan(plan, max_steps=1)
+    monkeypatch.setattr(store.backend, "object_attribute", taken_over)
+    with pytest.raises(skyhook.InvalidRequestError, match="is run by elsewhere:3 now"):
+        store.resume_plan(plan)
+    monkeypatch.setattr(store.backend, "object_attribute", attribute)
+    assert "c" not in store.list_datasets()
+    assert store.resume_plan(plan).state == "done"
+    assert_answers(store, "c", TABLE.select(["id", "i32"]))
+    assert_no_orphans(store)
