@@ -3,7 +3,6 @@ pyarrow's group_by().aggregate() and DuckDB on the same data."""
 
 from __future__ import annotations
 
-import datetime
 import decimal
 
 import duckdb
@@ -18,8 +17,9 @@ import skyhook
 from skyhook.dev.tpch import Q1_SQL, Q6_SQL
 from skyhook.rpc.reply import decode_reply
 from skyhook.rpc.requests import PlanRequest
-from support.aggregates import FUNCTIONS, aggregate_queries, assert_same_result
+from support.aggregates import FUNCTIONS, aggregate_queries, assert_query_answers, assert_same_result
 from support.tables import make_typed_table
+from support.tpch_queries import assert_q1, q1, q6
 
 F = pc.field
 TABLE = make_typed_table(rows=4000, seed=3)
@@ -102,15 +102,7 @@ def test_bad_aggregations(dataset):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=aggregate_queries())
 def test_random_group_bys_match_pyarrow(dataset, query):
-    keys, aggregations, filter = query
-    local = TABLE if filter is None else TABLE.filter(filter)
-    try:
-        expected = local.group_by(keys, use_threads=False).aggregate(aggregations)
-    except pa.ArrowNotImplementedError:  # pyarrow cannot either (e.g. first of decimals, no keys)
-        with pytest.raises(skyhook.TypeMismatchError):
-            dataset.group_by(keys).aggregate(aggregations, filter=filter)
-        return
-    assert_same_result(dataset.group_by(keys).aggregate(aggregations, filter=filter), expected, keys)
+    assert_query_answers(dataset, TABLE, query)
 
 
 # TPC-H on generated lineitem, against DuckDB on the same Parquet file.
@@ -121,58 +113,18 @@ def lineitem(tmp_path_factory):
     return generate_lineitem(0.01, tmp_path_factory.mktemp("tpch"))
 
 
-def money(value: str) -> pc.Expression:
-    return pc.scalar(pa.scalar(decimal.Decimal(value), pa.decimal128(15, 2)))
-
-
 @pytest.mark.parametrize("pushdown", [True, "auto"])
 def test_tpch_q1_and_q6_match_duckdb(lineitem, store, pushdown):
     ds = store.write_dataset("lineitem", str(lineitem), rows_per_object=15_000)
-    price, discount, tax = F("l_extendedprice"), F("l_discount"), F("l_tax")
-    one = money("1.00")
-    q1 = (
-        ds.group_by(["l_returnflag", "l_linestatus"])
-        .aggregate(
-            [
-                ("l_quantity", "sum"),
-                ("l_extendedprice", "sum"),
-                (price * (one - discount), "sum", "sum_disc_price"),
-                # pyarrow does not widen decimal products: narrow the first one (values < 1e16).
-                ((price * (one - discount)).cast(pa.decimal128(20, 4), safe=False) * (one + tax), "sum", "sum_charge"),
-                ("l_quantity", "mean"),
-                ("l_extendedprice", "mean"),
-                ("l_discount", "mean"),
-                ("l_orderkey", "count"),
-            ],
-            filter=F("l_shipdate") <= pa.scalar(datetime.date(1998, 9, 2)),
-            pushdown=pushdown,
-        )
-        .sort_by([("l_returnflag", "ascending"), ("l_linestatus", "ascending")])
-    )
-    expected = duckdb.sql(Q1_SQL.replace("lineitem", f"'{lineitem}'")).fetchall()
+    result = q1(ds, pushdown=pushdown)
     # Every object's partials come from storage, the computed sums included.
     assert set(ds.last_aggregate.stats.where.values()) == {"storage"}
     assert ds.last_aggregate.stats.aggregate_in_storage and ds.last_aggregate.stats.storage_cpu_s > 0
-    assert len(expected) == q1.num_rows == 4
-    # DuckDB's types too: decimal(38, 4) for price * (1 - discount), (38, 6) with the tax.
-    assert q1.schema.field("sum_disc_price").type == pa.decimal128(38, 4)
-    assert q1.schema.field("sum_charge").type == pa.decimal128(38, 6)
-    for ours, theirs in zip(q1.to_pylist(), expected):
-        values = list(ours.values())
-        assert values[:4] == list(theirs[:4])  # keys and exact decimal sums
-        assert values[4] == theirs[4] and values[5] == theirs[5]  # sums of computed decimals
-        for mine, duck in zip(values[6:9], theirs[6:9]):
-            assert float(mine) == pytest.approx(float(duck), abs=0.01)  # decimal averages, rounded to cents
-        assert values[9] == theirs[9]
+    assert_q1(result, duckdb.sql(Q1_SQL.replace("lineitem", f"'{lineitem}'")).fetchall())
 
-    q6 = ds.aggregate(
-        [(price * discount, "sum", "revenue")],
-        filter="l_shipdate >= '1994-01-01' and l_shipdate < '1995-01-01' and "
-        "l_discount >= 0.05 and l_discount <= 0.07 and l_quantity < 24",
-        pushdown=pushdown,
-    )
-    ((revenue,),) = duckdb.sql(Q6_SQL.replace("lineitem", f"'{lineitem}'")).fetchall()
-    assert q6.column("revenue")[0].as_py() == revenue
+    revenue = q6(ds, pushdown=pushdown)
+    ((expected,),) = duckdb.sql(Q6_SQL.replace("lineitem", f"'{lineitem}'")).fetchall()
+    assert revenue.column("revenue")[0].as_py() == expected
     assert set(ds.last_aggregate.stats.where.values()) == {"storage"}
     assert pq.read_metadata(lineitem).num_rows == ds.manifest.num_rows
 

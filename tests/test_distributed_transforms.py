@@ -20,6 +20,7 @@ from skyhook import TransformTarget
 from skyhook.cli import app
 from skyhook.errors import DatasetChangedError, DatasetExistsError, InvalidRequestError
 from support.assertions import assert_same_table
+from support.plan_steps import run_step_by_step
 from support.scans import pushed_down
 from support.tables import make_typed_table
 from support.transform_answers import assert_answers, by_id
@@ -31,20 +32,6 @@ def many_small_objects(store: skyhook.Store) -> skyhook.Dataset:
     """One right-sized object (1,000 rows), then 10 appended objects of 200 rows."""
     store.write_dataset("t", TABLE.slice(0, 1000), rows_per_object=1000)
     return store.dataset("t").append(TABLE.slice(1000), rows_per_object=200)
-
-
-def run_step_by_step(store: skyhook.Store, dataset: skyhook.Dataset, plan: skyhook.Plan, expected: pa.Table) -> None:
-    """Runs the plan one step at a time, checking the answers before it, after
-    every step (so at every fraction of the plan a reader can meet) and at the end."""
-    assert_answers(store, dataset.name, expected)
-    for done in range(1, len(plan.steps)):
-        plan = dataset.run_plan(plan, max_steps=1)
-        assert plan.state == "paused" and plan.steps_done == done
-        assert_answers(store, dataset.name, expected)
-    plan = dataset.run_plan(plan)
-    assert plan.state == "done" and plan.steps_done == len(plan.steps)
-    assert store.plan(dataset.name, plan.id).state == "done"
-    assert_answers(store, dataset.name, expected)
 
 
 def assert_no_orphans(store: skyhook.Store) -> None:

@@ -70,18 +70,15 @@ def _killed_run(uri: str, plan_id: str, by_worker: bool, method: str, nth: int, 
 
 def assert_no_orphans(store: skyhook.Store) -> None:
     store.collect_garbage("t")
-    assert partition_objects(store, "t") == sorted(p.object_name for p in store.manifest("t").partitions)
+    named = [name for p in store.manifest("t").partitions for name in p.object_names]
+    assert partition_objects(store, "t") == sorted(named)
     report = store.fsck(grace_seconds=0)
     assert report.clean and not report.retired and not report.in_progress, report
 
 
-@pytest.mark.parametrize("point", BOUNDARIES + INSIDE, ids=lambda point: "-".join(map(str, point)))
-def test_a_run_killed_anywhere_resumes(store, point):
-    dataset = store.write_dataset("t", TABLE, rows_per_object=1500)
-    plan = dataset.plan_transform(TransformTarget(rows_per_object=500))
-    assert [step.kind for step in plan.steps] == ["stream", "commit"] * 2
-    # The client or the worker is killed; the other resumes.
-    by_worker = (BOUNDARIES + INSIDE).index(point) % 2 == 1
+def kill_and_resume(store: skyhook.Store, plan: Plan, point: tuple[str, int, str], by_worker: bool) -> None:
+    """The client (or the worker, if by_worker) running plan is killed at point;
+    the other resumes it to the end. The answers are checked in between."""
     if by_worker:
         store.queue_plan(plan)
     killed = CONTEXT.Process(target=_killed_run, args=(store.uri, plan.id, by_worker, *point))
@@ -99,6 +96,14 @@ def test_a_run_killed_anywhere_resumes(store, point):
         worked = CliRunner().invoke(app, ["worker", "--once", "--store", store.uri])
         assert worked.exit_code == 0 and "1 plan(s) run" in worked.stdout, worked.output
     assert store.plan("t", plan.id).state == "done"
+
+
+@pytest.mark.parametrize("point", BOUNDARIES + INSIDE, ids=lambda point: "-".join(map(str, point)))
+def test_a_run_killed_anywhere_resumes(store, point):
+    dataset = store.write_dataset("t", TABLE, rows_per_object=1500)
+    plan = dataset.plan_transform(TransformTarget(rows_per_object=500))
+    assert [step.kind for step in plan.steps] == ["stream", "commit"] * 2
+    kill_and_resume(store, plan, point, by_worker=(BOUNDARIES + INSIDE).index(point) % 2 == 1)
     assert [p.num_rows for p in store.manifest("t").partitions] == [500] * 6
     assert_answers(store, "t", TABLE)
     assert_no_orphans(store)
@@ -122,6 +127,31 @@ def test_a_cluster_pass_killed_midway_resumes(store, point):
     assert_answers(store, "t", TABLE)
     assert store.resume_plan(store.plan("t", plan.id)).state == "done"
     assert len(store.manifest("t").partitions) == 6
+    assert_answers(store, "t", TABLE)
+    assert_no_orphans(store)
+
+
+# A split of two partitions into three objects each: per partition, a stream
+# (3 puts) and a commit (retire, swap the manifest, delete the source object).
+COLUMN_POINTS = [
+    ("put_object", 2, "after"),  # inside the first stream
+    ("replace_manifest", 1, "after"),  # the first partition swapped, its step not saved
+    ("put_object", 4, "before"),  # before the second stream
+    ("put_retirement", 1, "after"),  # the source retired, the manifest not swapped
+    ("replace_manifest", 1, "before"),  # about to swap the first partition's objects in
+]
+
+
+@pytest.mark.parametrize("point", COLUMN_POINTS, ids=lambda point: "-".join(map(str, point)))
+def test_a_column_objects_run_killed_midway_resumes(store, point):
+    """Two partitions, each split into three column objects, killed at a point
+    (the client or the worker, alternately; fsck repairs a stream's leftovers
+    first); the other finishes the plan."""
+    dataset = store.write_dataset("t", TABLE, rows_per_object=1500)
+    plan = dataset.plan_transform(TransformTarget(column_objects=[["i32"], ["s", "f64"]]))
+    assert [step.kind for step in plan.steps] == ["stream", "commit"] * 2
+    kill_and_resume(store, plan, point, by_worker=COLUMN_POINTS.index(point) % 2 == 1)
+    assert [len(p.object_names) for p in store.manifest("t").partitions] == [3, 3]
     assert_answers(store, "t", TABLE)
     assert_no_orphans(store)
 
@@ -228,4 +258,30 @@ def test_a_copy_whose_lease_is_lost_before_it_publishes_creates_nothing(store, m
     assert "c" not in store.list_datasets()
     assert store.resume_plan(plan).state == "done"
     assert_answers(store, "c", TABLE.select(["id", "i32"]))
+
+
+def test_an_osd_killed_mid_column_objects_split(ceph_cluster, ceph_store):
+    """As above, the plan splitting two partitions into column objects: the
+    second partition's primary OSD is killed once the first is streamed."""
+    store = ceph_store
+    dataset = store.write_dataset("t", TABLE, rows_per_object=1500)
+    plan = dataset.plan_transform(TransformTarget(column_objects=[["i32"], ["s", "f64"]]))
+    victim = ceph_cluster.primary_osd(plan.steps[2].sources[0])
+    try:
+
+        def kill_then_read(progress: skyhook.Plan, step: Any) -> None:
+            if progress.steps_done == 1:  # the first commit and the second stream run with the OSD down
+                ceph_cluster.stop_osd(victim, kill=True)
+                assert ceph_cluster.pid(f"osd.{victim}") is None
+                assert_answers(store, "t", TABLE)
+
+        dataset.run_plan(plan, kill_then_read, max_steps=3)
+        assert [len(p.object_names) for p in store.manifest("t").partitions] == [3, 1]
+        assert_answers(store, "t", TABLE)  # scans zipping column objects, one of whose OSDs is down
+    finally:
+        if ceph_cluster.pid(f"osd.{victim}") is None:
+            ceph_cluster.start_osd(victim)
+    assert store.resume_plan(store.plan("t", plan.id)).state == "done"
+    assert [len(p.object_names) for p in store.manifest("t").partitions] == [3, 3]
+    assert_answers(store, "t", TABLE)
     assert_no_orphans(store)

@@ -209,6 +209,55 @@ def test_applied_advice_cuts_the_bytes_a_held_out_replay_reads(store):
     assert store.fsck(grace_seconds=0).clean
 
 
+def test_an_index_for_point_lookups_is_estimated_and_applied(store):
+    rows = 40_000
+    keys = list(range(rows))
+    random.Random(11).shuffle(keys)
+    payload = [f"{i:08d}-" + "x" * 40 for i in range(rows)]
+    table = pa.table({"key": pa.array(keys, pa.int64()), "payload": pa.array(payload)})
+    # one object (no cluster to propose) of 40 zones, every key range in each zone
+    store.write_dataset("p", table, row_group_size=1000, compression="none")
+    dataset = store.dataset("p")
+    lookups = [pc.field("key") == k for k in random.Random(5).sample(keys, 12)]
+    recorded, held_out = lookups[:8], lookups[8:]
+    for lookup in recorded:
+        dataset.to_table(filter=lookup)
+    advice = dataset.advise()
+    index = next(a for a in advice if a.kind == "index")
+    assert index.index == "key" and index.applicable and index.benefit >= 4, str(index)
+    assert not any(a.target for a in advice), [str(a) for a in advice]
+
+    def replay(current: skyhook.Dataset) -> int:
+        read = 0
+        for lookup in held_out:
+            scanner = current.scanner(filter=lookup)
+            assert_same_table(scanner.to_table(), table.filter(lookup))
+            read += scanner.stats.bytes_read + scanner.stats.index_bytes_read
+        return read
+
+    before = replay(dataset)
+    applied = CliRunner().invoke(app, ["design", "advise", "p", "--apply", "--store", store.uri])
+    assert applied.exit_code == 0 and "index on 'key': built" in applied.stdout, applied.stdout + applied.stderr
+    indexed = store.dataset("p")
+    assert all("key" in names for names in indexed.secondary_design()["indexes"].to_pylist())
+    after = replay(indexed)
+    estimated = index.benefit
+    print(
+        f"held-out lookups: {before:,} -> {after:,} bytes read in storage, index included "
+        f"({before / after:.1f}x; estimated {estimated:.1f}x)"
+    )
+    assert after * 4 <= before, (before, after)
+
+
+def test_an_index_where_every_zone_holds_matches_is_advice_only(store):
+    store.write_dataset("w", workload_table(), row_group_size=500)  # one object: no cluster to propose
+    dataset = store.dataset("w")
+    for tag in ("t1", "t2", "t3"):
+        dataset.to_table(["id"], filter=pc.field("tag") == tag)  # every 13th row: in every zone
+    index = next(a for a in dataset.advise() if a.kind == "index")
+    assert index.index == "tag" and not index.applicable and "advice only" in str(index), str(index)
+
+
 def test_advice_without_a_log_is_a_one_line_error(store):
     store.write_dataset("w", workload_table().slice(0, 100))
     failed = CliRunner().invoke(app, ["design", "advise", "w", "--store", store.uri])

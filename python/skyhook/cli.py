@@ -279,9 +279,9 @@ def describe(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
         for partition in manifest.partitions:
             partitions.add_row(
                 str(partition.number),
-                Text(partition.object_name),
+                Text(" + ".join(partition.object_names)),
                 f"{partition.num_rows:,}",
-                _size(partition.size_bytes),
+                _size(partition.stored_bytes),
             )
         console.print(partitions)
 
@@ -750,10 +750,15 @@ def design_plan(
         Optional[int],
         typer.Option(help="A cluster's target bytes held per pass over the sources, decoded (default 512 MiB)."),
     ] = None,
+    column_objects: Annotated[
+        Optional[str],
+        typer.Option(help='Gather column groups into objects of their own ("a|b,c"; "" merges them back).'),
+    ] = None,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
-    """Plan a transform across a dataset's objects (compact or split, cluster by a key, filter-then-copy): prints its
-    steps and the bytes each reads, moves and writes; nothing changes until `skyhook design run`."""
+    """Plan a transform across a dataset's objects (compact or split, cluster by a key, filter-then-copy, column
+    objects): prints its steps and the bytes each reads, moves and writes; nothing changes until `skyhook design
+    run`."""
     target = skyhook.TransformTarget(
         rows_per_object=rows_per_object,
         object_size=object_size,
@@ -764,6 +769,9 @@ def design_plan(
         into=into,
         design=None if format is None else skyhook.Design(format),
         pass_memory=pass_memory,
+        column_objects=None
+        if column_objects is None
+        else [group.split(",") for group in column_objects.split("|") if group],
     )
     with _open(store) as source:
         plan = source.dataset(dataset).plan_transform(target)
@@ -774,23 +782,32 @@ def design_plan(
 @design_app.command("advise")
 def design_advise(
     dataset: str,
-    apply: Annotated[bool, typer.Option(help="Plan and run the first proposed transform.")] = False,
+    apply: Annotated[
+        bool, typer.Option(help="Plan and run the first proposed transform, then build the indexes that cut bytes.")
+    ] = False,
     store: StoreOption = DEFAULT_STORE,
 ) -> None:
     """Propose designs from the dataset's workload log, with the bytes the logged queries would read before and
-    after; --apply plans and runs the first transform among them, what the workload reads most first."""
+    after; --apply plans and runs the first transform among them, what the workload reads most first, then builds
+    the proposed indexes estimated to cut bytes (on the transformed objects)."""
     with _open(store) as source:
         target = source.dataset(dataset)
         advice = target.advise()
         for item in advice:
             console.print(str(item), markup=False)
-        chosen = next((item for item in advice if item.target is not None), None)
-        if apply and chosen is None:
-            raise InvalidRequestError(f"nothing to apply to {dataset!r}: no transform is proposed")
-        if apply:
-            plan = target.plan_transform(chosen.target)
+        transform = next((item for item in advice if item.target is not None), None)
+        indexes = [item.index for item in advice if item.index is not None and item.applicable]
+        if apply and transform is None and not indexes:
+            raise InvalidRequestError(f"nothing to apply to {dataset!r}: no transform or useful index is proposed")
+        if not apply:
+            return
+        if transform is not None:
+            plan = target.plan_transform(transform.target)
             console.print(str(plan), markup=False)
             _run_with_bar(source, plan, skyhook.Schedule(order="working-set"))
+        for column in indexes:
+            source.dataset(dataset).create_index(column)
+            console.print(f"index on {column!r}: built in every object", markup=False)
 
 
 def _chosen_plan(source: skyhook.Store, dataset: str, plan_id: str | None, states: tuple[str, ...]) -> skyhook.Plan:

@@ -214,7 +214,9 @@ class Dataset(ObjectDataset):
         when another writer rewrote an object meanwhile (that object is left
         as the other writer made it). The manifest's sizes are updated
         (store.dataset(name) reads them). compression="auto": the codec of
-        choose_codec(design)."""
+        choose_codec(design). With column objects a partition number names
+        every object of the partition, each rewritten to the design's column
+        groups within it; a sort is refused there (their rows must line up)."""
         if isinstance(design, Design) and design.compression == AUTO_COMPRESSION:
             design = replace(design, compression=self.choose_codec(design).codec)
         report, _ = transform_objects(self.store.backend, self.manifest, design, objects, where, progress)
@@ -255,7 +257,8 @@ class Dataset(ObjectDataset):
         index, column groups), each with the bytes the logged queries would read
         in storage before and after, estimated from the statistics; the
         transforms first, the most beneficial first. Apply one with
-        ``run_plan(plan_transform(advice.target))``. A codec whose measured
+        ``run_plan(plan_transform(advice.target))``, an index with
+        ``create_index(advice.index)``. A codec whose measured
         read (choose_codec) is shorter than the objects' is advice too: apply
         it with ``transform(Design(compression=...))``."""
         records = read_log(self.store.backend, self.name)

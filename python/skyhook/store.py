@@ -362,7 +362,7 @@ class Store:
             except CorruptManifestError as error:
                 report.corrupt_manifests.append(f"{dataset}: {error}")  # its objects are left alone
                 continue
-            current[dataset] = {p.object_name for p in manifest.partitions} if manifest else set()
+            current[dataset] = {name for p in manifest.partitions for name in p.object_names} if manifest else set()
         records, corrupt_records = retirements(self.backend, name)
         report.corrupt_retirements = [f"{dataset}.{key}: {problem}" for dataset, key, problem in corrupt_records]
         retired = {object_name for record in records for object_name in record.objects}

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import strategies as st
 
+import skyhook
 from support.strategies import filters
 
 NUMERIC = ["i8", "i32", "u16", "f32", "f64", "dec"]
@@ -45,6 +46,19 @@ def assert_same_result(actual: pa.Table, expected: pa.Table, keys: list[str]) ->
                 ), name
         else:
             assert left == right, name
+
+
+def assert_query_answers(dataset: skyhook.Dataset, table: pa.Table, query: tuple) -> None:
+    """An aggregate_queries() query on dataset answers as pyarrow on table does (or fails as it does)."""
+    keys, aggregations, filter = query
+    local = table if filter is None else table.filter(filter)
+    try:
+        expected = local.group_by(keys, use_threads=False).aggregate(aggregations)
+    except pa.ArrowNotImplementedError:  # pyarrow cannot either (e.g. first of decimals, no keys)
+        with pytest.raises(skyhook.TypeMismatchError):
+            dataset.group_by(keys).aggregate(aggregations, filter=filter)
+        return
+    assert_same_result(dataset.group_by(keys).aggregate(aggregations, filter=filter), expected, keys)
 
 
 @st.composite

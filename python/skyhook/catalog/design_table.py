@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from skyhook.catalog.manifest import Manifest
+from skyhook.catalog.manifest import ColumnObject, Manifest
 
 DESIGN_TABLE_SCHEMA = pa.schema(
     [
@@ -24,23 +24,27 @@ DESIGN_TABLE_SCHEMA = pa.schema(
 
 
 def design_table(manifest: Manifest) -> pa.Table:
-    """One row per object, in partition order, as the manifest records it."""
+    """One row per object (a partition's column objects after its object), in
+    partition order, as the manifest records it."""
     rows = []
     for partition in manifest.partitions:
-        design = partition.design
-        groups = [list(group.columns) or manifest.schema.names for group in design.column_groups]
-        rows.append(
-            {
-                "object": partition.object_name,
-                "format": design.format,
-                "column_groups": groups,
-                "group_bytes": [group.length for group in design.column_groups],
-                "sort_by": [key.column + (" desc" if key.descending else "") for key in design.sort_by],
-                "compression": design.compression,
-                "row_group_size": design.row_group_size,
-                "rows": partition.num_rows,
-                "bytes": partition.size_bytes,
-                "generation": design.generation,
-            }
-        )
+        for held in partition.objects(manifest.schema.names):
+            rows.append(_row(held, partition.num_rows))
     return pa.Table.from_pylist(rows, schema=DESIGN_TABLE_SCHEMA)
+
+
+def _row(held: ColumnObject, num_rows: int) -> dict:
+    design = held.design
+    groups = [list(group.columns) or list(held.columns) for group in design.column_groups]
+    return {
+        "object": held.object_name,
+        "format": design.format,
+        "column_groups": groups,
+        "group_bytes": [group.length for group in design.column_groups],
+        "sort_by": [key.column + (" desc" if key.descending else "") for key in design.sort_by],
+        "compression": design.compression,
+        "row_group_size": design.row_group_size,
+        "rows": num_rows,
+        "bytes": held.size_bytes,
+        "generation": design.generation,
+    }

@@ -23,10 +23,20 @@ objects (appends) are built as unless a write asks for another.
 
 Version 4 adds per partition the statistics storage computed on its object
 (catalog/object_statistics.py), null until ``compute_statistics`` publishes them.
+
+Version 5 lets a partition's columns live in several objects ("column
+objects"): the partition's object holds the columns no other object holds,
+and each of its ``column_objects`` holds a group of columns of the same rows,
+in a design of its own. Every object of a partition is named after a writer's
+generation like any other, and retirement, fsck and garbage collection know
+them all (``Partition.object_names``). A split partition's object statistics
+join those storage computed on each of its objects, tagged with a digest of
+every object's generation and size (``Partition.data_tag``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, replace
 
@@ -37,11 +47,14 @@ from skyhook.catalog.object_statistics import DataTag, object_statistics_type
 from skyhook.errors import CorruptManifestError
 from skyhook.names import GENERATION, object_owner
 
-MANIFEST_VERSION = b"4"
+MANIFEST_VERSION = b"5"
 #: Version 1 (before appends) had no history and objects of one generation, versions 1
 #: and 2 one format for every object and no designs: still readable, as legacy designs.
-#: Versions 1 to 3 had no object statistics: read as none.
-READABLE_VERSIONS = (b"1", b"2", b"3", MANIFEST_VERSION)
+#: Versions 1 to 3 had no object statistics: read as none; versions 1 to 4 no column objects.
+READABLE_VERSIONS = (b"1", b"2", b"3", b"4", MANIFEST_VERSION)
+COLUMN_OBJECT_TYPE = pa.struct(
+    [("object", pa.string()), ("columns", pa.list_(pa.string())), ("size_bytes", pa.int64()), ("design", pa.binary())]
+)
 
 
 def statistics_type(schema: pa.Schema) -> pa.StructType:
@@ -60,12 +73,54 @@ def statistics_type(schema: pa.Schema) -> pa.StructType:
 
 
 @dataclass(frozen=True)
-class Partition:
-    number: int
+class ColumnObject:
+    """One object of a partition and the columns it holds (of the partition's rows, in their order)."""
+
     object_name: str
-    num_rows: int
+    columns: tuple[str, ...]
     size_bytes: int
     design: ObjectDesign
+
+
+@dataclass(frozen=True)
+class Partition:
+    number: int
+    #: The partition's object (with column objects: the one holding the columns they do not).
+    object_name: str
+    num_rows: int
+    size_bytes: int  # of object_name
+    design: ObjectDesign  # of object_name
+    #: The partition's other objects, each holding some of its columns (version 5).
+    column_objects: tuple[ColumnObject, ...] = ()
+
+    @property
+    def object_names(self) -> tuple[str, ...]:
+        """Every object of the partition."""
+        return (self.object_name, *(column.object_name for column in self.column_objects))
+
+    @property
+    def stored_bytes(self) -> int:
+        """The bytes of every object of the partition."""
+        return self.size_bytes + sum(column.size_bytes for column in self.column_objects)
+
+    @property
+    def data_tag(self) -> DataTag:
+        """What identifies the partition's data: its object's generation and
+        size; split, a digest of every object's name, generation and size
+        (any object rewritten or replaced changes it) and their bytes."""
+        if not self.column_objects:
+            return DataTag(self.design.generation, self.size_bytes)
+        held = [(self.object_name, self.design.generation, self.size_bytes)] + [
+            (column.object_name, column.design.generation, column.size_bytes) for column in self.column_objects
+        ]
+        digest = hashlib.sha256(json.dumps(held).encode()).digest()
+        return DataTag(int.from_bytes(digest[:8], "big") >> 1, self.stored_bytes)
+
+    def objects(self, columns: list[str]) -> tuple[ColumnObject, ...]:
+        """Every object of the partition with the columns it holds, of a dataset of columns."""
+        elsewhere = {name for column in self.column_objects for name in column.columns}
+        first = tuple(name for name in columns if name not in elsewhere)
+        return (ColumnObject(self.object_name, first, self.size_bytes, self.design), *self.column_objects)
 
 
 @dataclass(frozen=True)
@@ -95,26 +150,47 @@ class Manifest:
         row = self.object_statistics[index]
         if not row.is_valid:
             return None
-        partition = self.partitions[index]
         tag = DataTag(row["generation"].as_py(), row["size_bytes"].as_py())
-        return row["columns"] if tag.describes(partition.design, partition.size_bytes) else None
+        return row["columns"] if tag == self.partitions[index].data_tag else None
 
     def with_object_statistics(self, rows: dict[str, pa.StructArray]) -> tuple[Manifest, int]:
-        """This version with the statistics rows (by object name) attached to the
-        partitions whose object they still describe; and how many were."""
+        """This version with the statistics rows (by object name, each over its
+        object's columns) attached to the partitions all of whose objects they
+        still describe; and how many were."""
         pieces, attached = [], 0
         for index, partition in enumerate(self.partitions):
-            row = rows.get(partition.object_name)
+            row = self._partition_statistics(partition, rows)
             if row is not None:
-                tag = DataTag(row[0]["generation"].as_py(), row[0]["size_bytes"].as_py())
-                if tag.describes(partition.design, partition.size_bytes):
-                    pieces.append(row)
-                    attached += 1
-                    continue
-            pieces.append(self.object_statistics.slice(index, 1))
+                pieces.append(row)
+                attached += 1
+            else:
+                pieces.append(self.object_statistics.slice(index, 1))
         if not pieces:
             return self, 0
         return replace(self, object_statistics=pa.concat_arrays(pieces)), attached
+
+    def _partition_statistics(self, partition: Partition, rows: dict[str, pa.StructArray]) -> pa.StructArray | None:
+        """The statistics row of partition joined from its objects' rows, if
+        there is one describing each object's current data."""
+        columns: dict[str, pa.Array] = {}
+        for held in partition.objects(self.schema.names):
+            row = rows.get(held.object_name)
+            if row is None:
+                return None
+            tag = DataTag(row[0]["generation"].as_py(), row[0]["size_bytes"].as_py())
+            if not tag.describes(held.design, held.size_bytes):
+                return None
+            statistics = row.field("columns")
+            columns.update({name: statistics.field(name) for name in held.columns})
+        tag = partition.data_tag
+        return pa.StructArray.from_arrays(
+            [
+                pa.array([tag.generation], pa.int64()),
+                pa.array([tag.size_bytes], pa.int64()),
+                pa.StructArray.from_arrays([columns[name] for name in self.schema.names], names=self.schema.names),
+            ],
+            names=["generation", "size_bytes", "columns"],
+        ).cast(object_statistics_type(self.schema))
 
     @property
     def format(self) -> str:
@@ -127,7 +203,11 @@ class Manifest:
 
     @property
     def size_bytes(self) -> int:
-        return sum(partition.size_bytes for partition in self.partitions)
+        return sum(partition.stored_bytes for partition in self.partitions)
+
+    @property
+    def has_column_objects(self) -> bool:
+        return any(partition.column_objects for partition in self.partitions)
 
     def appended(self, added: Manifest) -> Manifest:
         """This version with the partitions of added after its own, published as added's generation."""
@@ -171,6 +251,21 @@ class Manifest:
                 "design": pa.array([p.design.to_bytes() for p in self.partitions], pa.binary()),
                 "statistics": self.statistics,
                 "object_statistics": self.object_statistics,
+                "column_objects": pa.array(
+                    [
+                        [
+                            {
+                                "object": column.object_name,
+                                "columns": list(column.columns),
+                                "size_bytes": column.size_bytes,
+                                "design": column.design.to_bytes(),
+                            }
+                            for column in p.column_objects
+                        ]
+                        for p in self.partitions
+                    ],
+                    pa.list_(COLUMN_OBJECT_TYPE),
+                ),
             }
         ).replace_schema_metadata(
             {
@@ -208,7 +303,7 @@ class Manifest:
             raise ValueError(f"unsupported manifest version {metadata.get(b'skyhook.manifest_version')!r}")
         schema = pa.ipc.read_schema(pa.py_buffer(metadata[b"skyhook.schema"]))
         version = metadata[b"skyhook.manifest_version"]
-        if version in (b"3", MANIFEST_VERSION):
+        if version in (b"3", b"4", MANIFEST_VERSION):
             write_design = ObjectDesign.from_bytes(metadata[b"skyhook.write_design"])
             designs = [ObjectDesign.from_bytes(value) for value in table.column("design").to_pylist()]
         else:  # one format for all, every object as one extent
@@ -216,9 +311,25 @@ class Manifest:
             write_design = ObjectDesign.request(Design(format if format in FORMATS else "parquet"), schema.names, 0)
             write_design = replace(write_design, format=format)
             designs = [ObjectDesign.legacy(format, size) for size in table.column("size_bytes").to_pylist()]
+        columns = [()] * table.num_rows
+        if version == MANIFEST_VERSION:
+            columns = [
+                tuple(
+                    ColumnObject(
+                        column["object"],
+                        tuple(column["columns"]),
+                        column["size_bytes"],
+                        ObjectDesign.from_bytes(column["design"]),
+                    )
+                    for column in row or ()
+                )
+                for row in table.column("column_objects").to_pylist()
+            ]
         partitions = tuple(
-            Partition(row["partition"], row["object"], row["num_rows"], row["size_bytes"], design)
-            for row, design in zip(table.select(["partition", "object", "num_rows", "size_bytes"]).to_pylist(), designs)
+            Partition(row["partition"], row["object"], row["num_rows"], row["size_bytes"], design, column)
+            for row, design, column in zip(
+                table.select(["partition", "object", "num_rows", "size_bytes"]).to_pylist(), designs, columns
+            )
         )
         statistics = table.column("statistics").combine_chunks()
         if len(statistics) == 0:
@@ -226,7 +337,7 @@ class Manifest:
         history = json.loads(metadata.get(b"skyhook.history", b"[]"))
         kept = json.loads(metadata.get(b"skyhook.kept", b"[]"))
         object_statistics = None
-        if version == MANIFEST_VERSION:
+        if version in (b"4", MANIFEST_VERSION):
             object_statistics = table.column("object_statistics").combine_chunks()
             if len(object_statistics) == 0:
                 object_statistics = pa.array([], object_statistics_type(schema))
@@ -270,18 +381,16 @@ class Manifest:
             raise corrupt("its history does not match its partitions")
         if not all(isinstance(generation, str) and GENERATION.fullmatch(generation) for generation in self.kept):
             raise corrupt("it keeps objects of an invalid generation")
-        if len({partition.object_name for partition in self.partitions}) != len(self.partitions):
+        names = [name for partition in self.partitions for name in partition.object_names]
+        if len(set(names)) != len(names):
             raise corrupt("it names an object twice")
         # The client deletes what a manifest names: only objects that this version,
         # an earlier one it appended to or one a transform kept wrote, each named after its writer's generation.
         writers = {self.generation, *(generation for generation, _ in self.history), *self.kept}
         for index, partition in enumerate(self.partitions):
-            owner = object_owner(partition.object_name) if isinstance(partition.object_name, str) else None
-            if (
-                partition.number != index
-                or owner is None
-                or owner.dataset != dataset
-                or owner.generation not in writers
+            owners = [object_owner(name) if isinstance(name, str) else None for name in partition.object_names]
+            if partition.number != index or not all(
+                owner is not None and owner.dataset == dataset and owner.generation in writers for owner in owners
             ):
                 raise corrupt(
                     f"row {index} names partition {partition.number!r}, object {partition.object_name!r}; "
@@ -290,6 +399,21 @@ class Manifest:
                 )
             if not all(isinstance(value, int) and value >= 0 for value in (partition.num_rows, partition.size_bytes)):
                 raise corrupt(f"partition {index} has invalid sizes")
-            problem = partition.design.object_problem(partition.num_rows, partition.size_bytes, self.schema.names)
-            if problem:
-                raise corrupt(f"partition {index} has a design that {problem}")
+            for number, column in enumerate(partition.objects(self.schema.names)):
+                problem = _column_object_problem(column, partition.num_rows, self.schema.names)
+                if problem:
+                    which = "" if number == 0 else f"'s column object {column.object_name!r}"
+                    raise corrupt(f"partition {index}{which} {problem}")
+            held = [name for column in partition.objects(self.schema.names) for name in column.columns]
+            if partition.column_objects and sorted(held) != sorted(self.schema.names):
+                raise corrupt(f"partition {index} does not hold each column in one of its objects")
+
+
+def _column_object_problem(column: ColumnObject, num_rows: int, names: list[str]) -> str | None:
+    """What makes one object of a partition of num_rows rows impossible, or None."""
+    if not isinstance(column.size_bytes, int) or column.size_bytes < 0:
+        return "has an invalid size"
+    if not column.columns or not set(column.columns) <= set(names):
+        return "holds no columns, or columns the dataset does not have"
+    problem = column.design.object_problem(num_rows, column.size_bytes, column.columns)
+    return None if problem is None else f"has a design that {problem}"

@@ -81,19 +81,21 @@ def stored_design(attribute: bytes | None) -> ObjectDesign | None:
     return None if attribute is None else ObjectDesign.from_bytes(attribute)
 
 
-def in_storage(backend: Backend, names: list[str], target: TargetDesign) -> Iterator[ObjectTransform]:
-    """Transforms each object by a storage-side call, many at once, in order."""
+def in_storage(backend: Backend, targets: dict[str, TargetDesign]) -> Iterator[ObjectTransform]:
+    """Transforms each object (to its target) by a storage-side call, many at once, in order."""
     # One call per object, not a stream: a refusal of one object must not end the others' calls.
     parallelism = IN_PROCESS_PARALLELISM if backend.runs_in_process else REMOTE_PARALLELISM
     with ThreadPoolExecutor(parallelism, thread_name_prefix="skyhook-transform") as pool:
-        yield from ordered_map(pool, lambda name: _in_storage(backend, name, target), names, window=parallelism)
+        yield from ordered_map(
+            pool, lambda name: _in_storage(backend, name, targets[name]), list(targets), window=parallelism
+        )
 
 
-def at_client(backend: Backend, names: list[str], target: TargetDesign) -> Iterator[ObjectTransform]:
-    """Transforms each object at the client, a few at once, in order."""
+def at_client(backend: Backend, targets: dict[str, TargetDesign]) -> Iterator[ObjectTransform]:
+    """Transforms each object (to its target) at the client, a few at once, in order."""
     with ThreadPoolExecutor(IN_PROCESS_PARALLELISM, thread_name_prefix="skyhook-transform") as pool:
         yield from ordered_map(
-            pool, lambda name: _at_client(backend, name, target), names, window=IN_PROCESS_PARALLELISM
+            pool, lambda name: _at_client(backend, name, targets[name]), list(targets), window=IN_PROCESS_PARALLELISM
         )
 
 

@@ -9,12 +9,16 @@ from the manifest's statistics.
   an equal share of the dataset.
 - compaction: many objects under half the target size (fewer calls; bytes alike).
 - index: point lookups (equality) on a column that is not the cluster key.
+  After: per lookup and object, the zones (row groups) its observed matches
+  can fall in at most (one each), the other zones skipped; lookups whose
+  matches were not observed (aggregates) as before.
 - column groups: the columns most queries read, when they are a minority.
 - codec: the codec measured on a sample (skyhook.ingest.codec_choice) when its
   estimated read beats the objects' codec by CODEC_GAIN; the logged queries'
   bytes scaled by the sample's encodings (advice: Dataset.transform applies it).
-Only the first two are transforms (``apply`` plans and runs them); the others
-are reported for part 1's designs."""
+The first two are transforms (``apply`` plans and runs them); an index that
+cuts bytes is applied after them (Dataset.create_index); the others are
+reported for part 1's designs."""
 
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from skyhook.backends.base import Backend
-from skyhook.catalog.manifest import Manifest
+from skyhook.catalog.manifest import Manifest, Partition
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.distributed.key_ranges import ranges_met
 from skyhook.distributed.planner import make_plan
@@ -43,14 +47,19 @@ class Advice:
     description: str
     bytes_before: int  # bytes the logged queries read in storage, by the statistics
     bytes_after: int  # estimated only for transforms (advice only: as before)
-    target: TransformTarget | None = None  # a transform that applies it (None: advice only)
+    target: TransformTarget | None = None  # a transform that applies it
+    index: str | None = None  # the column an index on which applies it
+
+    @property
+    def applicable(self) -> bool:
+        return self.target is not None or (self.index is not None and self.benefit > 1)
 
     @property
     def benefit(self) -> float:
         return self.bytes_before / max(1, self.bytes_after)
 
     def __str__(self) -> str:
-        if self.target is None:  # advice only: its benefit is not estimated
+        if not self.applicable:
             return f"{self.kind}: {self.description}; its queries read {self.bytes_before:,} bytes (advice only)"
         return (
             f"{self.kind}: {self.description}; logged queries read {self.bytes_before:,} -> "
@@ -77,11 +86,16 @@ def advise(
 
 
 def _bytes_before(manifest: Manifest, record: QueryRecord) -> int:
+    return sum(bytes_read(p, record.columns) for p in _matching(manifest, record))
+
+
+def _matching(manifest: Manifest, record: QueryRecord) -> list[Partition]:
+    """The partitions today's statistics cannot rule out for the record's predicates."""
     conditions = [r.expression(manifest.schema.field(r.column)) for r in _ranges(manifest, record)]
     filter = None
     for condition in (c for c in conditions if c is not None):
         filter = condition if filter is None else filter & condition
-    return sum(bytes_read(p, record.columns) for p in matching_partitions(manifest, filter))
+    return matching_partitions(manifest, filter)
 
 
 def _ranges(manifest: Manifest, record: QueryRecord) -> list[ColumnRange]:
@@ -150,7 +164,39 @@ def _index(manifest: Manifest, records: list[QueryRecord], cluster_key: str | No
     column, count = lookups.most_common(1)[0]
     looked_up = [record for record in records if any(r.column == column and r.kind == "eq" for r in record.predicates)]
     before = sum(_bytes_before(manifest, record) for record in looked_up)
-    return Advice("index", f"an index on {column!r} ({count} point lookups)", before, before)
+    after = sum(_bytes_with_index(manifest, record, column) for record in looked_up)
+    return Advice("index", f"an index on {column!r} ({count} point lookups)", before, after, index=column)
+
+
+def _bytes_with_index(manifest: Manifest, record: QueryRecord, column: str) -> int:
+    """The bytes a lookup reads when an index finds the zones holding its
+    matches: at most one zone and one index block per match (matches spread
+    as the rows are), never more than without the index."""
+    if record.rows_returned is None or not record.rows_scanned:
+        return _bytes_before(manifest, record)
+    column_bytes = _column_bytes(manifest, column)
+    total = 0
+    for partition in _matching(manifest, record):
+        zones = max(1, -(-partition.num_rows // partition.design.row_group_size))
+        matches = -(-record.rows_returned * partition.num_rows // record.rows_scanned)
+        index_size = column_bytes[partition.number] + _INDEX_ROW_BYTES * partition.num_rows
+        blocks = max(1, -(-index_size // INDEX_BLOCK_BYTES))
+        index_read = index_size * min(blocks, matches) // blocks
+        without = bytes_read(partition, record.columns)
+        total += min(without, without * min(zones, matches) // zones + index_read)
+    return total
+
+
+#: An index block's size (column_index.h, kIndexBlockBytes) and its bytes per row besides the key.
+INDEX_BLOCK_BYTES = 64 * 1024
+_INDEX_ROW_BYTES = 8
+
+
+def _column_bytes(manifest: Manifest, column: str) -> list[int]:
+    """The column's stored bytes per partition, by number (0 where unknown)."""
+    if len(manifest.statistics) == 0:
+        return [0] * len(manifest.partitions)
+    return [value or 0 for value in manifest.statistics.field(column).field("bytes").to_pylist()]
 
 
 def _column_groups(manifest: Manifest, records: list[QueryRecord]) -> Advice | None:

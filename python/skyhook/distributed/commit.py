@@ -16,7 +16,7 @@ import pyarrow as pa
 from skyhook.backends.base import Backend
 from skyhook.backends.retirement import retire_objects, withdraw_retirement
 from skyhook.catalog.design import DESIGN_ATTRIBUTE, ObjectDesign
-from skyhook.catalog.manifest import Manifest, Partition
+from skyhook.catalog.manifest import ColumnObject, Manifest, Partition, statistics_type
 from skyhook.errors import DatasetChangedError, DatasetNotFoundError, ObjectNotFoundError
 from skyhook.ingest.publish import publish
 from skyhook.ingest.statistics import concat_statistics, partition_statistics
@@ -24,18 +24,42 @@ from skyhook.names import object_owner
 
 
 def built_partitions(
-    backend: Backend, designs: dict[str, bytes], schema: pa.Schema
+    backend: Backend, designs: dict[str, bytes], schema: pa.Schema, layout: list[list[str]] | None = None
 ) -> tuple[list[Partition], pa.StructArray]:
     """The partitions of written objects (from their design attributes, as
     object_designs read them) and their statistics, computed in storage: the
-    plan's statistics build."""
+    plan's statistics build. layout: the columns of each object of a
+    partition (its object first), for column objects; None: one object each."""
     partitions, rows = [], []
-    for number, (name, attribute) in enumerate(designs.items()):
-        design = ObjectDesign.from_bytes(attribute)
-        size = sum(group.length for group in design.column_groups)
-        partitions.append(Partition(number, name, design.num_rows, size, design))
-        rows.append(partition_statistics(backend, name, schema))
+    names = list(designs)
+    layout = layout or [schema.names]
+    for number, start in enumerate(range(0, len(names), len(layout))):
+        objects = []
+        for name, columns in zip(names[start : start + len(layout)], layout):
+            design = ObjectDesign.from_bytes(designs[name])
+            size = sum(group.length for group in design.column_groups)
+            objects.append(ColumnObject(name, tuple(columns), size, design))
+        first, *others = objects
+        partitions.append(
+            Partition(number, first.object_name, first.design.num_rows, first.size_bytes, first.design, tuple(others))
+        )
+        rows.append(
+            _statistics(backend, objects, schema)
+            if others
+            else partition_statistics(backend, first.object_name, schema)
+        )
     return partitions, concat_statistics(rows, schema)
+
+
+def _statistics(backend: Backend, objects: list[ColumnObject], schema: pa.Schema) -> pa.StructArray:
+    """A partition's statistics row from those of its objects, each over its columns."""
+    fields: dict[str, pa.Array] = {}
+    for column in objects:
+        row = partition_statistics(backend, column.object_name, pa.schema([schema.field(n) for n in column.columns]))
+        fields.update({name: row.field(name) for name in column.columns})
+    return pa.StructArray.from_arrays([fields[name] for name in schema.names], schema.names).cast(
+        statistics_type(schema)
+    )
 
 
 def object_designs(backend: Backend, names: list[str]) -> dict[str, bytes | None]:
@@ -55,19 +79,22 @@ def commit_in_place(
     generation: str,
     sources: list[str],
     targets: dict[str, bytes],
+    layout: list[list[str]] | None = None,
+    *,
     held: Callable[[], None],
 ) -> tuple[Manifest, bool]:
-    """Swaps sources for targets (object -> design attribute) in dataset's
-    current manifest; (the manifest, whether this call published it: False
-    when an earlier run did). held() is called just before each swap: it
-    raises if the runner may no longer publish (its lease lost)."""
+    """Swaps sources for targets (object -> design attribute; for column
+    objects, an object per group of layout each) in dataset's current
+    manifest; (the manifest, whether this call published it: False when an
+    earlier run did). held() is called just before each swap: it raises if
+    the runner may no longer publish (its lease lost)."""
     built: tuple[list[Partition], pa.StructArray] | None = None
     while True:
         stored = backend.get_manifest(dataset)
         if stored is None:
             raise DatasetNotFoundError(f"dataset {dataset!r} was deleted while a plan was transforming it")
         current = Manifest.from_bytes(stored.data, dataset)
-        names = [partition.object_name for partition in current.partitions]
+        names = [name for partition in current.partitions for name in partition.object_names]
         if set(targets) <= set(names) and not set(sources) & set(names):
             return current, False
         gone = [name for name in sources if name not in names]
@@ -77,11 +104,12 @@ def commit_in_place(
                 "plan was made): nothing was committed; cancel the plan and plan again"
             )
         if built is None:
-            built = built_partitions(backend, targets, current.schema)
+            built = built_partitions(backend, targets, current.schema, layout)
         updated = _swapped(current, generation, set(sources), *built)
         # The commit protocol: the sources are retired before the swap (readers
         # of earlier manifests keep them for the retention period), withdrawn if it fails.
-        records = retire_objects(backend, dataset, generation, sources)
+        retiring = [name for p in current.partitions if p.object_name in sources for name in p.object_names]
+        records = retire_objects(backend, dataset, generation, retiring)
         try:
             held()
         except BaseException:
@@ -111,7 +139,9 @@ def _swapped(
             rows.append(statistics)
             kept_rows.extend([None] * len(targets))
             placed = True
-    kept = {owner.generation for p in partitions if (owner := object_owner(p.object_name)) is not None}
+    kept = {
+        owner.generation for p in partitions for name in p.object_names if (owner := object_owner(name)) is not None
+    }
     return replace(
         current,
         generation=generation,
@@ -131,10 +161,13 @@ def commit_copy(
     schema: pa.Schema,
     targets: dict[str, bytes],
     first: bool,
+    layout: list[list[str]] | None = None,
+    *,
     held: Callable[[], None],
 ) -> bool:
-    """Appends targets (object -> design attribute) to the dataset into
-    (creating it if first); False when an earlier run had. held() as for commit_in_place."""
+    """Appends targets (object -> design attribute; for column objects, an
+    object per group of layout each) to the dataset into (creating it if
+    first); False when an earlier run had. held() as for commit_in_place."""
     stored = backend.get_manifest(into)
     if stored is not None:
         current = Manifest.from_bytes(stored.data, into)
@@ -142,7 +175,7 @@ def commit_copy(
             return False
     if not targets and not first:
         return True
-    partitions, statistics = built_partitions(backend, targets, schema)
+    partitions, statistics = built_partitions(backend, targets, schema, layout)
     manifest = Manifest(into, schema, design, generation, tuple(partitions), statistics)
     held()
     publish(backend, manifest, "create" if first else "append", must_exist=not first)

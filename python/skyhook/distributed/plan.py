@@ -102,6 +102,8 @@ class Plan:
     filter: bytes = b""
     columns: list[str] | None = None
     cluster_by: str | None = None
+    #: Column objects: the columns of each object of a target partition (its object first).
+    column_objects: list[list[str]] | None = None
     #: A range cluster's key bounds, or a Z-order cluster's z-value bounds (uint64).
     bounds: bytes = b""
     #: A Z-order cluster: its keys, the bits of each key's bucket, each key's
@@ -213,6 +215,12 @@ class Plan:
             raise ValueError("invalid dataset name")
         if not all(isinstance(generation, str) and GENERATION.fullmatch(generation) for generation in self.groups):
             raise ValueError("invalid group generation")
+        if self.column_objects is not None and not (
+            isinstance(self.column_objects, list)
+            and self.column_objects
+            and all(isinstance(c, list) and c and all(isinstance(n, str) for n in c) for c in self.column_objects)
+        ):
+            raise ValueError("invalid column objects")
         written_to = self.into or self.dataset
         for step in self.steps:
             if step.kind not in KINDS or not (isinstance(step.group, int) and 0 <= step.group < len(self.groups)):
@@ -226,7 +234,7 @@ class Plan:
             served = step.ranges()
             if step.key_ranges is not None and (
                 step.key_range is not None
-                or len(served) != len(step.targets)
+                or len(served) * len(self.column_objects or [[]]) != len(step.targets)
                 or not all(isinstance(index, int) and not isinstance(index, bool) for index in served)
                 or served != sorted(set(served))
                 or served[0] < 0

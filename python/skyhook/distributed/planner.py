@@ -1,7 +1,8 @@
 """Making a plan from a dataset's manifest and a resolved target: which objects
 stay in place, which are merged or split (a group each), or, for a cluster,
 the key ranges (from the key column alone, read through the storage-side
-scan) that each target object covers."""
+scan) that each target object covers. With column objects, each target
+partition is an object per column group (consecutive target names)."""
 
 from __future__ import annotations
 
@@ -41,13 +42,44 @@ def make_plan(backend: Backend, manifest: Manifest, target: ResolvedTarget) -> P
         filter=expression_bytes(target.filter),
         columns=None if target.columns is None else list(target.columns),
         cluster_by=target.cluster_by,
+        column_objects=None if target.column_objects is None else [list(c) for c in target.column_objects],
     )
-    if target.cluster_by is not None or target.zorder is not None:
+    if target.columns_only:
+        _split_columns(manifest, target.column_objects, plan)
+    elif target.cluster_by is not None or target.zorder is not None:
         _cluster(backend, manifest, target, plan, fraction, written_to)
     else:
         for kind, group in _groups(manifest, target, fraction):
             _add_group(plan, kind, group, target, fraction, written_to)
     return plan
+
+
+def _split_columns(manifest: Manifest, layout: tuple[tuple[str, ...], ...], plan: Plan) -> None:
+    """A group per partition not yet in layout: a stream reading it once and
+    writing an object per column group, then its commit."""
+    for partition in manifest.partitions:
+        if _in_layout(manifest, partition, layout):
+            continue
+        generation = new_generation()
+        group = len(plan.groups)
+        plan.groups.append(generation)
+        targets = [object_name(manifest.dataset, generation, index) for index in range(len(layout))]
+        size = partition.stored_bytes
+        sources = [partition.object_name]
+        plan.steps.append(Step("stream", group, sources, targets, None, partition.num_rows, size, size, size))
+        plan.steps.append(Step("commit", group, sources, []))
+
+
+def _in_layout(manifest: Manifest, partition: Partition, layout: tuple[tuple[str, ...], ...] | None) -> bool:
+    """Whether partition's objects hold the column groups of layout (None: any)."""
+    held = sorted(sorted(o.columns) for o in partition.objects(manifest.schema.names))
+    return layout is None or held == sorted(map(sorted, layout))
+
+
+def _targets(written_to: str, generation: str, pieces: list[int], target: ResolvedTarget) -> list[str]:
+    """The names of target partitions pieces: an object each, or one per column group."""
+    width = 1 if target.column_objects is None else len(target.column_objects)
+    return [object_name(written_to, generation, piece * width + k) for piece in pieces for k in range(width)]
 
 
 def _cluster(
@@ -69,12 +101,12 @@ def _cluster(
     generation = new_generation()
     plan.groups.append(generation)
     sources = [p.object_name for p in partitions]
-    size = sum(p.size_bytes for p in partitions)
+    size = sum(p.stored_bytes for p in partitions)
     moved = int(size * fraction / (len(bounds) + 1))  # per range
     # What a pass holds is its ranges' rows decoded, which compression can make many times their stored bytes.
     held = int(_decoded_bytes(manifest, target.columns) / (len(bounds) + 1))
     for served in _passes(list(present), max(1, target.pass_memory // max(1, held))):
-        names = [object_name(written_to, generation, index) for index in served]
+        names = _targets(written_to, generation, served, target)
         # One read of the sources per pass, the rows split by range into the pass's targets.
         step = Step("stream", 0, sources, names, None, 0, size, moved * len(served), moved * len(served))
         step.key_ranges, step.memory = served, held * len(served)
@@ -133,8 +165,15 @@ def _groups(manifest: Manifest, target: ResolvedTarget, fraction: float) -> list
     whole: list[Partition] = []
     read = set() if target.filter is None else filter_columns(target.filter, manifest.schema)
     all_columns = target.columns is None or list(target.columns) == manifest.schema.names
+    layout = target.column_objects
 
     def right_sized(partition: Partition) -> None:
+        if target.column_objects is not None and (target.copies or not _in_layout(manifest, partition, layout)):
+            groups.append(("stream", [partition]))  # written in the layout
+            return
+        if partition.column_objects and (target.copies or built is not None):  # no single object to copy or rewrite
+            groups.append(("stream", [partition]))
+            return
         if target.copies and all_columns and (built is None or built.built_by(partition.design)):
             if wholly_matching(manifest, partition.number, target.filter, read):
                 whole.append(partition)
@@ -174,7 +213,7 @@ def _add_group(
     group = len(plan.groups)
     plan.groups.append(generation)
     names = [p.object_name for p in sources]
-    size = sum(p.size_bytes for p in sources)
+    size = sum(p.stored_bytes for p in sources)
     if kind == "local":
         plan.steps.append(Step("local", group, names, [], None, 0, size, 0, size))
         return
@@ -187,7 +226,7 @@ def _add_group(
         return
     measure = sum(_measure(p, target, fraction) for p in sources)
     pieces = max(1, math.ceil(measure / target.size) if target.measure == "rows" else round(measure / target.size))
-    targets = [object_name(written_to, generation, index) for index in range(pieces)]
+    targets = _targets(written_to, generation, list(range(pieces)), target)
     moved = int(size * fraction)
     rows = sum(p.num_rows for p in sources)
     plan.steps.append(Step("stream", group, names, targets, None, rows, size, moved, moved))
@@ -195,7 +234,7 @@ def _add_group(
 
 
 def _measure(partition: Partition, target: ResolvedTarget, fraction: float) -> float:
-    return partition.num_rows if target.measure == "rows" else partition.size_bytes * fraction
+    return partition.num_rows if target.measure == "rows" else partition.stored_bytes * fraction
 
 
 def _column_fraction(manifest: Manifest, columns: tuple[str, ...] | None) -> float:
@@ -212,7 +251,7 @@ def _column_fraction(manifest: Manifest, columns: tuple[str, ...] | None) -> flo
 def _decoded_bytes(manifest: Manifest, columns: tuple[str, ...] | None) -> float:
     """The columns' bytes decoded (Arrow buffers), by the objects' per-column statistics;
     objects without them at the decoded-to-stored ratio of those with (1 if none has)."""
-    sizes = np.array([p.size_bytes for p in manifest.partitions], np.float64)
+    sizes = np.array([p.stored_bytes for p in manifest.partitions], np.float64)
     if len(manifest.statistics) == 0:
         return float(sizes.sum())
     per_column = [
@@ -231,6 +270,11 @@ def _summary(target: ResolvedTarget) -> str:
         text = f"cluster by {', '.join(map(repr, target.zorder))} in Z-order, {size}"
     else:
         text = f"cluster by {target.cluster_by!r}, {size}" if target.cluster_by else f"repartition to {size}"
+    layout = None if target.column_objects is None else " | ".join(",".join(c) for c in target.column_objects)
+    if target.columns_only:
+        text = f"column objects {layout}"
+    elif layout is not None:
+        text += f", column objects {layout}"
     if target.filter is not None:
         text += f", where {target.filter}"
     if target.columns is not None:

@@ -203,12 +203,22 @@ def _commit(backend: Backend, plan: Plan, step: Step, pending: PendingWrite, lea
         targets = object_designs(backend, [name for write in writes for name in write.written])
     generation = plan.groups[step.group]
     if plan.into is None:
-        commit_in_place(backend, plan.dataset, generation, step.sources, targets, lease.save)
+        commit_in_place(backend, plan.dataset, generation, step.sources, targets, plan.column_objects, held=lease.save)
     else:
         source = _manifest(backend, plan.dataset)
         schema = source.schema if plan.columns is None else pa.schema([source.schema.field(c) for c in plan.columns])
         first = not any(other.done for other in plan.steps if other.kind == "commit")
-        commit_copy(backend, plan.into, generation, plan.target_design(), schema, targets, first, lease.save)
+        commit_copy(
+            backend,
+            plan.into,
+            generation,
+            plan.target_design(),
+            schema,
+            targets,
+            first,
+            plan.column_objects,
+            held=lease.save,
+        )
 
 
 def _record_failure(backend: Backend, plan: Plan) -> None:

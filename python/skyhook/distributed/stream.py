@@ -1,11 +1,14 @@
 """A stream step: source objects read through the storage-side scan (with the
 plan's filter and projection, and for a cluster the step's key range), the
 rows cut into the step's target objects and each built by the core's writer
-in the plan's design. Re-running it writes the same objects again."""
+in the plan's design. With column objects each cut is written as an object
+per column group (a cluster's cut sorted here first, so that all of them hold
+its rows in one order). Re-running it writes the same objects again."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -14,7 +17,7 @@ import pyarrow.compute as pc
 from skyhook.backends.base import Backend
 from skyhook.backends.object_codec import encode_object
 from skyhook.backends.object_store import PendingWrite
-from skyhook.catalog.design import DESIGN_ATTRIBUTE
+from skyhook.catalog.design import DESIGN_ATTRIBUTE, ColumnGroup, ObjectDesign
 from skyhook.catalog.manifest import Manifest
 from skyhook.distributed import zorder
 from skyhook.distributed.plan import Plan, Step
@@ -29,13 +32,19 @@ def run_stream(backend: Backend, plan: Plan, step: Step, manifest: Manifest, pen
     filter = conjunction(plan.target_filter(), ranges_filter(plan, served))
     table, stats = scan_sources(backend, manifest, step.sources, plan.columns, filter)
     written = []
-    for name, chunk in zip(step.targets, _split(plan, step, served, table)):
-        if chunk.num_rows == 0:
+    layout = plan.column_objects or [table.column_names]
+    width = len(layout)
+    for number, chunk in enumerate(_split(plan, step, served, table, len(step.targets) // width)):
+        if not chunk.num_rows:
             continue
-        encoded, attribute = encode_object(chunk, plan.design)
-        backend.put_object(name, encoded, {DESIGN_ATTRIBUTE: attribute})
-        written.append(name)
-        pending.heartbeat()
+        if plan.column_objects is not None and plan.cluster_by is not None:
+            chunk = chunk.take(pc.sort_indices(chunk, [(plan.cluster_by, "ascending", "at_end")]))
+        for name, columns in zip(step.targets[number * width : (number + 1) * width], layout):
+            design = plan.design if plan.column_objects is None else column_object_design(plan.design, columns)
+            encoded, attribute = encode_object(chunk.select(columns), design)
+            backend.put_object(name, encoded, {DESIGN_ATTRIBUTE: attribute})
+            written.append(name)
+            pending.heartbeat()
     step.written = written
     step.measured = {
         "rows": table.num_rows,
@@ -46,14 +55,19 @@ def run_stream(backend: Backend, plan: Plan, step: Step, manifest: Manifest, pen
     }
 
 
-def _split(plan: Plan, step: Step, served: list[int], table: pa.Table) -> list[pa.Table]:
-    """The rows of each of the step's targets: one cluster range each, or equal runs."""
+def column_object_design(design: bytes, columns: list[str]) -> bytes:
+    """The plan's design for an object of columns: one group of them (sorting is left out by the plan)."""
+    request = ObjectDesign.from_bytes(design)
+    return replace(request, column_groups=(ColumnGroup(tuple(columns), 0, 0),)).to_bytes()
+
+
+def _split(plan: Plan, step: Step, served: list[int], table: pa.Table, pieces: int) -> list[pa.Table]:
+    """The rows of each of the step's pieces target partitions: one cluster range each, or equal runs."""
     if served and plan.zorder is not None:
         return z_ranges(plan, served, table)
     if served:
         filters = [_interval(plan, index, index) for index in served]
         return [table if filter is None else table.filter(filter) for filter in filters]
-    pieces = len(step.targets)
     if step.rows:  # a filter kept fewer rows: fewer objects of the planned size
         pieces = max(1, min(pieces, math.ceil(pieces * table.num_rows / step.rows)))
     per_object = math.ceil(table.num_rows / pieces) if table.num_rows else 0

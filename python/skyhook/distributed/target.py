@@ -30,7 +30,11 @@ class TransformTarget:
     ranges as fit pass_memory (bytes of target data the worker holds, decoded,
     as the objects' statistics estimate it; default 512 MiB). filter / columns:
     only these rows and columns are copied, into the new dataset ``into``.
-    design: the target objects' design (default: the dataset's write design)."""
+    design: the target objects' design (default: the dataset's write design).
+    column_objects: groups of columns each gathered into objects of their own,
+    a partition's other columns staying in its object (alone: partitions and
+    rows unchanged; ``[]`` merges column objects back); with a size, a
+    cluster or a copy, the partitions that builds are each written so."""
 
     rows_per_object: int | None = None
     object_size: int | None = None
@@ -41,6 +45,7 @@ class TransformTarget:
     design: Design | None = None
     zorder: bool = False
     pass_memory: int | None = None
+    column_objects: Sequence[Sequence[str]] | None = None
 
 
 #: Target data a cluster's worker holds in one pass over the sources.
@@ -65,10 +70,19 @@ class ResolvedTarget:
     asked: Design | None
     schema: pa.Schema  # the target objects' columns
     pass_memory: int = DEFAULT_PASS_MEMORY
+    #: Column objects: the columns of each object of a partition, its object first.
+    column_objects: tuple[tuple[str, ...], ...] | None = None
+    #: Whether a size was asked for (column objects alone keep the partitions as they are).
+    sized: bool = False
 
     @property
     def copies(self) -> bool:
         return self.into is not None
+
+    @property
+    def columns_only(self) -> bool:
+        """Column objects alone: each partition rewritten into its objects, the partitions as they are."""
+        return self.column_objects is not None and not (self.sized or self.copies or self.cluster_by or self.zorder)
 
 
 def resolve(target: TransformTarget, manifest: Manifest) -> ResolvedTarget:
@@ -128,13 +142,56 @@ def resolve(target: TransformTarget, manifest: Manifest) -> ResolvedTarget:
             manifest.write_design, column_groups=ObjectDesign.request(Design(), out.names, 0).column_groups
         )
         design = replace(design, sort_by=tuple(key for key in design.sort_by if key.column in out.names))
+    layout = _column_layout(target, out)
+    if layout is not None:
+        design = replace(design, sort_by=())  # the rows of a partition's objects must line up
     cluster_by = keys[0] if len(keys) == 1 else None
-    if cluster_by is not None and not design.sort_by:
+    if cluster_by is not None and not design.sort_by and layout is None:  # column objects: sorted by the stream
         design = replace(design, sort_by=(SortKey(cluster_by),))
     zorder = keys if len(keys) > 1 else None
     return ResolvedTarget(
-        measure, size, cluster_by, zorder, filter, columns, target.into, design, target.design, out, pass_memory
+        measure,
+        size,
+        cluster_by,
+        zorder,
+        filter,
+        columns,
+        target.into,
+        design,
+        target.design,
+        out,
+        pass_memory,
+        layout,
+        target.rows_per_object is not None or target.object_size is not None,
     )
+
+
+def _column_layout(target: TransformTarget, schema: pa.Schema) -> tuple[tuple[str, ...], ...] | None:
+    """The columns of each object of a partition the target asks for (None: not column objects)."""
+    if target.column_objects is None:
+        return None
+    given = target.column_objects
+    if isinstance(given, str) or not all(
+        not isinstance(group, str) and all(isinstance(name, str) for name in group) for group in given
+    ):
+        raise InvalidRequestError("column_objects takes a list of lists of column names")
+    groups = [tuple(group) for group in given]
+    named = [name for group in groups for name in group]
+    for name in named:
+        if name not in schema.names:
+            copied = " copied" if target.columns is not None else ""
+            raise InvalidRequestError(f"the dataset has no{copied} column {name!r}")
+    if len(set(named)) != len(named) or not all(groups):
+        raise InvalidRequestError("column_objects must name each column once, in non-empty groups")
+    if target.design is not None and target.design.column_groups is not None:
+        raise InvalidRequestError("column_objects gives each object its columns: the design cannot group them")
+    if target.design is not None and target.design.sort_by:
+        raise InvalidRequestError(
+            "column_objects keeps the rows of a partition's objects in line: the design cannot sort one "
+            "object; sort with cluster_by"
+        )
+    rest = tuple(name for name in schema.names if name not in named)
+    return ((rest,) if rest else ()) + tuple(groups) if groups else (tuple(schema.names),)
 
 
 def _cluster_keys(target: TransformTarget) -> tuple[str, ...]:

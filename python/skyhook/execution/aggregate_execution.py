@@ -12,6 +12,12 @@ partial functions, so the answer never depends on where the work ran:
 - none:   a loaded node pushed the work back: the client reads the object.
 
 A filter Substrait cannot carry makes every object a plain read.
+
+A partition whose columns live in several objects (column objects) runs its
+sub-plans in storage, as any object does, on the one of its objects that
+holds every column the query reads; when they span objects, the scan reads
+each object's columns, zips them by row and the client computes the
+partition's partials (execution/column_objects.py).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
+from itertools import chain, groupby
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -26,9 +33,11 @@ import pyarrow.substrait as pas
 
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, ObjectNotFoundError
+from skyhook.execution.column_objects import column_view, holding, layout
 from skyhook.execution.cost import bytes_read
 from skyhook.execution.placement import Placement, PlacementPolicy, at_client
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
+from skyhook.execution.scan_execution import ScanExecution
 from skyhook.execution.workload_log import record_query
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
 from skyhook.plan.expressions import columns_read, to_substrait
@@ -88,6 +97,10 @@ class AggregateExecution:
         self.output_schema = query.output_schema(schema)
         filter_ok = query.filter is None or to_substrait([query.filter], ["filter"], schema, is_filter=True) is not None
         self.stats = AggregateStatistics(filter_in_storage=filter_ok)
+        #: Per partition in column objects: the dataset of its object holding the query's columns, and that object.
+        self._targets: dict[int, tuple[DatasetObjects, Partition]] = {}
+        #: Per partition whose query columns span its objects: the sub-plans' input rows, zipped at the client.
+        self._zipped: dict[int, pa.Table] = {}
         #: None: the keys or inputs have types Substrait cannot carry; pyarrow aggregates plain reads.
         self.plan: bytes | None = None
         self.decomposition: Decomposition | None = None
@@ -130,7 +143,11 @@ class AggregateExecution:
         if not partitions:
             return self.query.run_locally(self.source.schema.empty_table())
         if self.decomposition is None:
+            if manifest.has_column_objects:
+                return self.query.run_locally(self._zipped_rows(partitions))
             return self.query.run_locally(pa.concat_tables(self._plain_reads(partitions)))
+        if manifest.has_column_objects:
+            self._place(partitions)
         partials = self._everywhere(self.decomposition.sub_plan, partitions, main=True)
         distinct = [self._everywhere(sub, partitions, main=False) for sub in self.decomposition.distinct_plans]
         self.stats.aggregate_in_storage = set(self.stats.where.values()) == {Placement.STORAGE}
@@ -138,6 +155,52 @@ class AggregateExecution:
         if not self.query.keys and result.num_rows == 0:  # grouped partials of no rows: pyarrow's one row
             return self.query.run_locally(self.source.schema.empty_table())
         return result
+
+    def _place(self, partitions: list[Partition]) -> None:
+        """Where each partition in column objects runs: on the object holding
+        every column the query reads, or (they span objects) zipped here."""
+        names = self.source.schema.names
+        needed = columns_read(self.source.schema, self.query.input_columns(), self.query.filter)
+        runs = groupby(partitions, key=lambda partition: (layout(partition, names), holding(partition, needed)))
+        spanning = []
+        for (objects, index), run in runs:
+            run = list(run)
+            if index is None:
+                spanning += run
+            elif len(objects) > 1:
+                view = column_view(self.source, run, index)
+                self._targets.update(
+                    (partition.number, (view, target)) for partition, target in zip(run, view.manifest.partitions)
+                )
+        if spanning:
+            columns = self.decomposition.read_schema.names
+            filter = None if self.stats.filter_in_storage else self.query.filter  # else the input plan filters
+            tables = self._zipped_scan(spanning, columns, filter)
+            self._zipped = {partition.number: self._plan_inputs(table) for partition, table in zip(spanning, tables)}
+
+    def _target(self, partition: Partition) -> tuple[DatasetObjects, Partition]:
+        """The dataset and object a partition's sub-plans run on."""
+        return self._targets.get(partition.number, (self.source, partition))
+
+    def _zipped_scan(self, partitions: list[Partition], columns: list[str], filter) -> list[pa.Table]:
+        """Each partition's rows of columns that pass filter, read by the scan
+        (which zips the objects of partitions whose columns span them)."""
+        scan = ScanExecution(self.source, columns, filter, use_threads=self.use_threads, logged=False)
+        tables = scan.partition_tables(partitions)
+        self.stats.rows_scanned += scan.stats.rows_scanned
+        self.stats.bytes_read += scan.stats.bytes_read
+        self.stats.bytes_returned += scan.stats.bytes_returned
+        self.stats.storage_cpu_s += scan.stats.storage_cpu_s
+        self.stats.zones_skipped += scan.stats.zones_skipped
+        return tables
+
+    def _zipped_rows(self, partitions: list[Partition]) -> pa.Table:
+        """The rows pyarrow aggregates when Substrait cannot carry the query's types."""
+        needed = columns_read(self.source.schema, self.query.input_columns(), self.query.filter)
+        for partition in partitions:
+            self._record(partition, Placement.CLIENT_ZIPPED, main=True)
+        self.stats.aggregate_in_storage = False
+        return pa.concat_tables(self._zipped_scan(partitions, needed, self.query.filter))
 
     def _plain_reads(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         read = lambda partition: read_partition(self.source, partition, filter=self.query.filter)  # noqa: E731
@@ -149,13 +212,22 @@ class AggregateExecution:
 
     def _everywhere(self, sub: SubPlan, partitions: list[Partition], main: bool) -> pa.Table:
         tables = []
-        for partition, table in zip(partitions, self._results(sub, partitions, main)):
+        stored = [partition for partition in partitions if partition.number not in self._zipped]
+        zipped = [partition for partition in partitions if partition.number in self._zipped]
+        results = zip(stored, self._results(sub, stored, main))
+        for partition, table in chain(results, ((p, self._zipped_partials(sub, p, main)) for p in zipped)):
             tables.append(table.append_column(ORDER, pa.array([partition.number] * table.num_rows, pa.int64())))
             if main:
                 self.stats.partial_rows += table.num_rows
         return pa.concat_tables(tables)
 
+    def _zipped_partials(self, sub: SubPlan, partition: Partition, main: bool) -> pa.Table:
+        self._record(partition, Placement.CLIENT_ZIPPED, main)
+        return sub.aggregate_rows(self._zipped[partition.number])
+
     def _results(self, sub: SubPlan, partitions: list[Partition], main: bool) -> Iterator[pa.Table]:
+        if not partitions:
+            return
         if not self.stats.filter_in_storage or self.policy.mode is False:
             yield from self._at_client(sub, partitions, Placement.CLIENT, main)
             return
@@ -166,7 +238,7 @@ class AggregateExecution:
         returned_before = self.stats.bytes_returned
         yield from self._in_storage(sub, first, main)
         if self.stats.where.get(first[0].number) == Placement.STORAGE_FILTER_ONLY:
-            ratio = (self.stats.bytes_returned - returned_before) / max(1, first[0].size_bytes)
+            ratio = (self.stats.bytes_returned - returned_before) / max(1, self._target(first[0])[1].size_bytes)
             if not self.policy.by_ratio(f"sampled object {first[0].number}", ratio, len(rest)).pushdown:
                 yield from self._at_client(sub, rest, Placement.CLIENT_COST_MODEL, main)
                 return
@@ -181,7 +253,7 @@ class AggregateExecution:
             pushback=self.pushback_limits,
         )
         replies = self.source.backend.call_each(
-            [p.object_name for p in partitions],
+            [self._target(p)[1].object_name for p in partitions],
             request,
             f"aggregating {self.source.name!r}",
             parallel=self.use_threads,
@@ -237,10 +309,14 @@ class AggregateExecution:
         filter -> project on Acero, and the sub-plan's aggregate in pyarrow."""
         filter = None if self.stats.filter_in_storage else self.query.filter
         columns = self.decomposition.read_schema.names  # decoding the others would be waste
-        size, rows, table = read_partition(self.source, partition, columns, filter)
+        size, rows, table = read_partition(*self._target(partition), columns, filter)
+        return size, rows, sub.aggregate_rows(self._plan_inputs(table))
+
+    def _plan_inputs(self, table: pa.Table) -> pa.Table:
+        """The rows every sub-plan aggregates: the input plan (read -> filter -> project) over table on Acero."""
         inputs = pas.run_query(
             pa.py_buffer(self.decomposition.input_plan),
             use_threads=False,
             table_provider=lambda names, schema: table.select(schema.names).cast(schema),
         )
-        return size, rows, sub.aggregate_rows(inputs.read_all())
+        return inputs.read_all()

@@ -10,7 +10,8 @@ statistics from storage (histograms), the filter's estimated selectivity on
 each object (selectivity.py) times those sizes does; otherwise the first object
 is pushed down as a sample and its reply-to-object size ratio decides the rest.
 An object whose design keeps its columns in several groups is read only in the
-extents of the groups that hold the needed columns: those are its bytes.
+extents of the groups that hold the needed columns, and a partition in column
+objects only in the objects holding them: those are its bytes.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pyarrow.compute as pc
 
 from skyhook.catalog.manifest import Manifest, Partition
 from skyhook.catalog.pruning import matching_partitions
+from skyhook.execution.column_objects import opened
 from skyhook.execution.link_cost import Work
 from skyhook.execution.selectivity import estimated_selectivities
 from skyhook.plan.expressions import columns_read
@@ -110,8 +112,10 @@ def object_selectivities(
 
 
 def bytes_read(partition: Partition, columns: list[str] | None) -> int:
-    """The bytes of an object that a read of columns (None: all) reads: the
-    extents of the column groups that hold them, or the whole object."""
-    if partition.design.monolithic:
-        return partition.size_bytes
-    return sum(group.length for group in partition.design.groups_holding(columns))
+    """The bytes of a partition that a read of columns (None: all) reads: of
+    each object it opens (with column objects, only those holding the
+    columns), the extents of the column groups that hold them, or the whole object."""
+    return sum(
+        size if design.monolithic else sum(group.length for group in design.groups_holding(held))
+        for design, size, held in opened(partition, columns)
+    )

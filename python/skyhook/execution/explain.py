@@ -11,13 +11,16 @@ from dataclasses import dataclass, field
 import pyarrow.compute as pc
 from substrait.gen.proto import plan_pb2
 
+from skyhook.catalog.manifest import Partition
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.execution.aggregate_execution import AggregateExecution
-from skyhook.execution.cost import object_selectivities
+from skyhook.execution.column_objects import holding
+from skyhook.execution.cost import bytes_read, object_selectivities
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.placement import Placement
 from skyhook.execution.scan_execution import ScanExecution
 from skyhook.plan.aggregate import DISTINCT
+from skyhook.plan.expressions import columns_read
 from skyhook.plan.substrait import measures_of
 
 
@@ -46,6 +49,39 @@ def _statistics_estimate(source: DatasetObjects, filter: pc.Expression | None, k
     return text
 
 
+#: Partitions in column objects whose objects explain() names; the rest are counted.
+_PARTITIONS_LISTED = 16
+
+
+def _objects_read(
+    source: DatasetObjects, partitions: list[Partition], needed: list[str] | None, why: dict
+) -> list[str]:
+    """Of a dataset with column objects: per partition, the objects a query
+    reads (and the columns it reads of each) and why (why: "one", "spanning"
+    -> reason); and the bytes it reads in storage, of those objects only."""
+    if not source.manifest.has_column_objects:
+        return []
+    names = source.schema.names
+    lines = []
+    for partition in partitions[:_PARTITIONS_LISTED]:
+        objects, whole = partition.objects(names), holding(partition, needed)
+        read = [objects[whole]] if whole is not None else objects
+        wanted = [
+            (held.object_name, [name for name in held.columns if needed is None or name in needed]) for held in read
+        ]
+        listed = ", ".join(f"{name} {columns}" for name, columns in wanted if columns or whole is not None)
+        lines.append(f"    partition {partition.number}: {listed}: {why['one' if whole is not None else 'spanning']}")
+    if len(partitions) > _PARTITIONS_LISTED:
+        lines.append(f"    ... and {len(partitions) - _PARTITIONS_LISTED} more partitions")
+    read = sum(bytes_read(partition, needed) for partition in partitions)
+    stored = sum(partition.stored_bytes for partition in partitions)
+    return [
+        "  objects read (the dataset keeps columns in column objects):",
+        *lines,
+        f"  bytes to read in storage: about {read:,} (of the objects read; the partitions hold {stored:,})",
+    ]
+
+
 def explain_scan(execution: ScanExecution) -> Explanation:
     source, stats = execution.source, execution.stats
     partitions = matching_partitions(source.manifest, execution.filter)
@@ -59,6 +95,16 @@ def explain_scan(execution: ScanExecution) -> Explanation:
             f"  cost model: {execution.planned_decision(partitions).reason}",
             f"  at the client: {'filter ' if not stats.filter_in_storage else ''}"
             f"{'projection ' if not stats.projection_in_storage else ''}concatenation",
+            *_objects_read(
+                source,
+                partitions,
+                columns_read(source.schema, execution.columns, execution.filter),
+                {
+                    "one": "one object holds every column read: scanned as any object (filter and projection)",
+                    "spanning": "columns span objects: each object's columns (projection in storage), "
+                    "zipped by row and filtered at the client",
+                },
+            ),
             f"  objects: {len(partitions)} to scan, {len(source.manifest.partitions) - len(partitions)} pruned by statistics",
             f"  selectivity: {_statistics_estimate(source, execution.filter, kept)}",
         ]
@@ -112,6 +158,15 @@ def explain_aggregate(execution: AggregateExecution) -> Explanation:
     ]
     if not stats.filter_in_storage:
         lines.append("  the filter cannot be expressed in Substrait: every object is read and filtered at the client")
+    lines += _objects_read(
+        source,
+        partitions,
+        columns_read(source.schema, query.input_columns(), query.filter),
+        {
+            "one": "one object holds every column read: partial aggregates in storage",
+            "spanning": "columns span objects: their columns zipped by row, partial aggregates at the client",
+        },
+    )
     lines.append(
         f"  objects: {len(partitions)} to aggregate, "
         f"{len(source.manifest.partitions) - len(partitions)} pruned by statistics"

@@ -8,9 +8,12 @@ import threading
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from skyhook.catalog.manifest import Partition
+from skyhook.execution.column_objects import holding, layout
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.placement import Decision
 from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
+from skyhook.plan.expressions import columns_read
 
 # Query shapes whose sampled decisions are kept (a dataset object sees few).
 _DECISIONS_KEPT = 256
@@ -37,11 +40,17 @@ class ObjectScans:
         the skyhook scan this belongs to, if any: its options and metrics."""
         options = scan.options if scan is not None else {}
         filter = None if filter.equals(pc.scalar(True)) else filter
-        shape = (str(filter), tuple(columns), *(options.get(key) for key in _DECIDING_OPTIONS))
+        partition = self.source.manifest.partitions[index]
+        shape = (
+            str(filter),
+            tuple(columns),
+            *(options.get(key) for key in _DECIDING_OPTIONS),
+            *self._read(partition, columns, filter),
+        )
         with self._lock:
             decided = self._decisions.get(shape)
         execution = ScanExecution(self.source, columns, filter, batch_size=batch_size, **options)
-        table = execution.object_table(self.source.manifest.partitions[index], decided)
+        table = execution.object_table(partition, decided)
         if decided is None and execution.sampled is not None:
             with self._lock:
                 if len(self._decisions) >= _DECISIONS_KEPT:
@@ -49,3 +58,10 @@ class ObjectScans:
                 self._decisions.setdefault(shape, execution.sampled)
         (scan.stats if scan is not None else self.stats).absorb(execution.stats)
         return table.to_reader(max_chunksize=batch_size)
+
+    def _read(self, partition: Partition, columns: list[str], filter: pc.Expression | None) -> tuple:
+        """Which of its objects a scan of partition reads: a sample's decision holds for objects alike."""
+        if not self.source.manifest.has_column_objects:
+            return ()
+        needed = columns_read(self.source.schema, columns, filter)
+        return layout(partition, self.source.schema.names), holding(partition, needed)

@@ -41,6 +41,7 @@ class Placement(str, Enum):
     CLIENT_COST_MODEL = "client (cost model)"
     PUSHED_BACK = "pushed back"  # a loaded node declined; the client did the work
     CLIENT_NOT_PERMITTED = "client (class calls not permitted)"
+    CLIENT_ZIPPED = "client (columns span objects: zipped)"  # its column objects read and zipped here
 
     __hash__ = str.__hash__  # equal to its text, also in sets and dicts
 

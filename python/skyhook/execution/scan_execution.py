@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, fields
+from itertools import groupby
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ import pyarrow.dataset as pads
 
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, ObjectNotFoundError, first_line
+from skyhook.execution.column_objects import column_view, holding, layout, zipped
 from skyhook.execution.cost import bytes_read, decoded_bytes, predicted_reply_ratio
 from skyhook.execution.link_cost import Work
 from skyhook.execution.observed_rates import rates_of
@@ -31,6 +33,7 @@ from skyhook.plan.expressions import (
     output_expressions,
     projected_schema,
     to_substrait,
+    unbound,
 )
 from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import ScanRequest
@@ -76,7 +79,7 @@ class ScanStatistics:
     wasted_storage_cpu_s: float = 0.0  # storage CPU spent on those
     pushdown: bool | str = "auto"  # requested: True, False, or "auto" (the cost model decides)
     cost_model: str = ""  # what the cost model decided and why
-    filter_in_storage: bool = True  # False: the filter was not expressible in Substrait
+    filter_in_storage: bool = True  # False: not expressible in Substrait, or spanning column objects
     projection_in_storage: bool = True  # (and was completed by the client)
     class_calls_refused: bool = False  # the user may not call the object class: plain reads
     zones_skipped: int = 0  # row groups / record batches storage skipped by their statistics
@@ -197,10 +200,19 @@ class ScanExecution:
         (table,) = self._tables([partition], decided)
         return table
 
+    def partition_tables(self, partitions: list[Partition]) -> list[pa.Table]:
+        """The rows of each of partitions (already pruned) that pass the filter, with the scan's columns."""
+        return list(self._tables(partitions))
+
     def _tables(self, partitions: list[Partition], decided: Decision | None = None) -> Iterator[pa.Table]:
         started = time.perf_counter()
         try:
-            for table in self._cost_based(partitions, decided):
+            tables = (
+                self._column_object_tables(partitions, decided)
+                if self.source.manifest.has_column_objects
+                else self._cost_based(partitions, decided)
+            )
+            for table in tables:
                 self.stats.objects_scanned += 1
                 if table.schema != self.projected_schema:  # e.g. nullability of computed columns
                     table = self._conform(table)
@@ -210,6 +222,53 @@ class ScanExecution:
             raise self.source.missing(error) from None
         finally:
             self.stats.wall_s += time.perf_counter() - started
+
+    def _column_object_tables(self, partitions: list[Partition], decided: Decision | None) -> Iterator[pa.Table]:
+        """Partitions of several objects, a run of one layout at a time: in the
+        object holding every column the scan needs, the scan as for any object
+        (decided: a sample's decision on such objects); else the needed columns
+        of each object holding some (the projection in storage, no filter:
+        their rows must line up), zipped and finished here."""
+        schema = self.source.schema
+        needed = columns_read(schema, self.columns, self.filter)
+        runs = groupby(partitions, key=lambda partition: (layout(partition, schema.names), holding(partition, needed)))
+        for (objects, whole), run in runs:
+            run = list(run)
+            if whole is not None:
+                yield from self._object_scan(run, whole, self.columns, self.filter, decided)
+                continue
+            self.stats.filter_in_storage = self.filter is None  # completed here, over the zipped pieces
+            reads = [
+                self._object_scan(run, index, [name for name in columns if needed is None or name in needed], None)
+                for index, columns in enumerate(objects)
+                if needed is None or set(columns) & set(needed)
+            ]
+            for partition, pieces in zip(run, zip(*reads)):
+                yield pads.dataset(zipped(partition, list(pieces), schema.names)).to_table(
+                    columns=self.columns, filter=self.filter
+                )
+
+    def _object_scan(
+        self,
+        partitions: list[Partition],
+        index: int,
+        columns: Columns,
+        filter: pc.Expression | None,
+        decided: Decision | None = None,
+    ) -> Iterator[pa.Table]:
+        """Object index of each of partitions scanned as its own dataset (the
+        cost model weighs that object alone); its metrics added to this scan's."""
+        execution = ScanExecution(
+            column_view(self.source, partitions, index),
+            columns,
+            None if filter is None else unbound(filter),  # bound to the dataset, not to the object's columns
+            logged=False,
+            **{**self.options, "batch_size": self.batch_size},
+        )
+        execution.stats = self.stats
+        for table in execution._cost_based(execution.source.manifest.partitions, decided):
+            yield table if table.schema == execution.projected_schema else execution._conform(table)
+        self.sampled = self.sampled or execution.sampled
 
     def _conform(self, table: pa.Table) -> pa.Table:
         """The reply's columns (carriers, types as stored) as the scan's types."""

@@ -3,7 +3,9 @@
 analyze, create_index and drop_index methods, read back by secondary_design.
 A scan in storage uses them by itself; nothing here is needed for that. The
 object-level statistics are also published in the manifest, for the client's
-pruning and cost model (catalog/object_statistics.py)."""
+pruning and cost model (catalog/object_statistics.py). A partition whose
+columns live in several objects has each analyzed, and a column indexed in the
+object holding it."""
 
 from __future__ import annotations
 
@@ -30,11 +32,19 @@ class _Request(Protocol):
     def encode(self) -> bytes: ...
 
 
-def _call_every_object(objects: DatasetObjects, request: _Request, context: str, progress: Progress | None) -> None:
-    """The request on every object. The first object goes alone: a request
+def _every_object(manifest: Manifest, column: str | None = None) -> list[tuple[str, tuple[str, ...]]]:
+    """Each object of the dataset and the columns it holds, in partition order;
+    with column, only the object of each partition that holds it."""
+    held = [o for partition in manifest.partitions for o in partition.objects(manifest.schema.names)]
+    return [(o.object_name, o.columns) for o in held if column is None or column in o.columns]
+
+
+def _call_objects(
+    objects: DatasetObjects, names: list[str], request: _Request, context: str, progress: Progress | None
+) -> None:
+    """The request on each of names. The first object goes alone: a request
     that storage refuses (an unknown column, a type without an order) then
     fails there, before any object was changed."""
-    names = [partition.object_name for partition in objects.manifest.partitions]
     encoded = request.encode()
 
     def checked(name: str, message: bytes) -> Reply:
@@ -57,19 +67,21 @@ def analyze(objects: DatasetObjects, progress: Progress | None = None) -> Manife
     """Statistics per column and zone (min, max, null count, distinct estimate,
     histogram) computed and kept by storage in every object; the object-level
     ones published in the manifest, which is returned."""
-    _call_every_object(objects, AnalyzeRequest(), f"analyzing {objects.name}", progress)
+    held = _every_object(objects.manifest)
+    _call_objects(objects, [name for name, _ in held], AnalyzeRequest(), f"analyzing {objects.name}", progress)
     _, batches = secondary_designs(objects)
     rows = {}
-    for partition, batch in zip(objects.manifest.partitions, batches):
-        row = None if batch is None else statistics_row(batch, objects.schema)
+    for (name, columns), batch in zip(held, batches):
+        schema = pa.schema([objects.schema.field(column) for column in columns])
+        row = None if batch is None else statistics_row(batch, schema)
         if row is not None:
-            rows[partition.object_name] = row
+            rows[name] = row
     return publish_object_statistics(objects, rows)
 
 
 def publish_object_statistics(objects: DatasetObjects, rows: dict[str, pa.StructArray]) -> Manifest:
     """The current manifest with rows (by object name) attached where they
-    still describe the partition's object, swapped in by compare-and-swap and
+    still describe the partition's objects, swapped in by compare-and-swap and
     retried against whatever another writer published meanwhile (an append's
     partitions, a transform's designs, an overwrite's objects are kept)."""
     while True:
@@ -88,14 +100,16 @@ def create_index(objects: DatasetObjects, column: str, progress: Progress | None
     """An index on column in every object (storage refuses unindexable types)."""
     _check_column(objects, column)
     _check_indexable(objects.schema.field(column))
-    _call_every_object(objects, IndexRequest(column), f"indexing {objects.name}.{column}", progress)
+    names = [name for name, _ in _every_object(objects.manifest, column)]
+    _call_objects(objects, names, IndexRequest(column), f"indexing {objects.name}.{column}", progress)
 
 
 def drop_index(objects: DatasetObjects, column: str, progress: Progress | None = None) -> None:
     """Removes the column's index from every object (none there is not an error)."""
     _check_column(objects, column)
+    names = [name for name, _ in _every_object(objects.manifest, column)]
     request = IndexRequest(column, drop=True)
-    _call_every_object(objects, request, f"dropping the index of {objects.name}.{column}", progress)
+    _call_objects(objects, names, request, f"dropping the index of {objects.name}.{column}", progress)
 
 
 def _check_column(objects: DatasetObjects, column: str) -> None:
@@ -144,9 +158,10 @@ SECONDARY_DESIGN_SCHEMA = pa.schema(
 
 
 def secondary_designs(objects: DatasetObjects) -> tuple[pa.Table, list[pa.RecordBatch | None]]:
-    """A row per object (SECONDARY_DESIGN_SCHEMA), and each object's zone
-    statistics batch (cpp/skyhook/storage/secondary/zone_statistics.h) or None."""
-    names = [partition.object_name for partition in objects.manifest.partitions]
+    """A row per object (SECONDARY_DESIGN_SCHEMA; column objects after their
+    partition's object), and each object's zone statistics batch
+    (cpp/skyhook/storage/secondary/zone_statistics.h) or None."""
+    names = [name for name, _ in _every_object(objects.manifest)]
     request = SecondaryDesignRequest()
     rows, batches = [], []
     replies = objects.backend.call_many(request.METHOD, ((name, request.encode()) for name in names))

@@ -82,4 +82,4 @@ def current_objects(store: ObjectStore, dataset: str) -> set[str] | None:
         manifest = None if stored is None else Manifest.from_bytes(stored.data, dataset)
     except CorruptManifestError:
         return None
-    return {partition.object_name for partition in manifest.partitions} if manifest else set()
+    return {name for partition in manifest.partitions for name in partition.object_names} if manifest else set()

@@ -67,7 +67,7 @@ def swap_retiring(
     replaced_by; "" for a delete) with the objects of replaced retired just
     before it; a swap that fails withdraws them. A corrupt manifest's objects are left to fsck."""
     manifest = _readable_manifest(replaced, name)
-    names = [partition.object_name for partition in manifest.partitions] if manifest else []
+    names = [name for partition in manifest.partitions for name in partition.object_names] if manifest else []
     records = retire_objects(store, name, replaced_by, names)
     if swap():
         return True

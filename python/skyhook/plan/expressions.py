@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import re
 from collections.abc import Mapping, Sequence
 
@@ -162,6 +163,13 @@ def filter_columns(filter: pc.Expression, schema: pa.Schema) -> set[str]:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return set(schema.names)
     return {field.name for field in _read_fields(message, schema)}
+
+
+def unbound(expression: pc.Expression) -> pc.Expression:
+    """expression with its columns by name. Arrow hands fragments filters bound
+    to the dataset's schema, whose columns Substrait then names by position in
+    that schema; Arrow's own serialization keeps names and binds nothing."""
+    return pickle.loads(pickle.dumps(expression))
 
 
 def columns_read(schema: pa.Schema, columns: Columns, filter: pc.Expression | None) -> list[str] | None:
