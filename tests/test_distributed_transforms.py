@@ -21,6 +21,7 @@ from skyhook.cli import app
 from skyhook.errors import DatasetChangedError, DatasetExistsError, InvalidRequestError
 from support.assertions import assert_same_table
 from support.plan_steps import run_step_by_step
+from support.scans import pushed_down
 from support.tables import make_typed_table
 from support.transform_answers import assert_answers, by_id
 
@@ -148,6 +149,27 @@ def test_zorder_cluster_prunes_on_either_key(store):
     assert_no_orphans(store)
 
 
+def test_a_zorder_cell_of_identical_keys_is_cut_by_row_count(store):
+    """Half the rows share both keys (a cell no halving can split): cut into
+    objects near the target, which share keys at their edges, their statistics true."""
+    table = box_table(6000)
+    same = pa.array([i < 3000 for i in range(6000)])
+    table = table.set_column(1, "i32", pc.if_else(same, pa.scalar(7, pa.int32()), table["i32"]))
+    table = table.set_column(2, "x", pc.if_else(same, 0.5, table["x"]))
+    dataset = store.write_dataset("t", table, rows_per_object=1000)
+    plan = dataset.plan_transform(
+        TransformTarget(rows_per_object=500, cluster_by=["i32", "x"], zorder=True, pass_memory=1)
+    )
+    run_step_by_step(store, dataset, plan, table)
+    sizes = [p.num_rows for p in store.manifest("t").partitions]
+    print(f"object sizes {sizes}")
+    assert sizes.count(500) == 6 and max(sizes) <= 750 and sum(sizes) == 6000, sizes  # the cell: 6 x 500
+    cell = (pc.field("i32") == 7) & (pc.field("x") == 0.5)
+    assert objects_read(store, cell, table) == 6  # the 3,000 rows' objects and no other
+    assert objects_read(store, pc.field("x") > 0.5, table) <= len(sizes) - 6
+    assert_no_orphans(store)
+
+
 def cluster_reads(
     store: skyhook.Store, name: str, table: pa.Table, target: TransformTarget
 ) -> tuple[skyhook.Plan, int]:
@@ -170,7 +192,7 @@ def test_a_cluster_reads_its_sources_once_per_pass(store, keys):
     streams = [step for step in each.steps if step.kind == "stream"]
     ranges = len(streams)
     assert ranges >= 8 and all(len(step.ranges()) == 1 for step in streams)
-    per_range = streams[0].bytes_moved
+    per_range = streams[0].memory
     packed, packed_read = cluster_reads(
         store, "three", table, TransformTarget(rows_per_object=1000, pass_memory=3 * per_range, **cluster)
     )
@@ -188,6 +210,22 @@ def test_a_cluster_reads_its_sources_once_per_pass(store, keys):
     # Same objects either way: one per range, the same rows in each.
     for name in ("three", "one"):
         assert store.manifest(name).statistics.equals(store.manifest("each").statistics)
+    assert_no_orphans(store)
+
+
+def test_a_pass_holds_at_most_pass_memory_decoded_however_well_the_data_compresses(store):
+    """A column a thousand times smaller stored than decoded: the passes follow its decoded bytes."""
+    table = box_table(12_000).append_column("note", pa.array(["the same long note " * 20] * 12_000))
+    pass_memory = table.nbytes // 4
+    plan, _ = cluster_reads(
+        store, "t", table, TransformTarget(rows_per_object=1000, cluster_by="i32", pass_memory=pass_memory)
+    )
+    streams = [step for step in plan.steps if step.kind == "stream"]
+    held = [int(step.measured["selected_bytes"]) for step in streams]  # the rows each pass held, decoded
+    print(f"{len(streams)} passes holding {held} bytes, pass_memory {pass_memory:,}, stored {plan.bytes_read:,}")
+    assert store.manifest("t").size_bytes < pass_memory  # by stored bytes, all would be one pass
+    assert len(streams) >= 4 and max(held) <= pass_memory, held
+    assert all(0.8 <= step.measured["selected_bytes"] / step.memory <= 1.25 for step in streams)
     assert_no_orphans(store)
 
 
@@ -261,6 +299,28 @@ def test_objects_kept_whole_are_copied_by_storage(store, monkeypatch):
     # A filter statistics cannot prove true of a whole object, or a projection, streams.
     for target in (TransformTarget(filter="v < 3", into="c2"), TransformTarget(columns=["k", "v"], into="c3")):
         assert "copy" not in [step.kind for step in dataset.plan_transform(target).steps]
+    assert_no_orphans(store)
+
+
+def test_a_copied_object_keeps_its_statistics_and_indexes(store):
+    """As RADOS copy_from copies the omap, the embedded copy too: the copy's lookups use the index."""
+    table = pa.table({"k": pa.array(range(4000)), "v": [i % 7 for i in range(4000)]})
+    dataset = store.write_dataset("t", table, rows_per_object=1000, row_group_size=100)
+    dataset.compute_statistics()
+    dataset.create_index("k")
+    plan = dataset.run_plan(
+        dataset.plan_transform(TransformTarget(filter="k >= 1000", into="copy", rows_per_object=1000))
+    )
+    assert [step.kind for step in plan.steps].count("copy") == 3  # object 0 streamed, holding no row
+    indexes = store.dataset("copy").secondary_design()["indexes"].to_pylist()
+    assert indexes == [["k"]] * 3, indexes
+    lookup = pc.field("k") == 2345
+    result, stats = pushed_down(store.dataset("copy"), lookup)
+    source_result, source_stats = pushed_down(dataset, lookup)
+    assert_same_table(result, table.filter(lookup))
+    assert_same_table(source_result, table.filter(lookup))
+    assert stats.rows_read_by_index == 1 and stats.index_bytes_read > 0
+    assert stats.bytes_read == source_stats.bytes_read  # the same object and index, read the same way
     assert_no_orphans(store)
 
 

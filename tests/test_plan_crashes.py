@@ -116,7 +116,7 @@ def test_a_cluster_pass_killed_midway_resumes(store, point):
     dataset = store.write_dataset("t", TABLE, rows_per_object=1000)
     probe = dataset.plan_transform(TransformTarget(rows_per_object=500, cluster_by="i32", pass_memory=1))
     store.cancel_plan(probe)
-    per_range = probe.steps[0].bytes_moved
+    per_range = probe.steps[0].memory
     target = TransformTarget(rows_per_object=500, cluster_by="i32", pass_memory=3 * per_range)
     plan = dataset.plan_transform(target)
     assert [len(step.ranges()) for step in plan.steps] == [3, 3, 0]
@@ -187,7 +187,9 @@ def test_a_lease_is_renewed_while_a_step_runs_and_taken_over_only_once_expired(s
     worked = CliRunner().invoke(app, ["worker", "--once", "--store", store.uri])
     assert "0 plan(s) run" in worked.stdout
     hold_lease(store, plan.id, "elsewhere:1", -1)
-    # A run that loses its lease (taken over inside its commit) stops at its next save.
+    # A run that loses its lease inside its commit (taken over after its last
+    # save) stops before it publishes: the manifest as it was, its retirement withdrawn.
+    before = store.manifest("t").generation
     retire = store.backend.put_retirement
 
     def taken_over(*args: Any) -> None:
@@ -198,9 +200,11 @@ def test_a_lease_is_renewed_while_a_step_runs_and_taken_over_only_once_expired(s
     with pytest.raises(skyhook.InvalidRequestError, match="is run by elsewhere:2 now"):
         store.resume_plan(plan)
     assert store.plan("t", plan.id).runner == "elsewhere:2"
+    assert store.manifest("t").generation == before and not store.backend.retirement_records()
     monkeypatch.setattr(store.backend, "put_retirement", retire)
     assert_answers(store, "t", TABLE)
-    assert store.resume_plan(plan).state == "done"  # the commit finds itself published
+    assert store.resume_plan(plan).state == "done"
+    assert store.manifest("t").generation != before
     # A plan stored before leases (a heartbeat instead) reads as one whose lease is over.
     record = json.loads(store.plan("t", plan.id).to_bytes())
     record["heartbeat"] = record.pop("lease_expiry")
@@ -233,6 +237,27 @@ def test_an_osd_killed_mid_plan(ceph_cluster, ceph_store):
     assert [p.num_rows for p in store.manifest("t").partitions] == [500] * 6
     assert_answers(store, "t", TABLE)
     assert_no_orphans(store)
+
+
+def test_a_copy_whose_lease_is_lost_before_it_publishes_creates_nothing(store, monkeypatch):
+    dataset = store.write_dataset("t", TABLE, rows_per_object=1000)
+    plan = dataset.plan_transform(
+        TransformTarget(rows_per_object=1000, filter="id >= 0", into="c", columns=["id", "i32"])
+    )
+    attribute = store.backend.object_attribute
+
+    def taken_over(*args: Any) -> Any:  # the commit reads its objects' designs: taken over then
+        hold_lease(store, plan.id, "elsewhere:3", -1)
+        return attribute(*args)
+
+    dataset.run_plan(plan, max_steps=1)
+    monkeypatch.setattr(store.backend, "object_attribute", taken_over)
+    with pytest.raises(skyhook.InvalidRequestError, match="is run by elsewhere:3 now"):
+        store.resume_plan(plan)
+    monkeypatch.setattr(store.backend, "object_attribute", attribute)
+    assert "c" not in store.list_datasets()
+    assert store.resume_plan(plan).state == "done"
+    assert_answers(store, "c", TABLE.select(["id", "i32"]))
 
 
 def test_an_osd_killed_mid_column_objects_split(ceph_cluster, ceph_store):

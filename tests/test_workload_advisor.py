@@ -6,6 +6,7 @@ still pyarrow's."""
 from __future__ import annotations
 
 import datetime
+import multiprocessing
 import random
 import subprocess
 import sys
@@ -94,7 +95,7 @@ def test_queries_are_logged_bounded_and_never_failed_by_the_log(store, monkeypat
 def test_a_query_only_queues_its_record_and_a_process_leaving_flushes_it(store, monkeypatch):
     store.write_dataset("w", workload_table().slice(0, 100))
     writers = []
-    for method in ("put_object", "replace_object_at"):
+    for method in ("create_object", "replace_object_at"):
         original = getattr(type(store.backend), method)
 
         def spy(self, name, *args, _original=original, **kwargs):
@@ -110,6 +111,38 @@ def test_a_query_only_queues_its_record_and_a_process_leaving_flushes_it(store, 
     script = "import sys, skyhook; skyhook.connect(sys.argv[1]).dataset('w').count_rows(filter='id < 7')"
     subprocess.run([sys.executable, "-c", script, store.uri], check=True, timeout=120)
     assert [record.predicates[0].high for record in read_log(store.backend, "w")] == [5, 5, 5, 7]
+
+
+def _first_logger(uri: str, high: int, both_found_none: threading.Barrier) -> None:
+    """Logs one query into a log that does not exist yet, once the other process also found none."""
+    store = skyhook.connect(uri)
+    read, waited = store.backend.read_versioned_object, []
+
+    def read_after_both(name: str) -> object:
+        try:
+            return read(name)
+        except skyhook.errors.ObjectNotFoundError:
+            if not waited:  # once: a retry reads the other's log
+                waited.append(both_found_none.wait(60))
+            raise
+
+    store.backend.read_versioned_object = read_after_both
+    store.dataset("w").count_rows(filter=pc.field("id") < high)
+    workload_log.flush(store.backend)
+
+
+def test_two_processes_creating_a_log_at_once_lose_neither_batch(store):
+    store.write_dataset("w", workload_table().slice(0, 100))
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["skyhook", "pyarrow"])
+    both_found_none = context.Barrier(2)
+    loggers = [context.Process(target=_first_logger, args=(store.uri, high, both_found_none)) for high in (3, 4)]
+    for logger in loggers:
+        logger.start()
+    for logger in loggers:
+        logger.join(timeout=120)
+        assert logger.exitcode == 0
+    assert sorted(record.predicates[0].high for record in read_log(store.backend, "w")) == [3, 4]
 
 
 def test_reading_the_log_waits_for_a_batch_the_background_thread_is_appending(store, monkeypatch):

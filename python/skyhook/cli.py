@@ -747,7 +747,8 @@ def design_plan(
     ] = None,
     format: Annotated[Optional[str], typer.Option(help="Target objects' format: rows, ipc or parquet.")] = None,
     pass_memory: Annotated[
-        Optional[int], typer.Option(help="A cluster's target bytes held per pass over the sources (default 512 MiB).")
+        Optional[int],
+        typer.Option(help="A cluster's target bytes held per pass over the sources, decoded (default 512 MiB)."),
     ] = None,
     column_objects: Annotated[
         Optional[str],

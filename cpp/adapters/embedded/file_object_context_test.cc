@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "omap_database.h"
 #include "skyhook/protocol/error.h"
 
 namespace skyhook {
@@ -152,6 +153,21 @@ TEST_F(FileObjectContextTest, OmapIsPerObjectAndOutsideTheObjectsDirectory) {
   EXPECT_EQ(b.GetOmap("key").ValueOrDie(), "of b");
   EXPECT_TRUE(Files().empty());  // the omap made no object
   EXPECT_TRUE(fs::exists(root_ / "omap.sqlite"));
+}
+
+TEST_F(FileObjectContextTest, CopyingAnOmapReplacesTheTargetsEntries) {
+  auto source = Object("source");
+  auto target = Object("target");
+  ASSERT_TRUE(source.UpdateOmap({}, {{"k1", "one"}, {"k2", "two"}}).ok());
+  ASSERT_TRUE(target.UpdateOmap({}, {{"k1", "stale"}, {"k3", "stale"}}).ok());
+  auto database = OmapDatabase::Open((root_ / "omap.sqlite").string()).ValueOrDie();
+  ASSERT_TRUE(database->Copy("source", "target").ok());
+  EXPECT_EQ(target.GetOmap("k1").ValueOrDie(), "one");
+  EXPECT_EQ(target.GetOmap("k2").ValueOrDie(), "two");
+  EXPECT_EQ(target.GetOmap("k3").ValueOrDie(), std::nullopt);
+  EXPECT_EQ(source.GetOmap("k1").ValueOrDie(), "one");
+  ASSERT_TRUE(database->Copy("never set", "target").ok());  // an object without an omap: none
+  EXPECT_EQ(target.GetOmap("k1").ValueOrDie(), std::nullopt);
 }
 
 TEST_F(FileObjectContextTest, ReadingNeverOpensTheOmapDatabase) {

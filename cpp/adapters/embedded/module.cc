@@ -26,6 +26,7 @@
 
 #include "file_object_context.h"
 #include "memory_object.h"
+#include "omap_database.h"
 #include "skyhook/protocol/error.h"
 #include "skyhook/protocol/frame.h"
 #include "skyhook/storage/methods/method.h"
@@ -39,6 +40,11 @@ namespace {
 // The store's omap database, beside its objects directory (omap_database.h).
 std::string OmapDatabasePath(const std::string& object_path) {
   return (std::filesystem::path(object_path).parent_path().parent_path() / "omap.sqlite").string();
+}
+
+// An object's name: its file's (FileObjectContext::Name).
+std::string ObjectName(const std::string& object_path) {
+  return std::filesystem::path(object_path).filename().string();
 }
 
 nb::bytes Bytes(const arrow::Buffer& buffer) {
@@ -107,6 +113,22 @@ template <typename T>
 T Checked(arrow::Result<T> result) {
   if (!result.ok()) Raise(result.status());
   return std::move(*result);
+}
+
+// Makes the target object's omap a copy of the source's (both files of one
+// store); a store that never wrote an omap has nothing to copy.
+void CopyOmap(const std::string& source_path, const std::string& target_path) {
+  const std::string database = OmapDatabasePath(source_path);
+  arrow::Status status;
+  {
+    nb::gil_scoped_release release;
+    std::error_code error;
+    if (!std::filesystem::exists(database, error)) return;
+    auto omap = skyhook::OmapDatabase::Open(database);
+    status =
+        omap.ok() ? (*omap)->Copy(ObjectName(source_path), ObjectName(target_path)) : omap.status();
+  }
+  if (!status.ok()) Raise(status);
 }
 
 nb::bytes ToBytes(const arrow::Buffer& buffer) {
@@ -276,6 +298,9 @@ NB_MODULE(_embedded, m) {
   m.attr("PROTOCOL_VERSION") = skyhook::kProtocolVersion;
   m.def("call", &Call, nb::arg("object_path"), nb::arg("method"), nb::arg("request"),
         "Run a storage method on one object file; returns the encoded reply.");
+  m.def(
+      "copy_omap", &CopyOmap, nb::arg("source_path"), nb::arg("target_path"),
+      "Make the target object's omap a copy of the source's. Failures: ValueError(code, message).");
   m.def("call_in_memory", &CallInMemory, nb::arg("data"), nb::arg("attributes"), nb::arg("method"),
         nb::arg("request"),
         "Run a storage method on an object held in memory; returns (reply, bytes, attributes).");

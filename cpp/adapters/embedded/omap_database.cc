@@ -106,4 +106,28 @@ arrow::Status OmapDatabase::Update(const std::string& object,
   return status;
 }
 
+arrow::Status OmapDatabase::Copy(const std::string& source, const std::string& target) {
+  if (sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) != SQLITE_OK) {
+    return Failed("write");
+  }
+  bool copied = false;
+  {
+    Statement clear(db_, "DELETE FROM omap WHERE object = ?1");
+    Statement copy(db_,
+                   "INSERT INTO omap (object, key, value) SELECT ?2, key, value FROM omap "
+                   "WHERE object = ?1");
+    if (clear.prepared() && copy.prepared()) {
+      clear.Bind(1, target);
+      copy.Bind(1, source);
+      copy.Bind(2, target);
+      copied = clear.Step() == SQLITE_DONE && copy.Step() == SQLITE_DONE;
+    }
+  }
+  const char* end = copied ? "COMMIT" : "ROLLBACK";
+  if (sqlite3_exec(db_, end, nullptr, nullptr, nullptr) != SQLITE_OK || !copied) {
+    return Failed("copy entries in");
+  }
+  return arrow::Status::OK();
+}
+
 }  // namespace skyhook

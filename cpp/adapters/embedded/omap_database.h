@@ -32,6 +32,9 @@ class OmapDatabase {
   /// Removes `remove`, then sets `set`, in one transaction.
   arrow::Status Update(const std::string& object, const std::vector<std::string>& remove,
                        const std::map<std::string, std::string>& set);
+  /// Makes `target`'s entries a copy of `source`'s, in one transaction (as
+  /// RADOS copy_from copies an object's omap).
+  arrow::Status Copy(const std::string& source, const std::string& target);
 
  private:
   OmapDatabase(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}

@@ -40,7 +40,7 @@ from skyhook.backends.object_store import (
     VersionedObject,
 )
 from skyhook.backends.parallel import ordered_map
-from skyhook.errors import InvalidRequestError, ObjectNotFoundError, SkyhookError, StoreNotFoundError
+from skyhook.errors import InvalidRequestError, ObjectNotFoundError, SkyhookError, StorageError, StoreNotFoundError
 from skyhook.names import check_dataset_name
 
 _MARKER = "skyhook-store"
@@ -75,6 +75,9 @@ class EmbeddedBackend(Backend):
 
     def put_object(self, name: str, data: pa.Buffer, attributes: dict[str, bytes | str]) -> None:
         _atomic_write(self._object_path(name), data, attributes)
+
+    def create_object(self, name: str, data: bytes) -> bool:
+        return _atomic_write(self._object_path(name), data, {}, exclusive=True)
 
     def read_object(self, name: str) -> pa.Buffer:
         try:
@@ -134,6 +137,11 @@ class EmbeddedBackend(Backend):
             raise ObjectNotFoundError(f"object {source} is missing from {self.uri}") from None
         with file:
             _atomic_write(self._object_path(target), file, _user_attributes(file.fileno()))
+        # Its statistics and indexes too, as copy_from copies the omap (they name the data, which is the same).
+        try:
+            _embedded.copy_omap(str(self._object_path(source)), str(self._object_path(target)))
+        except ValueError as error:
+            raise StorageError(f"cannot copy the omap of {source} to {target}: {error.args[-1]}") from None
 
     def delete_object(self, name: str) -> None:
         self._object_path(name).unlink(missing_ok=True)
@@ -366,9 +374,14 @@ def _user_attributes(descriptor: int) -> dict[str, bytes]:
 
 
 def _atomic_write(
-    path: Path, data: bytes | pa.Buffer | BinaryIO, attributes: dict[str, str] | dict[str, bytes]
-) -> None:
-    """data: the bytes, or an open file whose content to copy (in the kernel)."""
+    path: Path,
+    data: bytes | pa.Buffer | BinaryIO,
+    attributes: dict[str, str] | dict[str, bytes],
+    exclusive: bool = False,
+) -> bool:
+    """data: the bytes, or an open file whose content to copy (in the kernel).
+    exclusive: only if nothing is at path (linked, not renamed: a link fails
+    if the name exists); False if something was."""
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(descriptor, "wb") as file:
@@ -380,11 +393,20 @@ def _atomic_write(
                 os.setxattr(file.fileno(), f"user.{key}", value if isinstance(value, bytes) else value.encode())
             file.flush()
             os.fsync(file.fileno())
-        os.replace(temporary, path)
+        if exclusive:
+            try:
+                os.link(temporary, path)
+            except FileExistsError:
+                return False
+            finally:
+                Path(temporary).unlink(missing_ok=True)
+        else:
+            os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
     _fsync_directory(path.parent)
+    return True
 
 
 def _copy_file(source: int, target: int) -> None:

@@ -75,6 +75,10 @@ class ObjectStore(ABC):
         """Create or replace an object and its attributes atomically."""
 
     @abstractmethod
+    def create_object(self, name: str, data: bytes) -> bool:
+        """Create an object exclusively and atomically; False if one exists (left as it is)."""
+
+    @abstractmethod
     def read_object(self, name: str) -> pa.Buffer:
         """The whole object, as a plain read (no storage-side processing)."""
 

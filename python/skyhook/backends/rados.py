@@ -153,6 +153,9 @@ class RadosBackend(Backend):
         encoded = {key: value.encode() if isinstance(value, str) else value for key, value in attributes.items()}
         self._do(self._pool.put, name, data.to_pybytes(), encoded)
 
+    def create_object(self, name: str, data: bytes) -> bool:
+        return self._do(self._pool.create, name, data)
+
     def read_object(self, name: str) -> pa.Buffer:
         return pa.py_buffer(self._do(self._pool.read, name))
 

@@ -8,6 +8,7 @@ are retired (skyhook.backends.retirement), not deleted under their readers."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import pyarrow as pa
@@ -79,11 +80,14 @@ def commit_in_place(
     sources: list[str],
     targets: dict[str, bytes],
     layout: list[list[str]] | None = None,
+    *,
+    held: Callable[[], None],
 ) -> tuple[Manifest, bool]:
     """Swaps sources for targets (object -> design attribute; for column
     objects, an object per group of layout each) in dataset's current
     manifest; (the manifest, whether this call published it: False when an
-    earlier run did)."""
+    earlier run did). held() is called just before each swap: it raises if
+    the runner may no longer publish (its lease lost)."""
     built: tuple[list[Partition], pa.StructArray] | None = None
     while True:
         stored = backend.get_manifest(dataset)
@@ -106,6 +110,11 @@ def commit_in_place(
         # of earlier manifests keep them for the retention period), withdrawn if it fails.
         retiring = [name for p in current.partitions if p.object_name in sources for name in p.object_names]
         records = retire_objects(backend, dataset, generation, retiring)
+        try:
+            held()
+        except BaseException:
+            withdraw_retirement(backend, records)
+            raise
         if backend.replace_manifest(dataset, updated.to_bytes(), stored.version):
             return updated, True
         withdraw_retirement(backend, records)
@@ -153,10 +162,12 @@ def commit_copy(
     targets: dict[str, bytes],
     first: bool,
     layout: list[list[str]] | None = None,
+    *,
+    held: Callable[[], None],
 ) -> bool:
     """Appends targets (object -> design attribute; for column objects, an
     object per group of layout each) to the dataset into (creating it if
-    first); False when an earlier run had."""
+    first); False when an earlier run had. held() as for commit_in_place."""
     stored = backend.get_manifest(into)
     if stored is not None:
         current = Manifest.from_bytes(stored.data, into)
@@ -166,5 +177,6 @@ def commit_copy(
         return True
     partitions, statistics = built_partitions(backend, targets, schema, layout)
     manifest = Manifest(into, schema, design, generation, tuple(partitions), statistics)
+    held()
     publish(backend, manifest, "create" if first else "append", must_exist=not first)
     return True

@@ -59,7 +59,8 @@ class PlanLease:
 
     def save(self) -> None:
         """Stores the plan as it is now, the lease renewed; raises if it was lost
-        (cancelled, or taken over after it expired)."""
+        (cancelled, or taken over after it expired). A commit saves just before
+        it publishes, so a run that lost its lease publishes nothing."""
         with self.lock:
             if self.lost is not None:
                 raise self.lost

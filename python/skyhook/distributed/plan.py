@@ -56,6 +56,8 @@ class Step:
     #: For a stream step of a cluster that serves several key ranges in one pass: the ranges, in
     #: key order, one target each (plans made before passes have key_range instead).
     key_ranges: list[int] | None = None
+    #: For a cluster's stream step: the estimated bytes of its ranges' rows decoded (what the pass holds).
+    memory: int = 0
 
     def ranges(self) -> list[int]:
         """The cluster key ranges the step writes (none: not a cluster's stream)."""
@@ -73,6 +75,8 @@ class Step:
             what += f" (key range {served[0]})"
         elif served:
             what += f" in one pass (key ranges {served[0]}..{served[-1]})"
+        if self.memory:
+            what += f", holding ~{self.memory:,} bytes decoded"
         return what
 
 
@@ -220,6 +224,8 @@ class Plan:
         written_to = self.into or self.dataset
         for step in self.steps:
             if step.kind not in KINDS or not (isinstance(step.group, int) and 0 <= step.group < len(self.groups)):
+                raise ValueError("invalid step")
+            if isinstance(step.memory, bool) or not isinstance(step.memory, int):
                 raise ValueError("invalid step")
             for name in step.sources:
                 owner = object_owner(name) if isinstance(name, str) else None

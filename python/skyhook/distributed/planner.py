@@ -103,11 +103,13 @@ def _cluster(
     sources = [p.object_name for p in partitions]
     size = sum(p.stored_bytes for p in partitions)
     moved = int(size * fraction / (len(bounds) + 1))  # per range
-    for served in _passes(list(present), max(1, target.pass_memory // max(1, moved))):
+    # What a pass holds is its ranges' rows decoded, which compression can make many times their stored bytes.
+    held = int(_decoded_bytes(manifest, target.columns) / (len(bounds) + 1))
+    for served in _passes(list(present), max(1, target.pass_memory // max(1, held))):
         names = _targets(written_to, generation, served, target)
         # One read of the sources per pass, the rows split by range into the pass's targets.
         step = Step("stream", 0, sources, names, None, 0, size, moved * len(served), moved * len(served))
-        step.key_ranges = served
+        step.key_ranges, step.memory = served, held * len(served)
         plan.steps.append(step)
     plan.steps.append(Step("commit", 0, sources, []))
 
@@ -126,9 +128,9 @@ def _zorder(plan: Plan, table: pa.Table, keys: list[str], ranges: int) -> tuple[
     z = zorder.interleave(key_buckets, bits)
     # Cells halve: allow the right-sized slack so that even data does not split into twice the objects.
     most = max(1, math.ceil(RIGHT_SIZED[1] * len(z) / ranges))
-    bounds = pa.array(zorder.cell_bounds(np.sort(z), bits * len(keys), most), pa.uint64())
+    bounds = pa.array(zorder.cell_bounds(np.sort(z), bits * len(keys), most, len(z) / ranges), pa.uint64())
     count = len(bounds) + 1
-    plan.boxes = zorder.boxes(key_buckets, np.searchsorted(bounds.to_numpy(), z, side="right"), count)
+    plan.boxes = zorder.boxes(key_buckets, zorder.range_of(z, bounds.to_numpy()), count)
     plan.zorder, plan.zorder_bits = keys, bits
     plan.bucket_bounds = _serialized(
         pa.table({key: pa.array([values.to_pylist()], pa.list_(values.type)) for key, values in zip(keys, key_bounds)})
@@ -244,6 +246,22 @@ def _column_fraction(manifest: Manifest, columns: tuple[str, ...] | None) -> flo
     }
     total = sum(per_column.values())
     return 1.0 if total <= 0 else sum(per_column[name] for name in columns) / total
+
+
+def _decoded_bytes(manifest: Manifest, columns: tuple[str, ...] | None) -> float:
+    """The columns' bytes decoded (Arrow buffers), by the objects' per-column statistics;
+    objects without them at the decoded-to-stored ratio of those with (1 if none has)."""
+    sizes = np.array([p.stored_bytes for p in manifest.partitions], np.float64)
+    if len(manifest.statistics) == 0:
+        return float(sizes.sum())
+    per_column = [
+        manifest.statistics.field(name).field("bytes").to_numpy(zero_copy_only=False).astype(np.float64)
+        for name in (manifest.schema.names if columns is None else columns)
+    ]
+    decoded = np.sum(per_column, axis=0)  # NaN where an object's statistics have no bytes
+    known = ~np.isnan(decoded)
+    ratio = decoded[known].sum() / sizes[known].sum() if known.any() and sizes[known].sum() > 0 else 1.0
+    return float(decoded[known].sum() + ratio * sizes[~known].sum())
 
 
 def _summary(target: ResolvedTarget) -> str:

@@ -80,7 +80,7 @@ def run_plan(
                 if step.group not in pending and step.kind != "local":
                     pending[step.group] = backend.begin_write(plan.into or plan.dataset, plan.groups[step.group])
             try:
-                _run_batch(backend, plan, batch, pending)
+                _run_batch(backend, plan, batch, pending, lease)
             except DatasetChangedError:
                 for step in batch:
                     _drop_uncommitted(backend, plan, step.group)  # they can never be committed
@@ -131,12 +131,14 @@ def _next_batch(todo: list[Step], parallel: int) -> list[Step]:
     return batch
 
 
-def _run_batch(backend: Backend, plan: Plan, batch: list[Step], pending: dict[int, PendingWrite]) -> None:
+def _run_batch(
+    backend: Backend, plan: Plan, batch: list[Step], pending: dict[int, PendingWrite], lease: PlanLease
+) -> None:
     if len(batch) == 1:
-        _run_step(backend, plan, batch[0], pending.get(batch[0].group))
+        _run_step(backend, plan, batch[0], pending.get(batch[0].group), lease)
         return
     with ThreadPoolExecutor(len(batch)) as pool:
-        list(pool.map(lambda step: _run_step(backend, plan, step, pending.get(step.group)), batch))
+        list(pool.map(lambda step: _run_step(backend, plan, step, pending.get(step.group), lease), batch))
 
 
 def cancel_plan(backend: Backend, plan: Plan) -> Plan:
@@ -173,7 +175,7 @@ def queue_plan(backend: Backend, plan: Plan, schedule: Schedule | None = None) -
     return plan
 
 
-def _run_step(backend: Backend, plan: Plan, step: Step, pending: PendingWrite | None) -> None:
+def _run_step(backend: Backend, plan: Plan, step: Step, pending: PendingWrite | None, lease: PlanLease) -> None:
     """pending: the write in progress of the step's group (None for a local transform, which writes none)."""
     if pending is None:
         manifest = _manifest(backend, plan.dataset)
@@ -181,7 +183,7 @@ def _run_step(backend: Backend, plan: Plan, step: Step, pending: PendingWrite | 
     elif step.kind in WRITES:
         _write(backend, plan, step, _manifest(backend, plan.dataset), pending)
     else:
-        _commit(backend, plan, step, pending)
+        _commit(backend, plan, step, pending, lease)
 
 
 def _write(backend: Backend, plan: Plan, step: Step, manifest: Manifest, pending: PendingWrite) -> None:
@@ -191,7 +193,7 @@ def _write(backend: Backend, plan: Plan, step: Step, manifest: Manifest, pending
         run_stream(backend, plan, step, manifest, pending)
 
 
-def _commit(backend: Backend, plan: Plan, step: Step, pending: PendingWrite) -> None:
+def _commit(backend: Backend, plan: Plan, step: Step, pending: PendingWrite, lease: PlanLease) -> None:
     writes = [other for other in plan.steps if other.group == step.group and other.kind in WRITES]
     targets = object_designs(backend, [name for write in writes for name in write.written])
     if None in targets.values():  # fsck removed them after a crash: write them again
@@ -201,12 +203,22 @@ def _commit(backend: Backend, plan: Plan, step: Step, pending: PendingWrite) -> 
         targets = object_designs(backend, [name for write in writes for name in write.written])
     generation = plan.groups[step.group]
     if plan.into is None:
-        commit_in_place(backend, plan.dataset, generation, step.sources, targets, plan.column_objects)
+        commit_in_place(backend, plan.dataset, generation, step.sources, targets, plan.column_objects, held=lease.save)
     else:
         source = _manifest(backend, plan.dataset)
         schema = source.schema if plan.columns is None else pa.schema([source.schema.field(c) for c in plan.columns])
         first = not any(other.done for other in plan.steps if other.kind == "commit")
-        commit_copy(backend, plan.into, generation, plan.target_design(), schema, targets, first, plan.column_objects)
+        commit_copy(
+            backend,
+            plan.into,
+            generation,
+            plan.target_design(),
+            schema,
+            targets,
+            first,
+            plan.column_objects,
+            held=lease.save,
+        )
 
 
 def _record_failure(backend: Backend, plan: Plan) -> None:

@@ -103,10 +103,10 @@ def _interval(plan: Plan, first: int, last: int) -> pc.Expression | None:
 
 
 def z_ranges(plan: Plan, served: list[int], table: pa.Table) -> list[pa.Table]:
-    """The rows of table in each served Z-order range (z in [bounds[index-1], bounds[index])), in z order."""
+    """The rows of table in each served Z-order range (zorder.range_of), in z order."""
     z = zorder.z_values([table.column(key) for key in plan.zorder or []], plan.key_bucket_bounds(), plan.zorder_bits)
     bounds = plan.key_bounds()
-    ranges = np.searchsorted(bounds.to_numpy() if bounds is not None else np.array([], np.uint64), z, side="right")
+    ranges = zorder.range_of(z, bounds.to_numpy() if bounds is not None else np.array([], np.uint64))
     order = np.argsort(ranges, kind="stable")
     by_range = ranges[order]
     chunks = []

@@ -27,8 +27,8 @@ class TransformTarget:
     several columns, the dataset range-partitioned by their Z-order (each
     object a box of the keys' space, so statistics prune on any of them); a
     cluster reads the sources once per pass, each pass serving as many key
-    ranges as fit pass_memory (bytes of target data the worker holds; default
-    512 MiB). filter / columns:
+    ranges as fit pass_memory (bytes of target data the worker holds, decoded,
+    as the objects' statistics estimate it; default 512 MiB). filter / columns:
     only these rows and columns are copied, into the new dataset ``into``.
     design: the target objects' design (default: the dataset's write design).
     column_objects: groups of columns each gathered into objects of their own,

@@ -75,26 +75,46 @@ def interleave(key_buckets: Sequence[np.ndarray], bits: int) -> np.ndarray:
     return z
 
 
-def cell_bounds(z: np.ndarray, total_bits: int, most: int) -> np.ndarray:
+def cell_bounds(z: np.ndarray, total_bits: int, most: int, per_object: float) -> np.ndarray:
     """Range bounds for sorted z-values: the z-space halved one bit at a time
     (each half of an aligned cell is again a box: it halves one key's range)
     until every cell holds at most `most` rows; the starts of the cells that
     hold rows, but the first (a range runs up to the next start). A range
-    that crossed a cell's edge would span some key's whole range and prune nothing."""
+    that crossed a cell's edge would span some key's whole range and prune
+    nothing. A cell of one z-value (it cannot halve) holding more is cut by
+    row count into runs of about per_object rows: its start once per run
+    (range_of spreads its rows; a cut first cell keeps its start, range 0 empty)."""
     starts: list[int] = []
 
     def split(start: int, bits: int) -> None:
         low, high = np.searchsorted(z, [np.uint64(start), np.uint64(start + (1 << bits))])
         if high == low:
             return
-        if high - low <= most or bits == 0:
+        if high - low <= most:
             starts.append(start)
-            return
-        split(start, bits - 1)
-        split(start + (1 << (bits - 1)), bits - 1)
+        elif bits == 0:
+            starts.extend([start] * max(2, round((high - low) / per_object)))
+        else:
+            split(start, bits - 1)
+            split(start + (1 << (bits - 1)), bits - 1)
 
     split(0, total_bits)
-    return np.array(starts[1:], np.uint64)
+    first_cut = len(starts) > 1 and starts[1] == starts[0]
+    return np.array(starts if first_cut else starts[1:], np.uint64)
+
+
+def range_of(z: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Each row's range: the one whose z-interval [bounds[r-1], bounds[r]) holds it;
+    the rows of a z-value that starts m ranges (a cell cut by row count) go to
+    those m ranges in equal runs, in row order (the same rows in the same order
+    in every pass, so each row goes to one range)."""
+    ranges = np.searchsorted(bounds, z, side="right")
+    first = np.searchsorted(bounds, z, side="left")
+    for value in np.unique(z[ranges - first > 1]):
+        rows = np.flatnonzero(z == value)
+        low, runs = first[rows[0]], ranges[rows[0]] - first[rows[0]]
+        ranges[rows] = low + 1 + np.arange(len(rows)) * runs // len(rows)
+    return ranges
 
 
 def boxes(key_buckets: Sequence[np.ndarray], ranges: np.ndarray, count: int) -> list[list[int] | None]:

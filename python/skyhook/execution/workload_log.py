@@ -5,7 +5,8 @@ touched), kept in the store as a bounded ring per dataset (the object
 
 A query only queues its record: a background thread of the process appends
 each dataset's queued records together, at most once a second, by one
-compare-and-swap on the ring object (retried a few times), so no query waits
+compare-and-swap on the ring object, or its exclusive creation (retried a
+few times; two creators make one an append), so no query waits
 for the log and the ring is rewritten once per batch, not once per query.
 Reading the log, closing the store and leaving the process flush the queue.
 A batch that still loses the race, or any failure of the log, is dropped:
@@ -177,8 +178,10 @@ def _append(store: ObjectStore, name: str, entries: list[QueryRecord], limit: in
         try:
             stored = store.read_versioned_object(name)
         except ObjectNotFoundError:
-            store.put_object(name, pa.py_buffer(_encode(entries[-limit:])), {})
-            return
+            # Created exclusively: a process that created it meanwhile makes this an append.
+            if store.create_object(name, _encode(entries[-limit:])):
+                return
+            continue
         records = [*_decode(stored.data.to_pybytes()), *entries][-limit:]
         if store.replace_object_at(name, _encode(records), {}, stored.version):
             return
