@@ -41,7 +41,7 @@ from skyhook.backends.object_store import (
 )
 from skyhook.backends.parallel import ordered_map
 from skyhook.errors import InvalidRequestError, ObjectNotFoundError, SkyhookError, StorageError, StoreNotFoundError
-from skyhook.names import check_dataset_name
+from skyhook.names import check_dataset_name, object_owner
 
 _MARKER = "skyhook-store"
 # _atomic_write's temporary files: "." + the final name + "." + mkstemp's 8 random characters.
@@ -74,7 +74,13 @@ class EmbeddedBackend(Backend):
         return self.root.as_uri()
 
     def put_object(self, name: str, data: pa.Buffer, attributes: dict[str, bytes | str]) -> None:
-        _atomic_write(self._object_path(name), data, attributes)
+        # A partition object is synced (a name, once durable, is whole) but its
+        # name is made durable with the others by the manifest write that names
+        # it (_sync_object_names): a machine crash before that only loses
+        # objects nothing names yet, which a resumed plan writes again. Any
+        # other object (plans, logs) is its own commit point.
+        path = self._object_path(name)
+        _atomic_write(path, data, attributes, sync_directory=object_owner(name) is None)
 
     def create_object(self, name: str, data: bytes) -> bool:
         return _atomic_write(self._object_path(name), data, {}, exclusive=True)
@@ -189,6 +195,7 @@ class EmbeddedBackend(Backend):
         with self._manifest_lock(dataset):
             if self._read_manifest(dataset) is not None:
                 return False
+            self._sync_object_names()
             _atomic_write(self._manifest_path(dataset), data, {})
             return True
 
@@ -196,8 +203,14 @@ class EmbeddedBackend(Backend):
         with self._manifest_lock(dataset):
             if self._read_manifest(dataset) != version:
                 return False
+            self._sync_object_names()
             _atomic_write(self._manifest_path(dataset), data, {})
             return True
+
+    def _sync_object_names(self) -> None:
+        """The names of the objects put so far made durable, before a manifest
+        (by whichever process wrote them) can name them: one fsync for all."""
+        _fsync_directory(self.objects)
 
     def delete_manifest(self, dataset: str, version: object) -> bool:
         with self._manifest_lock(dataset):
@@ -378,10 +391,13 @@ def _atomic_write(
     data: bytes | pa.Buffer | BinaryIO,
     attributes: dict[str, str] | dict[str, bytes],
     exclusive: bool = False,
+    sync_directory: bool = True,
 ) -> bool:
     """data: the bytes, or an open file whose content to copy (in the kernel).
     exclusive: only if nothing is at path (linked, not renamed: a link fails
-    if the name exists); False if something was."""
+    if the name exists); False if something was. The file is synced before
+    the rename (a crash never leaves a name on part of it); its name is
+    durable once its directory is synced: here, unless the caller does that later."""
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(descriptor, "wb") as file:
@@ -405,7 +421,8 @@ def _atomic_write(
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
-    _fsync_directory(path.parent)
+    if sync_directory:
+        _fsync_directory(path.parent)
     return True
 
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import pyarrow as pa
 
@@ -286,6 +287,10 @@ class Manifest:
     @classmethod
     def from_bytes(cls, data: bytes, dataset: str) -> Manifest:
         """The manifest of dataset, checked: anything else raises CorruptManifestError."""
+        return _checked(bytes(data), dataset)
+
+    @classmethod
+    def _checked(cls, data: bytes, dataset: str) -> Manifest:
         try:
             manifest = cls._decode(data)
         except (pa.ArrowException, KeyError, ValueError, TypeError) as error:
@@ -407,6 +412,15 @@ class Manifest:
             held = [name for column in partition.objects(self.schema.names) for name in column.columns]
             if partition.column_objects and sorted(held) != sorted(self.schema.names):
                 raise corrupt(f"partition {index} does not hold each column in one of its objects")
+
+
+# A plan step, its commit and the garbage collection after it each read the
+# dataset's manifest, mostly the same bytes: the last few are decoded (and
+# checked) once. A manifest is immutable; a corrupt one raises every time
+# (lru_cache keeps no exceptions).
+@lru_cache(maxsize=4)
+def _checked(data: bytes, dataset: str) -> Manifest:
+    return Manifest._checked(data, dataset)
 
 
 def _column_object_problem(column: ColumnObject, num_rows: int, names: list[str]) -> str | None:

@@ -19,7 +19,7 @@ from skyhook.catalog.design import DESIGN_ATTRIBUTE, ObjectDesign
 from skyhook.catalog.manifest import ColumnObject, Manifest, Partition, statistics_type
 from skyhook.errors import DatasetChangedError, DatasetNotFoundError, ObjectNotFoundError
 from skyhook.ingest.publish import publish
-from skyhook.ingest.statistics import concat_statistics, partition_statistics
+from skyhook.ingest.statistics import concat_statistics, objects_statistics
 from skyhook.names import object_owner
 
 
@@ -30,32 +30,30 @@ def built_partitions(
     object_designs read them) and their statistics, computed in storage: the
     plan's statistics build. layout: the columns of each object of a
     partition (its object first), for column objects; None: one object each."""
-    partitions, rows = [], []
-    names = list(designs)
     layout = layout or [schema.names]
-    for number, start in enumerate(range(0, len(names), len(layout))):
-        objects = []
-        for name, columns in zip(names[start : start + len(layout)], layout):
-            design = ObjectDesign.from_bytes(designs[name])
-            size = sum(group.length for group in design.column_groups)
-            objects.append(ColumnObject(name, tuple(columns), size, design))
-        first, *others = objects
+    objects = []
+    for name, columns in zip(designs, layout * -(-len(designs) // len(layout))):
+        design = ObjectDesign.from_bytes(designs[name])
+        objects.append(ColumnObject(name, tuple(columns), sum(group.length for group in design.column_groups), design))
+    described = objects_statistics(
+        backend, [(column.object_name, pa.schema([schema.field(n) for n in column.columns])) for column in objects]
+    )
+    partitions, rows = [], []
+    for number, start in enumerate(range(0, len(objects), len(layout))):
+        first, *others = objects[start : start + len(layout)]
         partitions.append(
             Partition(number, first.object_name, first.design.num_rows, first.size_bytes, first.design, tuple(others))
         )
-        rows.append(
-            _statistics(backend, objects, schema)
-            if others
-            else partition_statistics(backend, first.object_name, schema)
-        )
+        rows.append(_statistics([first, *others], described[start : start + len(layout)], schema))
     return partitions, concat_statistics(rows, schema)
 
 
-def _statistics(backend: Backend, objects: list[ColumnObject], schema: pa.Schema) -> pa.StructArray:
+def _statistics(objects: list[ColumnObject], described: list[pa.StructArray], schema: pa.Schema) -> pa.StructArray:
     """A partition's statistics row from those of its objects, each over its columns."""
+    if len(objects) == 1:
+        return described[0]
     fields: dict[str, pa.Array] = {}
-    for column in objects:
-        row = partition_statistics(backend, column.object_name, pa.schema([schema.field(n) for n in column.columns]))
+    for column, row in zip(objects, described):
         fields.update({name: row.field(name) for name in column.columns})
     return pa.StructArray.from_arrays([fields[name] for name in schema.names], schema.names).cast(
         statistics_type(schema)

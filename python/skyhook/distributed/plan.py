@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -185,7 +185,9 @@ class Plan:
         return "\n".join(lines)
 
     def to_bytes(self) -> bytes:
-        record = asdict(self)
+        # Shallow, not asdict, which deep-copies every step on every save of the plan (after each step).
+        record = {item.name: getattr(self, item.name) for item in fields(self)}
+        record["steps"] = [vars(step) for step in self.steps]
         for key in SERIALIZED:
             record[key] = base64.b64encode(record[key]).decode()
         return json.dumps({"version": PLAN_VERSION, **record}).encode()

@@ -13,14 +13,29 @@ from skyhook.rpc.requests import DescribeRequest
 def describe_object(caller: MethodCaller, object_name: str) -> tuple[pa.StructArray, dict[str, int]]:
     """Per-column statistics of one object ({min, max, null_count} per column,
     a one-row struct array) and the call's statistics, computed in storage."""
-    reply = decode_reply(caller.call(object_name, DescribeRequest.METHOD, DescribeRequest().encode()))
+    return _described(caller.call(object_name, DescribeRequest.METHOD, DescribeRequest().encode()), object_name)
+
+
+def _described(encoded: bytes, object_name: str) -> tuple[pa.StructArray, dict[str, int]]:
+    reply = decode_reply(encoded)
     reply.raise_for_status(f"describing object {object_name}")
     return reply.reader().read_all().to_struct_array().combine_chunks(), reply.statistics
 
 
 def partition_statistics(caller: MethodCaller, object_name: str, schema: pa.Schema) -> pa.StructArray:
     """The manifest's statistics row of one partition object of a dataset of schema."""
-    row, _ = describe_object(caller, object_name)
+    return _in_schema(describe_object(caller, object_name)[0], schema)
+
+
+def objects_statistics(caller: MethodCaller, objects: list[tuple[str, pa.Schema]]) -> list[pa.StructArray]:
+    """partition_statistics of each (object, schema of its columns), the calls
+    in flight together (a commit describes all its new objects at once)."""
+    request = DescribeRequest().encode()
+    replies = caller.call_many(DescribeRequest.METHOD, [(name, request) for name, _ in objects])
+    return [_in_schema(_described(encoded, name)[0], schema) for (name, schema), encoded in zip(objects, replies)]
+
+
+def _in_schema(row: pa.StructArray, schema: pa.Schema) -> pa.StructArray:
     # An object's columns are in the order of its column groups: take the dataset's.
     names = [field.name for field in row.type]
     if names != schema.names and sorted(names) == sorted(schema.names):
