@@ -122,7 +122,9 @@ def test_sums_of_computed_decimals_match_duckdb(dataset, name):
     assert set(dataset.last_aggregate.stats.where.values()) == {"storage"}
     decimals = TABLE  # noqa: F841 (DuckDB reads it by name)
     measures = ", ".join(sql for *_, sql in MEASURES)
-    expected = duckdb.sql(f"select k, {measures}, count(b) from decimals where {where} group by k order by k").fetchall()
+    expected = duckdb.sql(
+        f"select k, {measures}, count(b) from decimals where {where} group by k order by k"
+    ).fetchall()
     ours = result.sort_by("k").to_pylist()
     assert len(ours) == len(expected) == (0 if name == "none" else 3)
     for mine, theirs in zip(ours, expected):
