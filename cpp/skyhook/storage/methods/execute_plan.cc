@@ -162,6 +162,7 @@ class PlanExecution {
     arrow::acero::QueryOptions query;
     query.use_threads = false;
     query.memory_pool = resources_->pool();
+    query.function_registry = resources_->exec_context()->func_registry();
     if (!filter_) {
       const auto* condition = SourceFilter(converted.root.declaration);
       if (condition != nullptr) {
