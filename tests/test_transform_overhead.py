@@ -47,9 +47,9 @@ def test_object_names_synced_before_a_manifest_names_them(tmp_path, monkeypatch)
     events: list[tuple[str, str]] = []
     atomic_write, fsync_directory = embedded._atomic_write, embedded._fsync_directory
 
-    def recorded_write(path, data, attributes, sync_directory=True):
+    def recorded_write(path, data, attributes, **options):
         events.append(("write", path.parent.name))
-        atomic_write(path, data, attributes, sync_directory)
+        return atomic_write(path, data, attributes, **options)
 
     def recorded_sync(directory):
         events.append(("sync", directory.name))

@@ -390,6 +390,7 @@ def _atomic_write(
     path: Path,
     data: bytes | pa.Buffer | BinaryIO,
     attributes: dict[str, str] | dict[str, bytes],
+    *,
     exclusive: bool = False,
     sync_directory: bool = True,
 ) -> bool:
