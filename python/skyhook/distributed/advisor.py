@@ -193,7 +193,8 @@ _INDEX_ROW_BYTES = 8
 
 
 def _column_bytes(manifest: Manifest, column: str) -> list[int]:
-    """The column's stored bytes per partition, by number (0 where unknown)."""
+    """The column's decoded bytes (Arrow buffers, by its statistics) per
+    partition, by number (0 where unknown): about what its index holds."""
     if len(manifest.statistics) == 0:
         return [0] * len(manifest.partitions)
     return [value or 0 for value in manifest.statistics.field(column).field("bytes").to_pylist()]
