@@ -13,6 +13,7 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from skyhook.catalog.manifest import Manifest, Partition
+from skyhook.catalog.manifest_memo import per_manifest
 
 
 def partition_guarantee(
@@ -57,16 +58,21 @@ def fragment_guarantee(manifest: Manifest, index: int) -> pc.Expression:
         return pc.scalar(True)
 
 
+@per_manifest
+def guarantees(manifest: Manifest) -> list[pc.Expression]:
+    """fragment_guarantee of each of the manifest's partitions."""
+    return [fragment_guarantee(manifest, index) for index in range(len(manifest.partitions))]
+
+
 def matching_partitions(manifest: Manifest, filter: pc.Expression | None) -> list[Partition]:
     if filter is None or not manifest.partitions:
         return list(manifest.partitions)
-    guarantees = [fragment_guarantee(manifest, index) for index in range(len(manifest.partitions))]
     candidates = pads.FileSystemDataset.from_paths(
         [str(partition.number) for partition in manifest.partitions],
         schema=manifest.schema,
         format=pads.IpcFileFormat(),
         filesystem=pafs.LocalFileSystem(),
-        partitions=guarantees,
+        partitions=guarantees(manifest),
     )
     try:
         kept = {int(fragment.path) for fragment in candidates.get_fragments(filter=filter)}
@@ -90,7 +96,7 @@ def wholly_matching(manifest: Manifest, index: int, filter: pc.Expression | None
         schema=manifest.schema,
         format=pads.IpcFileFormat(),
         filesystem=pafs.LocalFileSystem(),
-        partitions=[fragment_guarantee(manifest, index)],
+        partitions=[guarantees(manifest)[index]],
     )
     try:
         return not list(failing.get_fragments(filter=~filter))

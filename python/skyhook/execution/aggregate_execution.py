@@ -277,7 +277,7 @@ class AggregateExecution:
             return table
         if main:
             self.stats.rows_scanned += reply.statistics[ROWS_SCANNED]
-        rows = reply.reader().read_all()
+        rows = reply.rows
         if reply.executed is Executed.FILTER_ONLY:
             self._record(partition, Placement.STORAGE_FILTER_ONLY, main)
             return sub.aggregate_rows(rows)

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.catalog.manifest import Manifest, Partition
+from skyhook.catalog.manifest_memo import per_manifest
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.execution.column_objects import opened
 from skyhook.execution.link_cost import Work
@@ -91,8 +92,19 @@ def predicted_reply_ratio(
 
 def decoded_bytes(manifest: Manifest, partition: Partition, columns: list[str] | None) -> int:
     """Decoded bytes of columns (None: all) in a partition (ingest statistics)."""
-    names = manifest.schema.names if columns is None else columns
-    return sum(manifest.statistics[partition.number][name]["bytes"].as_py() or 0 for name in names)
+    sizes = _column_bytes(manifest)
+    return int(
+        sum(sizes[name][partition.number] for name in manifest.schema.names if columns is None or name in columns)
+    )
+
+
+@per_manifest
+def _column_bytes(manifest: Manifest) -> dict[str, np.ndarray]:
+    """Per column, its decoded bytes in each partition (0 where unknown)."""
+    return {
+        name: manifest.statistics.field(name).field("bytes").fill_null(0).to_numpy(zero_copy_only=False)
+        for name in manifest.schema.names
+    }
 
 
 def object_selectivities(

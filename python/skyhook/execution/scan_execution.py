@@ -352,9 +352,8 @@ class ScanExecution:
                 self.stats.rows_read_by_index += reply.statistics.get(ROWS_READ_BY_INDEX, 0)
                 self.stats.index_bytes_read += reply.statistics.get(INDEX_BYTES_READ, 0)
                 self._observe(reply, decoded_bytes(self.source.manifest, partition, needed))
-                decoding = time.thread_time()
-                table = reply.reader().read_all()
-                self.rates.reply_decoded(table.nbytes, time.thread_time() - decoding)
+                table = reply.rows
+                self.rates.reply_decoded(table.nbytes, reply.decode_cpu_s)
                 if self._client_filter or self._client_projection:  # what storage could not do
                     table = as_dataset_types(
                         table, pa.schema([self.source.schema.field(n) for n in table.column_names])
