@@ -29,7 +29,7 @@ from skyhook.catalog.pruning import matching_partitions
 from skyhook.execution.column_objects import opened
 from skyhook.execution.link_cost import Work
 from skyhook.execution.selectivity import estimated_selectivities
-from skyhook.plan.expressions import columns_read
+from skyhook.plan.expressions import columns_read, filter_columns
 
 #: Push down while a reply, as sent (compressed), is expected to be at most this
 #: fraction of its object. Pushdown stops paying when the *decoded* reply nears a
@@ -45,7 +45,7 @@ def every_row_passes(manifest: Manifest, filter: pc.Expression | None, partition
     """Statistics prove the filter is true (or null) for every row of partitions."""
     if filter is None:
         return True
-    may_fail = {p.number for p in matching_partitions(manifest, ~filter)}
+    may_fail = {p.number for p in matching_partitions(manifest, ~filter, filter_columns(filter, manifest.schema))}
     return not may_fail & {p.number for p in partitions}
 
 
