@@ -150,6 +150,27 @@ def test_delta_metadata_decodes_by_wrapping_sums():
     assert restored.schema.metadata is None
 
 
+@pytest.mark.parametrize(
+    "values, sorted_",
+    [
+        ([5, 0, 0, 7], True),  # no difference negative, no overflow: one pass each
+        ([-(2**63), -1], True),  # -2**63 then 2**63 - 1: the difference wrapped
+        ([2**63 - 1, 1], False),  # no difference negative, but the sum wraps: unsorted
+        ([3, -1, 4], False),
+    ],
+)
+def test_delta_columns_are_checked_sorted_whatever_path(values, sorted_):
+    differences = pa.array(values, pa.int64())
+    reply = _reply(pa.record_batch({"k": differences}), "0")
+    if not sorted_:
+        with pytest.raises(CorruptReplyError, match="does not decode to sorted values"):
+            reply.reader().read_all()
+        return
+    restored = reply.reader().read_all().column("k").combine_chunks()
+    expected = pc.cumulative_sum(differences)
+    assert restored.equals(expected) and pc.all(pc.greater_equal(restored[1:], restored[:-1])).as_py()
+
+
 def test_plan_requests_ask_for_deltas_when_compressed():
     fields = PlanRequest(plan=b"", result=ResultOptions(compression="zstd")).result.header_fields()
     assert fields["delta_sorted_integers"] == 1

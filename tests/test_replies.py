@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from skyhook.errors import InvalidRequestError
+from skyhook.errors import CorruptReplyError, InvalidRequestError
 from support.assertions import assert_same_table
 
 F = pc.field
@@ -156,3 +156,26 @@ def test_statistics_decide_compressed_replies_only_when_small(store, typed_table
     tiny = ds.scanner(columns=["i8"], reply_compression="zstd", pushdown_threshold=0.5)
     assert_same_table(tiny.to_table(), typed_table.select(["i8"]))
     assert tiny.stats.cost_model.startswith("statistics: every row passes") and tiny.stats.objects_read_plain == 0
+
+
+def test_replies_decoded_beside_the_calls_keep_their_order_and_errors(store, monkeypatch):
+    """Reply bodies are decoded on threads of their own: the rows still come
+    in object order (as with use_threads=False), and a damaged body among
+    many raises its error naming its object."""
+    table = pa.table({"id": pa.array(range(6000), pa.int64()), "x": pa.array([i % 7 for i in range(6000)], pa.int32())})
+    dataset = store.write_dataset("order", table, rows_per_object=500)
+    expected = table.filter(F("x") > 2).select(["id"])
+    for threads in (True, False):
+        result = dataset.to_table(columns=["id"], filter=F("x") > 2, pushdown=True, use_threads=threads)
+        assert result.equals(expected, check_metadata=False)  # same order, not only the same rows
+    damaged = dataset.manifest.partitions[7].object_name
+    call_many = store.backend.call_many
+
+    def damaging(method: str, calls):
+        calls = list(calls)
+        for (name, _), reply in zip(calls, call_many(method, calls)):
+            yield reply[:-100] if name == damaged else reply
+
+    monkeypatch.setattr(store.backend, "call_many", damaging)
+    with pytest.raises(CorruptReplyError, match=f"the reply of object {damaged} is malformed"):
+        dataset.to_table(columns=["id"], filter=F("x") > 2, pushdown=True)

@@ -16,7 +16,7 @@ from skyhook.backends.base import Backend
 from skyhook.catalog.design import AUTO_COMPRESSION, Design, ObjectDesign
 from skyhook.catalog.design_table import design_table
 from skyhook.catalog.manifest import Manifest
-from skyhook.catalog.pruning import fragment_guarantee
+from skyhook.catalog.pruning import guarantees
 from skyhook.design.transform import TransformProgress, TransformReport, transform_objects
 from skyhook.distributed import plan_store
 from skyhook.distributed.advisor import Advice, advise
@@ -75,7 +75,7 @@ class Dataset(ObjectDataset):
         self.last_aggregate: AggregateExecution | None = None
         self._attach(
             manifest.schema,
-            [fragment_guarantee(manifest, index) for index in range(len(manifest.partitions))],
+            guarantees(manifest),
             [partition.num_rows for partition in manifest.partitions],
             self._object_scans,
         )

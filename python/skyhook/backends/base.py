@@ -3,14 +3,20 @@
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 from skyhook.backends.object_store import ObjectStore
+from skyhook.backends.parallel import ordered_map
 from skyhook.errors import CorruptObjectError, CorruptReplyError, TypeMismatchError, UnknownColumnError
 from skyhook.rpc.reply import Executed, Reply, decode_reply, merge_continuations
 from skyhook.rpc.requests import DataRequest
 from skyhook.rpc.statistics import BYTES_RETURNED
+
+#: Where reply bodies are decoded, beside the calls still running in storage.
+_decoding = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="skyhook-reply")
 
 
 class MethodCaller(ABC):
@@ -37,8 +43,9 @@ class MethodCaller(ABC):
     def call_each(
         self, object_names: list[str], request: DataRequest, context: str, parallel: bool = True
     ) -> Iterator[Reply]:
-        """Decoded replies of one request sent to each object, in order; a reply
-        that reports an error raises it,
+        """Decoded replies of one request sent to each object, in order, each
+        body decoded into rows (when parallel, on threads of their own while
+        later calls run); a reply that reports an error raises it,
         naming context and the object. An object whose call a node limit ended
         early is continued with more calls (each told the bytes replied before,
         which count towards the object's size), and its replies are merged into
@@ -46,20 +53,28 @@ class MethodCaller(ABC):
         method, encoded_request = request.METHOD, request.encode()
         calls = ((name, encoded_request) for name in object_names)
         replies = self.call_many(method, calls) if parallel else (self.call(name, method, body) for name, body in calls)
-        for name, encoded in zip(object_names, replies):
-            parts = [self._checked(encoded, name, context)]
-            start = request.result.start_row or 0
-            while parts[-1].resume_row is not None and parts[-1].executed is not Executed.NONE:
-                if parts[-1].resume_row <= start:  # a node that never progresses must not loop us
-                    raise CorruptReplyError(
-                        f"{context} (object {name}): storage resumed at row "
-                        f"{parts[-1].resume_row} after starting at {start}"
-                    )
-                start = parts[-1].resume_row
-                replied = sum(part.statistics.get(BYTES_RETURNED, 0) for part in parts)
-                continuation = request.resumed_at(start, replied).encode()
-                parts.append(self._checked(self.call(name, method, continuation), name, context))
-            yield merge_continuations(parts)
+        decode = lambda call: self._whole(*call, request, context).with_rows()  # noqa: E731
+        answers = zip(object_names, replies)
+        yield from (
+            ordered_map(_decoding, decode, answers, window=2 * (os.cpu_count() or 1))
+            if parallel
+            else map(decode, answers)
+        )
+
+    def _whole(self, name: str, encoded: bytes, request: DataRequest, context: str) -> Reply:
+        """An object's reply, continued while a node limit ended its calls early."""
+        parts = [self._checked(encoded, name, context)]
+        start = request.result.start_row or 0
+        while parts[-1].resume_row is not None and parts[-1].executed is not Executed.NONE:
+            if parts[-1].resume_row <= start:  # a node that never progresses must not loop us
+                raise CorruptReplyError(
+                    f"{context} (object {name}): storage resumed at row {parts[-1].resume_row} after starting at {start}"
+                )
+            start = parts[-1].resume_row
+            replied = sum(part.statistics.get(BYTES_RETURNED, 0) for part in parts)
+            continuation = request.resumed_at(start, replied).encode()
+            parts.append(self._checked(self.call(name, request.METHOD, continuation), name, context))
+        return merge_continuations(parts)
 
     @staticmethod
     def _checked(encoded: bytes, name: str, context: str) -> Reply:

@@ -7,28 +7,15 @@ partitions the filter can match, exactly as pyarrow prunes Hive partitions.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
 from skyhook.catalog.manifest import Manifest, Partition
-
-
-def partition_guarantee(
-    schema: pa.Schema, statistics: pa.StructScalar, num_rows: int, fresh: pa.StructScalar | None = None
-) -> pc.Expression:
-    """fresh: the statistics storage computed on the partition's object, for
-    the columns whose bounds statistics lacks (both describe the same rows)."""
-    if num_rows == 0:
-        return pc.scalar(False)
-    guarantee = pc.scalar(True)
-    for field in schema:
-        column = statistics[field.name]
-        if fresh is not None and not (column["min"].is_valid and column["max"].is_valid):
-            column = fresh[field.name]
-        guarantee = guarantee & _column_guarantee(pc.field(field.name), column, num_rows)
-    return guarantee
+from skyhook.catalog.manifest_memo import per_manifest
 
 
 def _column_guarantee(ref: pc.Expression, column: pa.StructScalar, num_rows: int) -> pc.Expression:
@@ -45,28 +32,71 @@ def _column_guarantee(ref: pc.Expression, column: pa.StructScalar, num_rows: int
     return value_range if null_count == 0 else ref.is_null() | value_range
 
 
-def fragment_guarantee(manifest: Manifest, index: int) -> pc.Expression:
-    """The guarantee of the manifest's partition at index: its ingest
+def _column_guarantees(manifest: Manifest, index: int) -> dict[str, pc.Expression] | None:
+    """Per column, what the partition at index guarantees of it: its ingest
     statistics, completed where fresh by those storage computed on its object
-    (true when they cannot be expressed)."""
+    (true when they cannot be expressed); None when it holds no rows."""
     partition = manifest.partitions[index]
-    fresh = manifest.fresh_object_statistics(index)
-    try:
-        return partition_guarantee(manifest.schema, manifest.statistics[index], partition.num_rows, fresh)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return pc.scalar(True)
+    if partition.num_rows == 0:
+        return None
+    statistics, fresh = manifest.statistics[index], manifest.fresh_object_statistics(index)
+    guarantees = {}
+    for name in manifest.schema.names:
+        column = statistics[name]
+        if fresh is not None and not (column["min"].is_valid and column["max"].is_valid):
+            column = fresh[name]
+        try:
+            guarantees[name] = _column_guarantee(pc.field(name), column, partition.num_rows)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            guarantees[name] = pc.scalar(True)
+    return guarantees
 
 
-def matching_partitions(manifest: Manifest, filter: pc.Expression | None) -> list[Partition]:
+@per_manifest
+def _every_column_guarantee(manifest: Manifest) -> list[dict[str, pc.Expression] | None]:
+    return [_column_guarantees(manifest, index) for index in range(len(manifest.partitions))]
+
+
+def fragment_guarantee(manifest: Manifest, index: int, columns: Iterable[str] | None = None) -> pc.Expression:
+    """The guarantee of the manifest's partition at index, of columns (None:
+    all): a filter reading only those is pruned by it as by the whole one."""
+    parts = _every_column_guarantee(manifest)[index]
+    if parts is None:
+        return pc.scalar(False)
+    guarantee = pc.scalar(True)
+    for name in manifest.schema.names if columns is None else columns:
+        guarantee = guarantee & parts[name]
+    return guarantee
+
+
+@per_manifest
+def guarantees(manifest: Manifest) -> list[pc.Expression]:
+    """fragment_guarantee of each of the manifest's partitions."""
+    return [fragment_guarantee(manifest, index) for index in range(len(manifest.partitions))]
+
+
+def matching_partitions(
+    manifest: Manifest, filter: pc.Expression | None, columns: Iterable[str] | None = None
+) -> list[Partition]:
+    """The partitions whose statistics filter may match; columns: those filter
+    reads (None: all), to which the guarantees are cut (simplifying a filter
+    against every column's guarantee cost tens of milliseconds a query)."""
     if filter is None or not manifest.partitions:
         return list(manifest.partitions)
-    guarantees = [fragment_guarantee(manifest, index) for index in range(len(manifest.partitions))]
+    if columns is None:
+        partition_guarantees = guarantees(manifest)
+    else:
+        wanted = set(columns)
+        columns = [name for name in manifest.schema.names if name in wanted]
+        partition_guarantees = [
+            fragment_guarantee(manifest, index, columns) for index in range(len(manifest.partitions))
+        ]
     candidates = pads.FileSystemDataset.from_paths(
         [str(partition.number) for partition in manifest.partitions],
         schema=manifest.schema,
         format=pads.IpcFileFormat(),
         filesystem=pafs.LocalFileSystem(),
-        partitions=guarantees,
+        partitions=partition_guarantees,
     )
     try:
         kept = {int(fragment.path) for fragment in candidates.get_fragments(filter=filter)}
@@ -90,7 +120,7 @@ def wholly_matching(manifest: Manifest, index: int, filter: pc.Expression | None
         schema=manifest.schema,
         format=pads.IpcFileFormat(),
         filesystem=pafs.LocalFileSystem(),
-        partitions=[fragment_guarantee(manifest, index)],
+        partitions=[guarantees(manifest)[index]],
     )
     try:
         return not list(failing.get_fragments(filter=~filter))

@@ -40,7 +40,7 @@ from skyhook.execution.plain_read import read_partition, warn_class_calls_refuse
 from skyhook.execution.scan_execution import ScanExecution
 from skyhook.execution.workload_log import record_query
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
-from skyhook.plan.expressions import columns_read, to_substrait
+from skyhook.plan.expressions import columns_read, filter_columns, to_substrait
 from skyhook.plan.merge import ORDER, merge
 from skyhook.plan.substrait import UncarriedTypes
 from skyhook.rpc.reply import Executed, Reply
@@ -97,6 +97,7 @@ class AggregateExecution:
         self.output_schema = query.output_schema(schema)
         filter_ok = query.filter is None or to_substrait([query.filter], ["filter"], schema, is_filter=True) is not None
         self.stats = AggregateStatistics(filter_in_storage=filter_ok)
+        self._filter_reads = None if query.filter is None else filter_columns(query.filter, schema)
         #: Per partition in column objects: the dataset of its object holding the query's columns, and that object.
         self._targets: dict[int, tuple[DatasetObjects, Partition]] = {}
         #: Per partition whose query columns span its objects: the sub-plans' input rows, zipped at the client.
@@ -138,7 +139,7 @@ class AggregateExecution:
 
     def _run(self) -> pa.Table:
         manifest = self.source.manifest
-        partitions = matching_partitions(manifest, self.query.filter)
+        partitions = matching_partitions(manifest, self.query.filter, self._filter_reads)
         self.stats.objects_pruned = len(manifest.partitions) - len(partitions)
         if not partitions:
             return self.query.run_locally(self.source.schema.empty_table())
@@ -277,7 +278,7 @@ class AggregateExecution:
             return table
         if main:
             self.stats.rows_scanned += reply.statistics[ROWS_SCANNED]
-        rows = reply.reader().read_all()
+        rows = reply.rows
         if reply.executed is Executed.FILTER_ONLY:
             self._record(partition, Placement.STORAGE_FILTER_ONLY, main)
             return sub.aggregate_rows(rows)

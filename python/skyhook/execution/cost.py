@@ -24,11 +24,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.catalog.manifest import Manifest, Partition
+from skyhook.catalog.manifest_memo import per_manifest
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.execution.column_objects import opened
 from skyhook.execution.link_cost import Work
 from skyhook.execution.selectivity import estimated_selectivities
-from skyhook.plan.expressions import columns_read
+from skyhook.plan.expressions import columns_read, filter_columns
 
 #: Push down while a reply, as sent (compressed), is expected to be at most this
 #: fraction of its object. Pushdown stops paying when the *decoded* reply nears a
@@ -44,7 +45,7 @@ def every_row_passes(manifest: Manifest, filter: pc.Expression | None, partition
     """Statistics prove the filter is true (or null) for every row of partitions."""
     if filter is None:
         return True
-    may_fail = {p.number for p in matching_partitions(manifest, ~filter)}
+    may_fail = {p.number for p in matching_partitions(manifest, ~filter, filter_columns(filter, manifest.schema))}
     return not may_fail & {p.number for p in partitions}
 
 
@@ -91,8 +92,19 @@ def predicted_reply_ratio(
 
 def decoded_bytes(manifest: Manifest, partition: Partition, columns: list[str] | None) -> int:
     """Decoded bytes of columns (None: all) in a partition (ingest statistics)."""
-    names = manifest.schema.names if columns is None else columns
-    return sum(manifest.statistics[partition.number][name]["bytes"].as_py() or 0 for name in names)
+    sizes = _column_bytes(manifest)
+    return int(
+        sum(sizes[name][partition.number] for name in manifest.schema.names if columns is None or name in columns)
+    )
+
+
+@per_manifest
+def _column_bytes(manifest: Manifest) -> dict[str, np.ndarray]:
+    """Per column, its decoded bytes in each partition (0 where unknown)."""
+    return {
+        name: manifest.statistics.field(name).field("bytes").fill_null(0).to_numpy(zero_copy_only=False)
+        for name in manifest.schema.names
+    }
 
 
 def object_selectivities(

@@ -135,6 +135,7 @@ class ScanExecution:
         self.max_result_bytes = max_result_bytes
         self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
         self._filter_substrait = None if filter is None else to_substrait([filter], ["filter"], schema, is_filter=True)
+        self._filter_reads = None if filter is None else filter_columns(filter, schema)
         self._client_filter = filter is not None and self._filter_substrait is None
         # A filter the client completes: storage returns the columns it and the projection read.
         self._projection_substrait = None
@@ -168,7 +169,7 @@ class ScanExecution:
         )
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        partitions = matching_partitions(self.source.manifest, self.filter)
+        partitions = matching_partitions(self.source.manifest, self.filter, self._filter_reads)
         self.scanned = {partition.number for partition in partitions}
         self.stats.objects_pruned += len(self.source.manifest.partitions) - len(partitions)
         before = (self.stats.rows_scanned, self.stats.rows_returned, self.stats.bytes_read, self.stats.wall_s)
@@ -352,9 +353,8 @@ class ScanExecution:
                 self.stats.rows_read_by_index += reply.statistics.get(ROWS_READ_BY_INDEX, 0)
                 self.stats.index_bytes_read += reply.statistics.get(INDEX_BYTES_READ, 0)
                 self._observe(reply, decoded_bytes(self.source.manifest, partition, needed))
-                decoding = time.thread_time()
-                table = reply.reader().read_all()
-                self.rates.reply_decoded(table.nbytes, time.thread_time() - decoding)
+                table = reply.rows
+                self.rates.reply_decoded(table.nbytes, reply.decode_cpu_s)
                 if self._client_filter or self._client_projection:  # what storage could not do
                     table = as_dataset_types(
                         table, pa.schema([self.source.schema.field(n) for n in table.column_names])

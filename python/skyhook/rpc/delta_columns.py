@@ -21,11 +21,23 @@ def decoded(batch: pa.RecordBatch, metadata: Mapping[bytes, bytes] | None) -> pa
         return batch
     columns = batch.columns
     for index in _encoded_indices(metadata[DELTA_KEY], batch):
-        values = pc.cumulative_sum(columns[index])  # wraps: check_overflow is off
-        if len(values) > 1 and not pc.all(pc.greater_equal(values[1:], values[:-1])).as_py():
-            raise ValueError(f"column {index} does not decode to sorted values")
-        columns[index] = values
+        columns[index] = _restored(columns[index], index)
     return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+
+def _restored(differences: pa.Array, index: int) -> pa.Array:
+    """The cumulative sum, checked to be sorted: with no difference negative
+    and no overflow it is (one pass each), else pair by pair after wrapping."""
+    try:
+        values = pc.cumulative_sum_checked(differences)
+        if len(values) < 2 or pc.min(differences[1:]).as_py() >= 0:
+            return values
+    except pa.ArrowInvalid:  # overflowed: sorted values far apart wrap, as storage's differences did
+        pass
+    values = pc.cumulative_sum(differences)
+    if not pc.all(pc.greater_equal(values[1:], values[:-1])).as_py():
+        raise ValueError(f"column {index} does not decode to sorted values")
+    return values
 
 
 def _encoded_indices(text: bytes, batch: pa.RecordBatch) -> list[int]:

@@ -4,8 +4,9 @@ stream of results)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -26,6 +27,7 @@ class Executed(str, Enum):
     NONE = "none"  # pushed back by a loaded node: the body is empty
 
 
+_INLINE = pa.ipc.IpcReadOptions(use_threads=False)
 _HEADER_TYPES = {"status": pa.int32(), "message": pa.string(), "executed": pa.string()}
 
 
@@ -39,6 +41,9 @@ class Reply:
     source: str = "storage"  # what replied, for error messages
     #: Set when a node limit ended the call early: the row to continue from.
     resume_row: int | None = None
+    #: The body's rows, once with_rows() decoded them, and the thread CPU that took.
+    rows: pa.Table | None = None
+    decode_cpu_s: float = 0.0
 
     def raise_for_status(self, context: str) -> None:
         if self.code != 0:
@@ -50,10 +55,19 @@ class Reply:
         columns restored: a damaged body raises CorruptReplyError here instead
         of reaching compute kernels."""
         try:
-            stream = pa.ipc.open_stream(self.body)
+            # Decompressed on this thread: Arrow's pool is busy with storage's own scans.
+            stream = pa.ipc.open_stream(self.body, options=_INLINE)
         except (pa.ArrowException, OSError) as error:
             raise CorruptReplyError(f"the reply of {self.source} is malformed: {first_line(error)}") from None
         return pa.RecordBatchReader.from_batches(stream.schema, self._validated(stream))
+
+    def with_rows(self) -> Reply:
+        """This reply with its body decoded into rows (none when pushed back)."""
+        if self.body is None or self.executed is Executed.NONE:
+            return self
+        started = time.thread_time()
+        rows = self.reader().read_all()
+        return replace(self, rows=rows, decode_cpu_s=time.thread_time() - started)
 
     def _validated(self, stream: pa.RecordBatchStreamReader) -> Iterator[pa.RecordBatch]:
         while True:
