@@ -15,6 +15,8 @@
 #include <arrow/util/bitmap_generate.h>
 #include <arrow/util/checked_cast.h>
 
+#include "skyhook/storage/runtime/grouped_decimal_sum.h"
+
 namespace skyhook {
 namespace {
 
@@ -220,6 +222,7 @@ arrow::Result<std::unique_ptr<ac::FunctionRegistry>> MakeRegistry() {
   ARROW_RETURN_NOT_OK(ac::Initialize());  // Arrow's functions, before they are looked up
   auto registry = ac::FunctionRegistry::Make(ac::GetFunctionRegistry());
   ARROW_RETURN_NOT_OK(ReplaceAll(registry.get(), std::make_integer_sequence<int, kFunctions>()));
+  ARROW_RETURN_NOT_OK(ReplaceGroupedDecimalSum(registry.get()));
   // Casts are dispatched through the registry's own cast function, which a
   // nested registry has only once "cast" is added to it.
   ARROW_ASSIGN_OR_RAISE(auto cast, ac::GetFunctionRegistry()->GetFunction("cast"));
