@@ -6,6 +6,7 @@
 #include <arrow/array/builder_decimal.h>
 #include <arrow/compute/api.h>
 #include <arrow/compute/expression.h>
+#include <arrow/record_batch.h>
 #include <arrow/scalar.h>
 #include <gtest/gtest.h>
 
