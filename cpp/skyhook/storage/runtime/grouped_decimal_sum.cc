@@ -13,6 +13,8 @@
 #include <arrow/util/bit_util.h>
 #include <arrow/util/checked_cast.h>
 
+#include "skyhook/storage/runtime/swapped_kernel.h"
+
 namespace skyhook {
 namespace {
 
@@ -131,35 +133,6 @@ arrow::Status Finalize(ac::KernelContext* context, arrow::Datum* out) {
   return arrow::Status::OK();
 }
 
-// Arrow's hash_sum, dispatching as Arrow does, with its decimal128 kernel
-// swapped for this file's.
-class WithDecimalSum : public ac::HashAggregateFunction {
- public:
-  WithDecimalSum(std::shared_ptr<ac::HashAggregateFunction> arrow_function,
-                 const ac::HashAggregateKernel* arrow_kernel, ac::HashAggregateKernel kernel)
-      : ac::HashAggregateFunction(arrow_function->name(), arrow_function->arity(),
-                                  arrow_function->doc(), arrow_function->default_options()),
-        arrow_function_(std::move(arrow_function)),
-        arrow_kernel_(arrow_kernel),
-        kernel_(std::move(kernel)) {}
-
-  arrow::Result<const ac::Kernel*> DispatchExact(
-      const std::vector<arrow::TypeHolder>& types) const override {
-    ARROW_ASSIGN_OR_RAISE(const ac::Kernel* kernel, arrow_function_->DispatchExact(types));
-    return kernel == arrow_kernel_ ? &kernel_ : kernel;
-  }
-  arrow::Result<const ac::Kernel*> DispatchBest(
-      std::vector<arrow::TypeHolder>* types) const override {
-    ARROW_ASSIGN_OR_RAISE(const ac::Kernel* kernel, arrow_function_->DispatchBest(types));
-    return kernel == arrow_kernel_ ? &kernel_ : kernel;
-  }
-
- private:
-  std::shared_ptr<ac::HashAggregateFunction> arrow_function_;
-  const ac::HashAggregateKernel* arrow_kernel_;
-  ac::HashAggregateKernel kernel_;
-};
-
 }  // namespace
 
 arrow::Status ReplaceGroupedDecimalSum(ac::FunctionRegistry* registry) {
@@ -191,9 +164,9 @@ arrow::Status ReplaceGroupedDecimalSum(ac::FunctionRegistry* registry) {
   kernel.consume = Consume;
   kernel.merge = Merge;
   kernel.finalize = Finalize;
-  return registry->AddFunction(
-      std::make_shared<WithDecimalSum>(hash_sum, arrow_kernel, std::move(kernel)),
-      /*allow_overwrite=*/true);
+  return registry->AddFunction(std::make_shared<WithSwappedKernel<ac::HashAggregateFunction>>(
+                                   hash_sum, arrow_kernel, std::move(kernel)),
+                               /*allow_overwrite=*/true);
 }
 
 }  // namespace skyhook
