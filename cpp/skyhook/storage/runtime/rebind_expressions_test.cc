@@ -68,8 +68,11 @@ TEST(RebindExpressions, DispatchesThroughTheContextsRegistryKeepingTypesAndValue
     ASSERT_EQ(storages.size(), arrows.size());  // no cast added or lost
     for (size_t call = 0; call < storages.size(); ++call) {
       EXPECT_EQ(storages[call]->function_name, arrows[call]->function_name);
-      auto function = registry->GetFunction(storages[call]->function_name).ValueOrDie();
-      EXPECT_EQ(storages[call]->function.get(), function.get());
+      // Casts bind to Arrow's function for the target type, not by name.
+      if (storages[call]->function_name != "cast") {
+        auto function = registry->GetFunction(storages[call]->function_name).ValueOrDie();
+        EXPECT_EQ(storages[call]->function.get(), function.get()) << storages[call]->function_name;
+      }
       storage_kernels += storages[call]->kernel != arrows[call]->kernel;
     }
     auto expected = ac::ExecuteScalarExpression(before.expression, *schema, batch).ValueOrDie();
