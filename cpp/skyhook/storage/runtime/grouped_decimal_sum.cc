@@ -118,7 +118,9 @@ arrow::Status Finalize(ac::KernelContext* context, arrow::Datum* out) {
   auto* state = StateOf(context);
   const int64_t groups = static_cast<int64_t>(state->sums.size());
   ARROW_ASSIGN_OR_RAISE(auto values, arrow::AllocateBuffer(groups * 16, context->memory_pool()));
-  std::memcpy(values->mutable_data(), state->sums.data(), static_cast<size_t>(groups) * 16);
+  if (groups > 0) {  // an empty vector's data() may be null, which memcpy must not see
+    std::memcpy(values->mutable_data(), state->sums.data(), static_cast<size_t>(groups) * 16);
+  }
   ARROW_ASSIGN_OR_RAISE(auto bitmap, arrow::AllocateBitmap(groups, context->memory_pool()));
   int64_t null_count = 0;
   for (int64_t group = 0; group < groups; ++group) {
