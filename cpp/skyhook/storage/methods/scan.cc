@@ -16,6 +16,7 @@
 #include "skyhook/storage/runtime/cpu_timer.h"
 #include "skyhook/storage/runtime/execution.h"
 #include "skyhook/storage/runtime/pushback.h"
+#include "skyhook/storage/runtime/rebind_expressions.h"
 #include "skyhook/storage/runtime/result_writer.h"
 #include "skyhook/storage/secondary/scan_zones.h"
 
@@ -86,6 +87,7 @@ class ScanExecution {
 
   arrow::Status Run(ObjectContext* object, const InFlightCall& call, Reply* reply) {
     ARROW_RETURN_NOT_OK(DeclineIfBusy(call, request_.pushback, resources_->limits()));
+    ARROW_RETURN_NOT_OK(RebindRequest());
     ARROW_ASSIGN_OR_RAISE(auto columns, ColumnsRead(request_));
     ARROW_ASSIGN_OR_RAISE(
         auto reader, ObjectReader::Open(object, resources_->pool(), columns ? &*columns : nullptr));
@@ -171,6 +173,15 @@ class ScanExecution {
   }
 
  private:
+  // The expressions decoded with Arrow's registry, bound to this call's.
+  arrow::Status RebindRequest() {
+    for (auto* bound : {&request_.filter, &request_.projection}) {
+      if (!*bound) continue;
+      ARROW_ASSIGN_OR_RAISE(**bound, RebindExpressions(**bound, resources_->exec_context()));
+    }
+    return arrow::Status::OK();
+  }
+
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Filter(
       const std::shared_ptr<arrow::RecordBatch>& batch) const {
     if (!request_.filter) return batch;

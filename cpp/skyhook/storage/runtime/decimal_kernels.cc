@@ -15,6 +15,9 @@
 #include <arrow/util/bitmap_generate.h>
 #include <arrow/util/checked_cast.h>
 
+#include "skyhook/storage/runtime/grouped_decimal_sum.h"
+#include "skyhook/storage/runtime/swapped_kernel.h"
+
 namespace skyhook {
 namespace {
 
@@ -147,39 +150,6 @@ bool TakesDecimal128(const ac::ScalarKernel& kernel) {
   return true;
 }
 
-// Arrow's function, dispatching as Arrow does, with its decimal128 kernel
-// swapped for this file's.
-class WithDecimalKernel : public ac::ScalarFunction {
- public:
-  WithDecimalKernel(std::shared_ptr<ac::ScalarFunction> arrow_function,
-                    const ac::ScalarKernel* arrow_kernel, ac::ScalarKernel kernel)
-      : ac::ScalarFunction(arrow_function->name(), arrow_function->arity(), arrow_function->doc(),
-                           arrow_function->default_options(), arrow_function->is_pure()),
-        arrow_function_(std::move(arrow_function)),
-        arrow_kernel_(arrow_kernel),
-        kernel_(std::move(kernel)) {}
-
-  arrow::Result<const ac::Kernel*> DispatchExact(
-      const std::vector<arrow::TypeHolder>& types) const override {
-    ARROW_ASSIGN_OR_RAISE(const ac::Kernel* kernel, arrow_function_->DispatchExact(types));
-    return Swapped(kernel);
-  }
-  arrow::Result<const ac::Kernel*> DispatchBest(
-      std::vector<arrow::TypeHolder>* types) const override {
-    ARROW_ASSIGN_OR_RAISE(const ac::Kernel* kernel, arrow_function_->DispatchBest(types));
-    return Swapped(kernel);
-  }
-
- private:
-  const ac::Kernel* Swapped(const ac::Kernel* kernel) const {
-    return kernel == arrow_kernel_ ? &kernel_ : kernel;
-  }
-
-  std::shared_ptr<ac::ScalarFunction> arrow_function_;
-  const ac::ScalarKernel* arrow_kernel_;
-  ac::ScalarKernel kernel_;
-};
-
 template <int index>
 arrow::Status Replace(ac::FunctionRegistry* registry) {
   ARROW_ASSIGN_OR_RAISE(auto function,
@@ -204,9 +174,9 @@ arrow::Status Replace(ac::FunctionRegistry* registry) {
   arrow_exec[index] = arrow_kernel->exec;
   ac::ScalarKernel kernel = *arrow_kernel;
   kernel.exec = kExecs[index];
-  return registry->AddFunction(
-      std::make_shared<WithDecimalKernel>(scalar, arrow_kernel, std::move(kernel)),
-      /*allow_overwrite=*/true);
+  return registry->AddFunction(std::make_shared<WithSwappedKernel<ac::ScalarFunction>>(
+                                   scalar, arrow_kernel, std::move(kernel), scalar->is_pure()),
+                               /*allow_overwrite=*/true);
 }
 
 template <int... index>
@@ -220,6 +190,7 @@ arrow::Result<std::unique_ptr<ac::FunctionRegistry>> MakeRegistry() {
   ARROW_RETURN_NOT_OK(ac::Initialize());  // Arrow's functions, before they are looked up
   auto registry = ac::FunctionRegistry::Make(ac::GetFunctionRegistry());
   ARROW_RETURN_NOT_OK(ReplaceAll(registry.get(), std::make_integer_sequence<int, kFunctions>()));
+  ARROW_RETURN_NOT_OK(ReplaceGroupedDecimalSum(registry.get()));
   // Casts are dispatched through the registry's own cast function, which a
   // nested registry has only once "cast" is added to it.
   ARROW_ASSIGN_OR_RAISE(auto cast, ac::GetFunctionRegistry()->GetFunction("cast"));

@@ -13,8 +13,9 @@
 namespace skyhook {
 
 /// Arrow's default function registry with add, subtract, multiply (and their
-/// _checked forms) and the six comparisons of two decimal128 values replaced.
-/// Dispatch, implicit casts and output types are Arrow's own.
+/// _checked forms) and the six comparisons of two decimal128 values replaced,
+/// and hash_sum of decimal128 (grouped_decimal_sum.h). Dispatch, implicit
+/// casts and output types are Arrow's own.
 arrow::Result<arrow::compute::FunctionRegistry*> StorageFunctionRegistry();
 
 }  // namespace skyhook
