@@ -71,13 +71,19 @@ def test_projection_of_text_matches_pyarrow(dataset, table):
     assert_same_table(result, expected(table, columns, F("status") == "O"))
 
 
-GROUP_FILTERS = {"all": (None, ""), "some": (F("status") == "F", "where status = 'F'"), "none": (F("status") == "X", "where status = 'X'")}
+GROUP_FILTERS = {
+    "all": (None, ""),
+    "some": (F("status") == "F", "where status = 'F'"),
+    "none": (F("status") == "X", "where status = 'X'"),
+}
 
 
 @pytest.mark.parametrize("name", GROUP_FILTERS)
 def test_group_by_text_keys_matches_duckdb(dataset, table, name):
     filter, where = GROUP_FILTERS[name]
-    result = dataset.group_by(["flag", "status"]).aggregate([("id", "sum"), ("id", "count")], filter=filter, pushdown=True)
+    result = dataset.group_by(["flag", "status"]).aggregate(
+        [("id", "sum"), ("id", "count")], filter=filter, pushdown=True
+    )
     assert dataset.last_aggregate.stats.aggregate_in_storage
     oracle = duckdb.connect()
     oracle.register("t", table)

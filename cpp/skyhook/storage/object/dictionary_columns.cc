@@ -74,10 +74,10 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlainColumns::Convert(
       checked_[i] = dictionary;
     }
     // Take checks every index against the dictionary's length.
-    ARROW_ASSIGN_OR_RAISE(auto gathered,
-                          arrow::compute::Take(*arrow::MakeArray(dictionary),
-                                               *dictionary_array.indices(),
-                                               arrow::compute::TakeOptions::BoundsCheck(), context));
+    ARROW_ASSIGN_OR_RAISE(
+        auto gathered,
+        arrow::compute::Take(*arrow::MakeArray(dictionary), *dictionary_array.indices(),
+                             arrow::compute::TakeOptions::BoundsCheck(), context));
     columns[i] = std::move(gathered);
     (*converted)[i] = true;
   }

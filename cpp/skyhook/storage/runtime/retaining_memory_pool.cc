@@ -70,8 +70,8 @@ arrow::Status RetainingMemoryPool::Allocate(int64_t size, int64_t alignment, uin
   return arrow::Status::OK();
 }
 
-arrow::Status RetainingMemoryPool::Reallocate(int64_t old_size, int64_t new_size,
-                                              int64_t alignment, uint8_t** ptr) {
+arrow::Status RetainingMemoryPool::Reallocate(int64_t old_size, int64_t new_size, int64_t alignment,
+                                              uint8_t** ptr) {
   const bool old_kept = Kept(old_size, alignment), new_kept = Kept(new_size, alignment);
   if (!old_kept && !new_kept) {
     ARROW_RETURN_NOT_OK(base_->Reallocate(old_size, new_size, alignment, ptr));

@@ -12,8 +12,8 @@ constexpr int64_t kLarge = 200 * 1024;
 TEST(RetainingMemoryPool, RoundsLargeSizesUpByAtMostAnEighth) {
   EXPECT_EQ(RetainingMemoryPool::BlockBytes(1000), 1000);
   EXPECT_EQ(RetainingMemoryPool::BlockBytes(64 * 1024), 64 * 1024);
-  for (int64_t size : {int64_t{65537}, kLarge, int64_t{1} << 20, (int64_t{1} << 20) + 1,
-                       int64_t{3} << 29}) {
+  for (int64_t size :
+       {int64_t{65537}, kLarge, int64_t{1} << 20, (int64_t{1} << 20) + 1, int64_t{3} << 29}) {
     const int64_t block = RetainingMemoryPool::BlockBytes(size);
     EXPECT_GE(block, size);
     EXPECT_LE(block, size + size / 8);
