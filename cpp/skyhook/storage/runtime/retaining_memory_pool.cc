@@ -31,17 +31,8 @@ int64_t RetainingMemoryPool::BlockBytes(int64_t size) {
 }
 
 bool RetainingMemoryPool::Kept(int64_t size, int64_t alignment) {
-  return size >= kMinBlockBytes && alignment <= kBlockAlignment;
-}
-
-void RetainingMemoryPool::Count(int64_t delta) {
-  const int64_t now = allocated_.fetch_add(delta) + delta;
-  if (delta > 0) {
-    total_ += delta;
-    int64_t peak = peak_.load();
-    while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
-    }
-  }
+  constexpr int64_t kMaxBlockBytes = int64_t{1} << 40;  // rounding up cannot overflow
+  return size >= kMinBlockBytes && size <= kMaxBlockBytes && alignment <= kBlockAlignment;
 }
 
 arrow::Status RetainingMemoryPool::Allocate(int64_t size, int64_t alignment, uint8_t** out) {
@@ -65,8 +56,6 @@ arrow::Status RetainingMemoryPool::Allocate(int64_t size, int64_t alignment, uin
       ARROW_RETURN_NOT_OK(base_->Allocate(block, kBlockAlignment, out));
     }
   }
-  Count(size);
-  ++allocations_;
   return arrow::Status::OK();
 }
 
@@ -74,13 +63,10 @@ arrow::Status RetainingMemoryPool::Reallocate(int64_t old_size, int64_t new_size
                                               uint8_t** ptr) {
   const bool old_kept = Kept(old_size, alignment), new_kept = Kept(new_size, alignment);
   if (!old_kept && !new_kept) {
-    ARROW_RETURN_NOT_OK(base_->Reallocate(old_size, new_size, alignment, ptr));
-    Count(new_size - old_size);
-    return arrow::Status::OK();
+    return base_->Reallocate(old_size, new_size, alignment, ptr);
   }
   if (old_kept && new_kept && BlockBytes(old_size) == BlockBytes(new_size)) {
-    Count(new_size - old_size);  // the block already holds it
-    return arrow::Status::OK();
+    return arrow::Status::OK();  // the block already holds it
   }
   uint8_t* moved = nullptr;
   ARROW_RETURN_NOT_OK(Allocate(new_size, alignment, &moved));
@@ -91,7 +77,6 @@ arrow::Status RetainingMemoryPool::Reallocate(int64_t old_size, int64_t new_size
 }
 
 void RetainingMemoryPool::Free(uint8_t* buffer, int64_t size, int64_t alignment) {
-  Count(-size);
   if (!Kept(size, alignment)) {
     base_->Free(buffer, size, alignment);
     return;

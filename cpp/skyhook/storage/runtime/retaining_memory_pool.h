@@ -5,7 +5,6 @@
 // faults, and Q1's storage CPU was 1.19x what it is with the pages kept.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -38,22 +37,20 @@ class RetainingMemoryPool : public arrow::MemoryPool {
   void Free(uint8_t* buffer, int64_t size, int64_t alignment) override;
 
   int64_t retained_bytes() const;
-  int64_t bytes_allocated() const override { return allocated_.load(); }
-  int64_t max_memory() const override { return peak_.load(); }
-  int64_t total_bytes_allocated() const override { return total_.load(); }
-  int64_t num_allocations() const override { return allocations_.load(); }
+  // What the base pool holds, the kept blocks included.
+  int64_t bytes_allocated() const override { return base_->bytes_allocated(); }
+  int64_t total_bytes_allocated() const override { return base_->total_bytes_allocated(); }
+  int64_t num_allocations() const override { return base_->num_allocations(); }
   std::string backend_name() const override { return base_->backend_name(); }
 
  private:
   static bool Kept(int64_t size, int64_t alignment);
-  void Count(int64_t delta);
 
   arrow::MemoryPool* base_;
   const int64_t max_retained_;
   mutable std::mutex mutex_;
   std::unordered_map<int64_t, std::vector<uint8_t*>> free_blocks_;  // by block bytes
   int64_t retained_ = 0;
-  std::atomic<int64_t> allocated_{0}, peak_{0}, total_{0}, allocations_{0};
 };
 
 }  // namespace skyhook
