@@ -11,6 +11,7 @@
 
 #include "skyhook/protocol/error.h"
 #include "skyhook/storage/object/column_groups_reader.h"
+#include "skyhook/storage/object/dictionary_columns.h"
 #include "skyhook/storage/object/ipc_blocks.h"
 #include "skyhook/storage/object/row_object_reader.h"
 
@@ -67,10 +68,11 @@ std::optional<bool> SmallDecimalsFit(const arrow::Array& column) {
 
 // Text that is not UTF-8 or a decimal beyond its precision is a corrupt object,
 // not something compute and the client should meet (IPC batches are validated
-// whole when read).
-arrow::Status CheckDecoded(const arrow::RecordBatch& batch) {
-  for (const auto& column : batch.columns()) {
-    if (!DecodedUnchecked(*column->type())) continue;
+// whole when read). Columns gathered from checked dictionaries are skipped.
+arrow::Status CheckDecoded(const arrow::RecordBatch& batch, const std::vector<bool>& checked) {
+  for (int i = 0; i < batch.num_columns(); ++i) {
+    const auto& column = batch.column(i);
+    if (checked[i] || !DecodedUnchecked(*column->type())) continue;
     if (auto fits = SmallDecimalsFit(*column)) {
       if (*fits) continue;
       return Error(ErrorCode::kCorruptObject,
@@ -94,12 +96,13 @@ class RowGroupReader : public arrow::RecordBatchReader {
   /// Reads the given row groups, skipping the first rows_to_skip rows.
   RowGroupReader(parquet::arrow::FileReader* file, std::vector<int> leaves,
                  std::shared_ptr<arrow::Schema> schema, std::vector<int> row_groups,
-                 int64_t rows_to_skip)
+                 int64_t rows_to_skip, arrow::MemoryPool* pool)
       : file_(file),
         leaves_(std::move(leaves)),
         schema_(std::move(schema)),
         row_groups_(std::move(row_groups)),
-        rows_to_skip_(rows_to_skip) {}
+        rows_to_skip_(rows_to_skip),
+        context_(pool) {}
 
   std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
 
@@ -115,7 +118,11 @@ class RowGroupReader : public arrow::RecordBatchReader {
           }
           *out = (*out)->Slice(rows_to_skip_);
           rows_to_skip_ = 0;
-          return CheckDecoded(**out);
+          std::vector<bool> checked;
+          auto plain = plain_.Convert(*out, schema_, &context_, &checked);
+          if (!plain.ok()) return Corrupt("Parquet", plain.status());
+          *out = std::move(*plain);
+          return CheckDecoded(**out, checked);
         }
         current_.reset();
       }
@@ -137,6 +144,8 @@ class RowGroupReader : public arrow::RecordBatchReader {
   size_t next_ = 0;
   int64_t rows_to_skip_ = 0;
   std::unique_ptr<arrow::RecordBatchReader> current_;
+  arrow::compute::ExecContext context_;
+  PlainColumns plain_;
 };
 
 class ParquetObjectReader : public ObjectReader {
@@ -153,13 +162,35 @@ class ParquetObjectReader : public ObjectReader {
     parquet::arrow::FileReaderBuilder builder;
     auto opened = builder.Open(file, file_properties);
     if (!opened.ok()) return Corrupt("Parquet", opened);
-    auto reader = builder.memory_pool(pool)->properties(properties)->Build();
-    if (!reader.ok()) return Corrupt("Parquet", reader.status());
+    // The schema as stored; small-dictionary text columns are decoded as
+    // dictionaries and handed out in it (dictionary_columns.h).
+    auto metadata = builder.raw_reader()->metadata();
     std::shared_ptr<arrow::Schema> schema;
-    auto schema_status = (*reader)->GetSchema(&schema);
+    parquet::arrow::SchemaManifest manifest;
+    auto schema_status = parquet::arrow::SchemaManifest::Make(
+        metadata->schema(), metadata->key_value_metadata(), properties, &manifest);
+    if (schema_status.ok()) {
+      schema_status = parquet::arrow::FromParquetSchema(metadata->schema(), properties,
+                                                        metadata->key_value_metadata(), &schema);
+    }
     if (!schema_status.ok()) return Corrupt("Parquet", schema_status);
+    auto as_dictionaries = properties;
+    for (int leaf : SmallDictionaryLeaves(*metadata, manifest, *schema)) {
+      as_dictionaries.set_read_dictionary(leaf, true);
+    }
+    ARROW_ASSIGN_OR_RAISE(auto reader, Build(&builder, pool, as_dictionaries, *schema));
+    if (reader == nullptr) {  // Arrow decodes some dictionary to another type: plainly
+      parquet::arrow::FileReaderBuilder plain_builder;
+      opened = plain_builder.Open(file, file_properties);
+      if (!opened.ok()) return Corrupt("Parquet", opened);
+      ARROW_ASSIGN_OR_RAISE(reader, Build(&plain_builder, pool, properties, *schema));
+      if (reader == nullptr) {
+        return Error(ErrorCode::kCorruptObject,
+                     "object is not a readable Parquet partition: its schema is inconsistent");
+      }
+    }
     return std::unique_ptr<ObjectReader>(
-        new ParquetObjectReader(std::move(file), std::move(*reader), std::move(schema)));
+        new ParquetObjectReader(std::move(file), std::move(reader), std::move(schema), pool));
   }
 
   std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
@@ -214,16 +245,41 @@ class ParquetObjectReader : public ObjectReader {
     }
     ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
     return std::make_shared<RowGroupReader>(reader_.get(), std::move(leaves), std::move(schema),
-                                            std::move(row_groups), rows_to_skip);
+                                            std::move(row_groups), rows_to_skip, pool_);
+  }
+
+  // A reader whose columns are the schema's, or as dictionaries of exactly
+  // their type; nullptr when some column is neither.
+  static arrow::Result<std::unique_ptr<parquet::arrow::FileReader>> Build(
+      parquet::arrow::FileReaderBuilder* builder, arrow::MemoryPool* pool,
+      const parquet::ArrowReaderProperties& properties, const arrow::Schema& schema) {
+    auto reader = builder->memory_pool(pool)->properties(properties)->Build();
+    if (!reader.ok()) return Corrupt("Parquet", reader.status());
+    std::shared_ptr<arrow::Schema> decoded;
+    auto status = (*reader)->GetSchema(&decoded);
+    if (!status.ok()) return Corrupt("Parquet", status);
+    if (decoded->num_fields() != schema.num_fields()) return nullptr;
+    for (int i = 0; i < schema.num_fields(); ++i) {
+      const auto& type = *decoded->field(i)->type();
+      const auto& value_type = type.id() == arrow::Type::DICTIONARY
+                                   ? *static_cast<const arrow::DictionaryType&>(type).value_type()
+                                   : type;
+      if (!value_type.Equals(*schema.field(i)->type())) return nullptr;
+    }
+    return std::move(*reader);
   }
 
   ParquetObjectReader(std::shared_ptr<ObjectFile> file,
                       std::unique_ptr<parquet::arrow::FileReader> reader,
-                      std::shared_ptr<arrow::Schema> schema)
-      : ObjectReader(std::move(file)), reader_(std::move(reader)), schema_(std::move(schema)) {}
+                      std::shared_ptr<arrow::Schema> schema, arrow::MemoryPool* pool)
+      : ObjectReader(std::move(file)),
+        reader_(std::move(reader)),
+        schema_(std::move(schema)),
+        pool_(pool) {}
 
   std::unique_ptr<parquet::arrow::FileReader> reader_;
-  std::shared_ptr<arrow::Schema> schema_;
+  std::shared_ptr<arrow::Schema> schema_;  // as stored, never dictionaries
+  arrow::MemoryPool* pool_;
 };
 
 // Yields the record batches of an IPC file, re-sliced to at most batch_size rows.

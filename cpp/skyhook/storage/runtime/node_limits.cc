@@ -29,6 +29,7 @@ NodeLimits NodeLimits::FromEnvironment() {
           std::max<int64_t>(1, skyhook::FromEnvironment("SKYHOOK_MIN_BATCH_SIZE", 1024)),
       .max_in_flight = skyhook::FromEnvironment("SKYHOOK_MAX_IN_FLIGHT", 64),
       .max_slice_cpu_ns = skyhook::FromEnvironment("SKYHOOK_MAX_SLICE_CPU_MS", 0) * 1000000,
+      .retained_memory_bytes = skyhook::FromEnvironment("SKYHOOK_RETAINED_MEMORY_MB", 64) * kMiB,
   };
 }
 

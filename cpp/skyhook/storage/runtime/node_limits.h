@@ -29,6 +29,9 @@ struct NodeLimits {
   /// Push-back defaults: SKYHOOK_MAX_IN_FLIGHT (64) and SKYHOOK_MAX_SLICE_CPU_MS (0: off).
   int64_t max_in_flight;
   int64_t max_slice_cpu_ns;
+  // Freed large blocks kept for the next calls, in the whole process
+  // (retaining_memory_pool.h; read once, at the first call).
+  int64_t retained_memory_bytes;
 
   static NodeLimits FromEnvironment();
 
