@@ -22,6 +22,9 @@ arrow::Result<std::unique_ptr<ResultWriter>> ResultWriter::Open(
     int64_t node_max_bytes, int64_t object_bytes, arrow::MemoryPool* scratch_pool) {
   ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
   auto ipc_options = arrow::ipc::IpcWriteOptions::Defaults();
+  // Compress on the call's own thread: Arrow's CPU pool is busy with other
+  // calls' scans, and a reply queued behind them waits with its call.
+  ipc_options.use_threads = false;
   if (options.compression != arrow::Compression::UNCOMPRESSED) {
     ARROW_ASSIGN_OR_RAISE(ipc_options.codec, arrow::util::Codec::Create(options.compression));
   }
