@@ -86,11 +86,20 @@ class _Estimator:
             return np.minimum(1.0, sum(self.of(argument.value) for argument in expression.scalar_function.arguments))
         if name == "not":
             argument = expression.scalar_function.arguments[0].value
+            if argument.HasField("singular_or_list"):
+                return self._not_in(argument)
             fields = referenced_fields(argument)
             # NOT of a predicate on one column keeps none of its nulls (NOT null is null).
             valid = 1.0 - self._null_share(self.schema.field(fields.pop())) if len(fields) == 1 else 1.0
             return np.maximum(0.0, valid - self.of(argument))
         return self._predicate([expression])
+
+    def _not_in(self, in_list: Expression) -> np.ndarray:
+        """NOT IN as pyarrow's is_in means it (what storage runs): is_in is false,
+        not null, for a null value, so NOT IN keeps the nulls."""
+        if any(option.literal.WhichOneof("literal_type") == "null" for option in in_list.singular_or_list.options):
+            raise NoEstimate("an IN list holding null matches null values")
+        return np.maximum(0.0, 1.0 - self.of(in_list))
 
     def _null_share(self, field: pa.Field) -> np.ndarray:
         return _numbers(pc.struct_field(pc.struct_field(self.statistics, field.name), "null_count")) / self.num_rows
