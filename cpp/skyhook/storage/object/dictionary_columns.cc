@@ -19,8 +19,12 @@ constexpr int64_t kMaxDictionaryPageBytes = 64 * 1024;
 
 bool DictionaryEncodedThroughout(const parquet::ColumnChunkMetaData& chunk) {
   if (!chunk.has_dictionary_page()) return false;
-  const int64_t dictionary_bytes = chunk.data_page_offset() - chunk.dictionary_page_offset();
-  if (dictionary_bytes <= 0 || dictionary_bytes > kMaxDictionaryPageBytes) return false;
+  int64_t dictionary_bytes = 0;  // offsets come from hostile metadata: no signed overflow
+  if (__builtin_sub_overflow(chunk.data_page_offset(), chunk.dictionary_page_offset(),
+                             &dictionary_bytes) ||
+      dictionary_bytes <= 0 || dictionary_bytes > kMaxDictionaryPageBytes) {
+    return false;
+  }
   bool any_data_page = false;
   for (const auto& stats : chunk.encoding_stats()) {
     if (stats.page_type != parquet::PageType::DATA_PAGE &&
@@ -136,7 +140,11 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> PlainColumns::Convert(
   }
   arrow::ArrayVector columns = batch->columns();
   for (int i = 0; i < batch->num_columns(); ++i) {
-    if (columns[i]->type_id() != arrow::Type::DICTIONARY) continue;
+    // A column stored as a dictionary stays one; only those read as one are gathered.
+    if (columns[i]->type_id() != arrow::Type::DICTIONARY ||
+        plain->field(i)->type()->id() == arrow::Type::DICTIONARY) {
+      continue;
+    }
     const auto& dictionary_array = static_cast<const arrow::DictionaryArray&>(*columns[i]);
     const auto& dictionary = columns[i]->data()->dictionary;
     if (dictionary == nullptr) return arrow::Status::Invalid("a dictionary column without values");

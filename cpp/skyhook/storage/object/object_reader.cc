@@ -248,8 +248,9 @@ class ParquetObjectReader : public ObjectReader {
                                             std::move(row_groups), rows_to_skip, pool_);
   }
 
-  // A reader whose columns are the schema's, or as dictionaries of exactly
-  // their type; nullptr when some column is neither.
+  // A reader whose columns are the schema's (a column stored as a dictionary
+  // stays one), or dictionaries of exactly their type (asked for by
+  // SmallDictionaryLeaves); nullptr when some column is neither.
   static arrow::Result<std::unique_ptr<parquet::arrow::FileReader>> Build(
       parquet::arrow::FileReaderBuilder* builder, arrow::MemoryPool* pool,
       const parquet::ArrowReaderProperties& properties, const arrow::Schema& schema) {
@@ -261,10 +262,12 @@ class ParquetObjectReader : public ObjectReader {
     if (decoded->num_fields() != schema.num_fields()) return nullptr;
     for (int i = 0; i < schema.num_fields(); ++i) {
       const auto& type = *decoded->field(i)->type();
-      const auto& value_type = type.id() == arrow::Type::DICTIONARY
-                                   ? *static_cast<const arrow::DictionaryType&>(type).value_type()
-                                   : type;
-      if (!value_type.Equals(*schema.field(i)->type())) return nullptr;
+      const auto& stored = *schema.field(i)->type();
+      if (type.Equals(stored)) continue;
+      if (type.id() != arrow::Type::DICTIONARY ||
+          !static_cast<const arrow::DictionaryType&>(type).value_type()->Equals(stored)) {
+        return nullptr;
+      }
     }
     return std::move(*reader);
   }
@@ -278,7 +281,7 @@ class ParquetObjectReader : public ObjectReader {
         pool_(pool) {}
 
   std::unique_ptr<parquet::arrow::FileReader> reader_;
-  std::shared_ptr<arrow::Schema> schema_;  // as stored, never dictionaries
+  std::shared_ptr<arrow::Schema> schema_;  // as stored (dictionaries where stored so)
   arrow::MemoryPool* pool_;
 };
 

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include <arrow/buffer_builder.h>
 #include <arrow/compute/api_aggregate.h>
 #include <arrow/compute/function.h>
 #include <arrow/compute/kernel.h>
@@ -22,12 +23,14 @@ namespace ac = arrow::compute;
 // Unsigned: additions wrap modulo 2^128 as Arrow's Decimal128 additions do.
 using UInt128 = unsigned __int128;
 
+// Per group, in the call's pool (its memory limit counts the groups).
 struct GroupedSum : public ac::KernelState {
+  explicit GroupedSum(arrow::MemoryPool* pool) : sums(pool), counts(pool), no_nulls(pool) {}
   std::shared_ptr<arrow::DataType> out_type;
   ac::ScalarAggregateOptions options;
-  std::vector<UInt128> sums;
-  std::vector<int64_t> counts;
-  std::vector<uint8_t> no_nulls;  // per group: no null value seen
+  arrow::TypedBufferBuilder<UInt128> sums;
+  arrow::TypedBufferBuilder<int64_t> counts;
+  arrow::TypedBufferBuilder<uint8_t> no_nulls;  // per group: no null value seen
 };
 
 GroupedSum* StateOf(ac::KernelContext* context) {
@@ -43,7 +46,7 @@ arrow::Result<arrow::TypeHolder> OutType(ac::KernelContext*,
 
 arrow::Result<std::unique_ptr<ac::KernelState>> Init(ac::KernelContext* context,
                                                      const ac::KernelInitArgs& args) {
-  auto state = std::make_unique<GroupedSum>();
+  auto state = std::make_unique<GroupedSum>(context->memory_pool());
   ARROW_ASSIGN_OR_RAISE(auto out_type, OutType(context, args.inputs));
   state->out_type = out_type.GetSharedPtr();
   if (args.options != nullptr) {
@@ -55,19 +58,20 @@ arrow::Result<std::unique_ptr<ac::KernelState>> Init(ac::KernelContext* context,
 
 arrow::Status Resize(ac::KernelContext* context, int64_t groups) {
   auto* state = StateOf(context);
-  state->sums.resize(static_cast<size_t>(groups), 0);
-  state->counts.resize(static_cast<size_t>(groups), 0);
-  state->no_nulls.resize(static_cast<size_t>(groups), 1);
-  return arrow::Status::OK();
+  const int64_t added = groups - state->sums.length();
+  if (added <= 0) return arrow::Status::OK();
+  ARROW_RETURN_NOT_OK(state->sums.Append(added, 0));
+  ARROW_RETURN_NOT_OK(state->counts.Append(added, 0));
+  return state->no_nulls.Append(added, 1);
 }
 
 arrow::Status Consume(ac::KernelContext* context, const ac::ExecSpan& batch) {
   auto* state = StateOf(context);
   const uint32_t* groups = batch[1].array.GetValues<uint32_t>(1);
   const int64_t length = batch.length;
-  UInt128* sums = state->sums.data();
-  int64_t* counts = state->counts.data();
-  uint8_t* no_nulls = state->no_nulls.data();
+  UInt128* sums = state->sums.mutable_data();
+  int64_t* counts = state->counts.mutable_data();
+  uint8_t* no_nulls = state->no_nulls.mutable_data();
   if (batch[0].is_scalar()) {
     const auto& scalar =
         arrow::internal::checked_cast<const arrow::Decimal128Scalar&>(*batch[0].scalar);
@@ -107,28 +111,27 @@ arrow::Status Merge(ac::KernelContext* context, ac::KernelState&& other_state,
   const uint32_t* mapping = group_id_mapping.GetValues<uint32_t>(1);
   for (int64_t group = 0; group < group_id_mapping.length; ++group) {
     const uint32_t into = mapping[group];
-    state->sums[into] += other.sums[group];
-    state->counts[into] += other.counts[group];
-    state->no_nulls[into] &= other.no_nulls[group];
+    state->sums.mutable_data()[into] += other.sums.data()[group];
+    state->counts.mutable_data()[into] += other.counts.data()[group];
+    state->no_nulls.mutable_data()[into] &= other.no_nulls.data()[group];
   }
   return arrow::Status::OK();
 }
 
 arrow::Status Finalize(ac::KernelContext* context, arrow::Datum* out) {
   auto* state = StateOf(context);
-  const int64_t groups = static_cast<int64_t>(state->sums.size());
-  ARROW_ASSIGN_OR_RAISE(auto values, arrow::AllocateBuffer(groups * 16, context->memory_pool()));
-  if (groups > 0) {  // an empty vector's data() may be null, which memcpy must not see
-    std::memcpy(values->mutable_data(), state->sums.data(), static_cast<size_t>(groups) * 16);
-  }
+  const int64_t groups = state->sums.length();
   ARROW_ASSIGN_OR_RAISE(auto bitmap, arrow::AllocateBitmap(groups, context->memory_pool()));
   int64_t null_count = 0;
   for (int64_t group = 0; group < groups; ++group) {
-    const bool valid = state->counts[group] >= state->options.min_count &&
-                       (state->options.skip_nulls || state->no_nulls[group] != 0);
+    const bool valid = state->counts.data()[group] >= state->options.min_count &&
+                       (state->options.skip_nulls || state->no_nulls.data()[group] != 0);
     arrow::bit_util::SetBitTo(bitmap->mutable_data(), group, valid);
     null_count += !valid;
   }
+  // Unsigned 128-bit sums are decimal128's little-endian values as they are.
+  std::shared_ptr<arrow::Buffer> values;
+  ARROW_RETURN_NOT_OK(state->sums.Finish(&values));
   *out = arrow::ArrayData::Make(state->out_type, groups,
                                 {null_count > 0 ? std::move(bitmap) : nullptr, std::move(values)},
                                 null_count);
