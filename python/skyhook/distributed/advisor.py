@@ -34,7 +34,7 @@ from skyhook.distributed.key_ranges import ranges_met
 from skyhook.distributed.planner import make_plan
 from skyhook.distributed.target import TransformTarget, resolve
 from skyhook.errors import InvalidRequestError
-from skyhook.execution.cost import bytes_read
+from skyhook.execution.cost import bytes_read, column_bytes
 from skyhook.execution.workload_log import QueryRecord
 from skyhook.ingest.codec_choice import CodecChoice
 from skyhook.ingest.partitioning import DEFAULT_TARGET_OBJECT_SIZE
@@ -197,7 +197,7 @@ def _column_bytes(manifest: Manifest, column: str) -> list[int]:
     partition, by number (0 where unknown): about what its index holds."""
     if len(manifest.statistics) == 0:
         return [0] * len(manifest.partitions)
-    return [value or 0 for value in manifest.statistics.field(column).field("bytes").to_pylist()]
+    return column_bytes(manifest)[column].tolist()
 
 
 def _column_groups(manifest: Manifest, records: list[QueryRecord]) -> Advice | None:

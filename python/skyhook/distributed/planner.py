@@ -20,6 +20,7 @@ from skyhook.distributed import zorder
 from skyhook.distributed.plan import Plan, Step, expression_bytes
 from skyhook.distributed.source_scan import scan_sources
 from skyhook.distributed.target import ResolvedTarget
+from skyhook.execution.cost import column_bytes
 from skyhook.names import new_generation, object_name
 from skyhook.plan.expressions import filter_columns
 
@@ -241,9 +242,7 @@ def _column_fraction(manifest: Manifest, columns: tuple[str, ...] | None) -> flo
     """The share of the stored bytes a projection keeps (by the per-column byte statistics)."""
     if columns is None or len(manifest.statistics) == 0:
         return 1.0
-    per_column = {
-        name: pc.sum(manifest.statistics.field(name).field("bytes")).as_py() or 0 for name in manifest.schema.names
-    }
+    per_column = {name: int(sizes.sum()) for name, sizes in column_bytes(manifest).items()}
     total = sum(per_column.values())
     return 1.0 if total <= 0 else sum(per_column[name] for name in columns) / total
 

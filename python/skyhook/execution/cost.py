@@ -92,15 +92,16 @@ def predicted_reply_ratio(
 
 def decoded_bytes(manifest: Manifest, partition: Partition, columns: list[str] | None) -> int:
     """Decoded bytes of columns (None: all) in a partition (ingest statistics)."""
-    sizes = _column_bytes(manifest)
+    sizes = column_bytes(manifest)
     return int(
         sum(sizes[name][partition.number] for name in manifest.schema.names if columns is None or name in columns)
     )
 
 
 @per_manifest
-def _column_bytes(manifest: Manifest) -> dict[str, np.ndarray]:
-    """Per column, its decoded bytes in each partition (0 where unknown)."""
+def column_bytes(manifest: Manifest) -> dict[str, np.ndarray]:
+    """Per column, its decoded bytes (Arrow buffers, by the ingest statistics)
+    in each partition, by number (0 where unknown)."""
     return {
         name: manifest.statistics.field(name).field("bytes").fill_null(0).to_numpy(zero_copy_only=False)
         for name in manifest.schema.names
