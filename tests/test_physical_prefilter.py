@@ -47,9 +47,11 @@ def make_table(rows: int = ROWS, seed: int = 11) -> pa.Table:
             "i16": pa.array([rng.randint(-30000, 30000) for _ in range(rows)], pa.int16()),
             "i32": pa.array([maybe(rng.randint(-(2**31), 2**31 - 1)) for _ in range(rows)], pa.int32()),
             "i64": pa.array([rng.randint(-(2**62), 2**62) for _ in range(rows)], pa.int64()),
-            "d": pa.array([maybe(day + datetime.timedelta(days=rng.randint(0, 2500))) for _ in range(rows)], pa.date32()),
+            "d": pa.array(
+                [maybe(day + datetime.timedelta(days=rng.randint(0, 2500))) for _ in range(rows)], pa.date32()
+            ),
             "dec32": pa.array([maybe(D(rng.randint(-99999, 99999)) / 1000) for _ in range(rows)], pa.decimal128(9, 3)),
-            "dec64": pa.array([D(rng.randint(-10**12, 10**12)) / 100 for _ in range(rows)], pa.decimal128(15, 2)),
+            "dec64": pa.array([D(rng.randint(-(10**12), 10**12)) / 100 for _ in range(rows)], pa.decimal128(15, 2)),
             "disc": pa.array([D(rng.randint(0, 10)) / 100 for _ in range(rows)], pa.decimal128(15, 2)),
             "ts": pa.array(
                 [maybe(moment + datetime.timedelta(microseconds=rng.randint(0, 10**12))) for _ in range(rows)],

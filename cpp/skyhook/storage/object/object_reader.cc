@@ -241,8 +241,8 @@ class ParquetObjectReader : public ObjectReader {
       const std::vector<PhysicalRange>& ranges, const std::vector<int>& field_indices, int zone,
       double max_share, arrow::compute::ExecContext* context) override {
     ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
-    auto read_whole = [&](const std::vector<int>& fields)
-        -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
+    auto read_whole =
+        [&](const std::vector<int>& fields) -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
       ARROW_ASSIGN_OR_RAISE(auto batches, Read(fields, kZoneBatchRows, {zone}, 0));
       ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatchReader(batches.get()));
       return table->CombineChunksToBatch(pool_);

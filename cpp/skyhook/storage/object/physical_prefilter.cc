@@ -149,10 +149,10 @@ arrow::Result<std::optional<DecodedColumn>> DecodeField(parquet::arrow::FileRead
   if (!IntegerStored(*descriptor, type)) return std::nullopt;
   auto column = row_group->Column(leaf);
   const int16_t max_definition = descriptor->max_definition_level();
-  ARROW_ASSIGN_OR_RAISE(
-      auto decoded, descriptor->physical_type() == parquet::Type::INT32
-                        ? Decode<parquet::Int32Type>(column.get(), max_definition, rows, pool)
-                        : Decode<parquet::Int64Type>(column.get(), max_definition, rows, pool));
+  ARROW_ASSIGN_OR_RAISE(auto decoded,
+                        descriptor->physical_type() == parquet::Type::INT32
+                            ? Decode<parquet::Int32Type>(column.get(), max_definition, rows, pool)
+                            : Decode<parquet::Int64Type>(column.get(), max_definition, rows, pool));
   auto* values = decoded.values->mutable_data_as<int64_t>();
   const uint8_t* valid = decoded.valid ? decoded.valid->data() : nullptr;
   if (type.id() == arrow::Type::INT8 || type.id() == arrow::Type::INT16) {
@@ -319,9 +319,9 @@ arrow::Result<std::optional<ZoneSelection>> Select(
     ARROW_ASSIGN_OR_RAISE(auto whole, read_fields(other_fields));
     if (whole->num_rows() != rows) return Corrupt("a column holds fewer values than its row group");
     arrow::Int64Array indices(kept, arrow::Buffer::Wrap(selection.rows));
-    ARROW_ASSIGN_OR_RAISE(auto taken,
-                          arrow::compute::Take(whole, indices,
-                                               arrow::compute::TakeOptions::Defaults(), context));
+    ARROW_ASSIGN_OR_RAISE(
+        auto taken,
+        arrow::compute::Take(whole, indices, arrow::compute::TakeOptions::Defaults(), context));
     for (size_t j = 0; j < others.size(); ++j) {
       columns[others[j]] = taken.record_batch()->column(static_cast<int>(j));
     }

@@ -49,9 +49,8 @@ std::optional<DomainValue> InFieldDomain(const arrow::Scalar& literal,
   if (field.id() == arrow::Type::DECIMAL128) {
     if (literal.type->id() != arrow::Type::DECIMAL128) return std::nullopt;
     const auto& value = static_cast<const arrow::Decimal128Scalar&>(literal).value;
-    const __int128 unscaled =
-        static_cast<__int128>(static_cast<unsigned __int128>(value.high_bits()) << 64 |
-                              value.low_bits());
+    const __int128 unscaled = static_cast<__int128>(
+        static_cast<unsigned __int128>(value.high_bits()) << 64 | value.low_bits());
     const int from = static_cast<const arrow::Decimal128Type&>(*literal.type).scale();
     const int to = static_cast<const arrow::Decimal128Type&>(field).scale();
     if (std::abs(to - from) > 38) return std::nullopt;
