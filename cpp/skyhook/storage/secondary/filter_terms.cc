@@ -119,6 +119,28 @@ int FieldIndex(const Expression& expression, const arrow::Schema& schema) {
   return path.ok() && path->indices().size() == 1 ? path->indices()[0] : -1;
 }
 
+// A comparison of a field with a literal, written the field first.
+struct FieldComparison {
+  int field;
+  std::string function;
+  std::shared_ptr<arrow::Scalar> literal;
+};
+
+std::optional<FieldComparison> AsFieldComparison(const Expression::Call& call,
+                                                 const arrow::Schema& schema) {
+  if (call.arguments.size() != 2) return std::nullopt;
+  std::string function = call.function_name;
+  int field = FieldIndex(call.arguments[0], schema);
+  const auto* literal = call.arguments[1].literal();
+  if (field < 0) {
+    field = FieldIndex(call.arguments[1], schema);
+    literal = call.arguments[0].literal();
+    function = Swapped(function);
+  }
+  if (field < 0 || !literal || !literal->is_scalar()) return std::nullopt;
+  return FieldComparison{field, std::move(function), literal->scalar()};
+}
+
 // The field and values of `x == a or x == b or ...` (how Substrait carries
 // an IN list), or -1 when the expression is not such a chain.
 int EqualityChain(const Expression& expression, const arrow::Schema& schema,
@@ -187,17 +209,10 @@ std::map<int, ColumnTerms> ExtractColumnTerms(const Expression& filter,
     const auto* call = member.call();
     if (!call || call->arguments.empty()) continue;
     arrow::ScalarVector chain;
-    if (IsComparison(call->function_name) && call->arguments.size() == 2) {
-      std::string function = call->function_name;
-      int field = FieldIndex(call->arguments[0], bound_schema);
-      const auto* literal = call->arguments[1].literal();
-      if (field < 0) {
-        field = FieldIndex(call->arguments[1], bound_schema);
-        literal = call->arguments[0].literal();
-        function = Swapped(function);
-      }
-      if (field < 0 || !literal || !literal->is_scalar()) continue;
-      auto value = literal->scalar();
+    if (IsComparison(call->function_name)) {
+      auto comparison = AsFieldComparison(*call, bound_schema);
+      if (!comparison) continue;
+      const auto& [field, function, value] = *comparison;
       if (!value->is_valid || !value->type->Equals(*bound_schema.field(field)->type())) continue;
       bool first = terms.count(field) == 0;
       auto low = function == "equal" || function.rfind("greater", 0) == 0 ? value : nullptr;
@@ -230,24 +245,16 @@ std::vector<PhysicalRange> PhysicalRanges(const Expression& filter,
   std::map<int, WideRange> wide;  // by the object's field
   for (const auto& member : members) {
     const auto* call = member.call();
-    if (!call || call->arguments.size() != 2 ||
-        !(IsComparison(call->function_name) || call->function_name == "not_equal")) {
+    if (!call || !(IsComparison(call->function_name) || call->function_name == "not_equal")) {
       continue;
     }
-    std::string function = call->function_name;
-    int field = FieldIndex(call->arguments[0], bound_schema);
-    const auto* literal = call->arguments[1].literal();
-    if (field < 0) {
-      field = FieldIndex(call->arguments[1], bound_schema);
-      literal = call->arguments[0].literal();
-      function = Swapped(function);
-    }
-    if (field < 0 || !literal || !literal->is_scalar()) continue;
-    const auto& bound = *bound_schema.field(field);
+    auto comparison = AsFieldComparison(*call, bound_schema);
+    if (!comparison) continue;
+    const auto& bound = *bound_schema.field(comparison->field);
     const int column = object_schema.GetFieldIndex(bound.name());
     if (column < 0 || !object_schema.field(column)->type()->Equals(*bound.type())) continue;
-    auto value = InFieldDomain(*literal->scalar(), *bound.type());
-    if (value) Narrow(&wide[column], function, *value);
+    auto value = InFieldDomain(*comparison->literal, *bound.type());
+    if (value) Narrow(&wide[column], comparison->function, *value);
   }
   std::vector<PhysicalRange> ranges;
   for (auto& [column, range] : wide) {
