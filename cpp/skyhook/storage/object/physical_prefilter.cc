@@ -20,9 +20,10 @@
 namespace skyhook {
 namespace {
 
-// Past this many rows a row group is read plainly (the selection holds 8
-// bytes per row of each filter column at once).
-constexpr int64_t kMaxRows = int64_t{1} << 24;
+// Past this many rows a row group is read plainly: the selection holds a
+// zone's values whole (8 bytes a row of each column it decodes), where
+// Arrow's path holds 64 Ki rows at a time (designs default to 64 Ki a group).
+constexpr int64_t kMaxRows = int64_t{1} << 20;
 
 arrow::Status Corrupt(const std::string& cause) {
   return Error(ErrorCode::kCorruptObject, "object is not a readable Parquet partition: ", cause);
