@@ -239,7 +239,7 @@ class ParquetObjectReader : public ObjectReader {
 
   arrow::Result<std::optional<ZoneSelection>> SelectZone(
       const std::vector<PhysicalRange>& ranges, const std::vector<int>& field_indices, int zone,
-      double max_share, arrow::compute::ExecContext* context) override {
+      const SelectionLimits& limits, arrow::compute::ExecContext* context) override {
     ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
     auto read_whole =
         [&](const std::vector<int>& fields) -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
@@ -247,8 +247,8 @@ class ParquetObjectReader : public ObjectReader {
       ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatchReader(batches.get()));
       return table->CombineChunksToBatch(pool_);
     };
-    return SelectRowGroup(reader_.get(), zone, ranges, field_indices, *schema, max_share,
-                          read_whole, context);
+    return SelectRowGroup(reader_.get(), zone, ranges, field_indices, *schema, limits, read_whole,
+                          context);
   }
 
  private:

@@ -79,10 +79,10 @@ class ObjectReader {
   virtual bool SelectsZones() const { return false; }
   /// The rows of a zone that `ranges` keep, with `fields` of them
   /// (physical_prefilter.h); nullopt when they cannot be evaluated there or
-  /// keep more than max_share of its rows: the zone is then read plainly.
+  /// keep more rows than `limits` allow: the zone is then read plainly.
   virtual arrow::Result<std::optional<ZoneSelection>> SelectZone(
       const std::vector<PhysicalRange>& /*ranges*/, const std::vector<int>& /*field_indices*/,
-      int /*zone*/, double /*max_share*/, arrow::compute::ExecContext* /*context*/) {
+      int /*zone*/, const SelectionLimits& /*limits*/, arrow::compute::ExecContext* /*context*/) {
     return std::nullopt;
   }
 

@@ -252,14 +252,31 @@ arrow::Result<std::shared_ptr<arrow::Array>> Gather(const DecodedColumn& column,
   return arrow::MakeArray(arrow::ArrayData::Make(type, count, {bitmap, data}, nulls));
 }
 
-arrow::Result<std::optional<ZoneSelection>> Select(
-    parquet::arrow::FileReader* file, int row_group, const std::vector<PhysicalRange>& ranges,
-    const std::vector<int>& fields, const arrow::Schema& fields_schema, double max_share,
-    const RowGroupFields& read_fields, arrow::compute::ExecContext* context) {
+arrow::Result<std::optional<ZoneSelection>> Select(parquet::arrow::FileReader* file, int row_group,
+                                                   const std::vector<PhysicalRange>& ranges,
+                                                   const std::vector<int>& fields,
+                                                   const arrow::Schema& fields_schema,
+                                                   const SelectionLimits& limits,
+                                                   const RowGroupFields& read_fields,
+                                                   arrow::compute::ExecContext* context) {
   auto* pool = context->memory_pool();
   const int64_t rows = file->parquet_reader()->metadata()->RowGroup(row_group)->num_rows();
   if (rows <= 0 || rows > kMaxRows) return std::nullopt;
   auto reader = file->parquet_reader()->RowGroup(row_group);
+  if (limits.sample_rows > 0 && limits.sample_rows < rows) {
+    // The first rows of one column decide (a page or so), rather than a
+    // whole column decoded for a filter that keeps most rows (Q1's date bound).
+    ARROW_ASSIGN_OR_RAISE(
+        auto sample, DecodeField(file, reader.get(), ranges[0].field, limits.sample_rows, pool));
+    if (!sample) return std::nullopt;
+    std::vector<uint8_t> keep(static_cast<size_t>(limits.sample_rows), 1);
+    Keep(*sample, ranges[0], limits.sample_rows, keep.data());
+    int64_t kept = 0;
+    for (uint8_t row : keep) kept += row;
+    if (static_cast<double>(kept) > limits.max_share * static_cast<double>(limits.sample_rows)) {
+      return std::nullopt;
+    }
+  }
   std::vector<std::pair<int, DecodedColumn>> filter_columns;
   ARROW_ASSIGN_OR_RAISE(auto keep_buffer, arrow::AllocateBuffer(rows, pool));
   auto* keep = keep_buffer->mutable_data();
@@ -281,7 +298,9 @@ arrow::Result<std::optional<ZoneSelection>> Select(
     for (int64_t row = 0; row < rows; ++row) kept += keep[row];
     if (kept == 0) break;  // no other column needs decoding
   }
-  if (static_cast<double>(kept) > max_share * static_cast<double>(rows)) return std::nullopt;
+  if (static_cast<double>(kept) > limits.max_share * static_cast<double>(rows)) {
+    return std::nullopt;
+  }
   ZoneSelection selection;
   selection.rows.reserve(static_cast<size_t>(kept));
   for (int64_t row = 0; row < rows; ++row) {
@@ -336,11 +355,12 @@ arrow::Result<std::optional<ZoneSelection>> Select(
 
 arrow::Result<std::optional<ZoneSelection>> SelectRowGroup(
     parquet::arrow::FileReader* file, int row_group, const std::vector<PhysicalRange>& ranges,
-    const std::vector<int>& fields, const arrow::Schema& fields_schema, double max_share,
-    const RowGroupFields& read_fields, arrow::compute::ExecContext* context) {
+    const std::vector<int>& fields, const arrow::Schema& fields_schema,
+    const SelectionLimits& limits, const RowGroupFields& read_fields,
+    arrow::compute::ExecContext* context) {
   if (ranges.empty() || row_group < 0 || row_group >= file->num_row_groups()) return std::nullopt;
   try {  // Parquet's column readers throw on corrupt pages
-    return Select(file, row_group, ranges, fields, fields_schema, max_share, read_fields, context);
+    return Select(file, row_group, ranges, fields, fields_schema, limits, read_fields, context);
   } catch (const std::exception& error) {
     return Corrupt(error.what());
   }

@@ -32,6 +32,12 @@ struct PhysicalRange {
   std::vector<int64_t> excluded;  // values of `!=` conjuncts
 };
 
+/// When a selection costs more than it saves: the zone is read plainly.
+struct SelectionLimits {
+  double max_share = 1.0;   // of the zone's rows kept
+  int64_t sample_rows = 0;  // decided on this many first rows of the first field (0: on all)
+};
+
 /// The rows of a zone the ranges keep, and the requested fields of just them.
 struct ZoneSelection {
   std::shared_ptr<arrow::RecordBatch> batch;  // fields as stored
@@ -45,11 +51,12 @@ using RowGroupFields = std::function<arrow::Result<std::shared_ptr<arrow::Record
 /// The selection of row group `row_group` of `file`, with `fields` (of
 /// `fields_schema`'s types) gathered from physical values where they are
 /// integer-stored and read through `read_fields` otherwise; nullopt when the
-/// ranges cannot be evaluated there or keep more than max_share of its rows
+/// ranges cannot be evaluated there or keep more rows than `limits` allow
 /// (the caller then reads the row group plainly). kCorruptObject on a corrupt page.
 arrow::Result<std::optional<ZoneSelection>> SelectRowGroup(
     parquet::arrow::FileReader* file, int row_group, const std::vector<PhysicalRange>& ranges,
-    const std::vector<int>& fields, const arrow::Schema& fields_schema, double max_share,
-    const RowGroupFields& read_fields, arrow::compute::ExecContext* context);
+    const std::vector<int>& fields, const arrow::Schema& fields_schema,
+    const SelectionLimits& limits, const RowGroupFields& read_fields,
+    arrow::compute::ExecContext* context);
 
 }  // namespace skyhook

@@ -31,8 +31,10 @@ constexpr int64_t kMaxSimplifiedNodes = 64;
 constexpr double kMaxIndexShare = 0.25;
 
 // A pre-filter keeping more than this share of a zone's rows costs more than
-// it saves (Q1's date bound keeps 98 %): that zone and the rest are read whole.
+// it saves (Q1's date bound keeps 98 %): that zone and the rest are read
+// whole. The first zone tried decides on its first rows (a page or so).
 constexpr double kMaxSelectedShare = 0.5;
+constexpr int64_t kSampleRows = 8192;
 
 // The object's column a bound field names, when it has the same type (a
 // column named by another carrier type has statistics of another type).
@@ -263,8 +265,10 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, Obj
 }
 
 arrow::Result<bool> ZoneBatches::SelectZone(const ZoneToRead& zone) {
-  ARROW_ASSIGN_OR_RAISE(auto selection, reader_->SelectZone(ranges_, fields_, zone.zone,
-                                                            kMaxSelectedShare, context_));
+  const SelectionLimits limits{kMaxSelectedShare, tried_selection_ ? 0 : kSampleRows};
+  tried_selection_ = true;
+  ARROW_ASSIGN_OR_RAISE(auto selection,
+                        reader_->SelectZone(ranges_, fields_, zone.zone, limits, context_));
   if (!selection) {
     ranges_.clear();  // the later zones are read whole too
     return false;

@@ -80,6 +80,7 @@ class ZoneBatches {
   size_t next_zone_ = 0;
   const ZoneToRead* zone_ = nullptr;
   bool selected_ = false;  // the zone's rows are a pre-filter's
+  bool tried_selection_ = false;
   int64_t rows_scanned_ = 0;
   std::shared_ptr<arrow::RecordBatchReader> batches_;  // a zone read whole
   std::shared_ptr<arrow::RecordBatch> taken_;          // an index's rows of a zone
