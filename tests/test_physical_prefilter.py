@@ -169,7 +169,7 @@ def test_continued_scans_give_the_same_rows(dataset):
         assert pa.concat_tables(got).equals(part.slice(start).filter(filter)), start
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     conjuncts=st.lists(
         st.tuples(
