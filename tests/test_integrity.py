@@ -22,6 +22,7 @@ from skyhook.rpc.reply import decode_reply
 from skyhook.rpc.requests import DescribeRequest, ScanRequest
 from skyhook.rpc.result_options import ResultOptions
 from support.assertions import assert_same_table
+from support.damage import flip_inside_a_data_page
 from support.replies import frame, header
 from support.tables import make_typed_table
 
@@ -157,20 +158,6 @@ def test_missing_statistic_is_a_corrupt_reply():
     reply = decode_reply(frame(header(status=pa.array([0], pa.int32()), message=pa.array([""]))), "object x")
     with pytest.raises(skyhook.CorruptReplyError, match="lacks the statistic 'rows_scanned'"):
         reply.statistics["rows_scanned"]
-
-
-def flip_inside_a_data_page(object_bytes: bytes, column: str) -> bytes:
-    """The object with one byte flipped near the end of the column's last data
-    page (its values, after the page header) in the first row group."""
-    metadata = pq.ParquetFile(pa.BufferReader(object_bytes)).metadata
-    index = metadata.schema.to_arrow_schema().get_field_index(column)
-    chunk = metadata.row_group(0).column(index)
-    start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
-    position = start + chunk.total_compressed_size - 3
-    assert position > chunk.data_page_offset
-    damaged = bytearray(object_bytes)
-    damaged[position] ^= 0x10
-    return bytes(damaged)
 
 
 @pytest.mark.parametrize("compression", ["none", "zstd"])

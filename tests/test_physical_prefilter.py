@@ -18,10 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import skyhook
 from skyhook.rpc.reply import decode_reply
 from skyhook.rpc.requests import ScanRequest
 from skyhook.rpc.result_options import ResultOptions
 from support.assertions import assert_same_table
+from support.damage import flip_inside_a_data_page
 from support.oracle import expected
 
 F = pc.field
@@ -139,6 +141,32 @@ def test_plain_and_dictionary_pages(module_store):
         F("g") != 3,  # keeps most rows: read plainly after the first rows
     ):
         assert_same_table(ds.to_table(filter=filter, pushdown=True), expected(table, None, filter))
+
+
+def test_corrupt_pages_and_decimals_are_corrupt_objects(store):
+    """A flipped bit in a filter column's page, and a decimal beyond its
+    precision, are errors on the pre-filter's path as on Arrow's."""
+    rows = 20_000
+    table = pa.table(
+        {
+            "id": pa.array(range(rows), pa.int64()),
+            "v": pa.array([(i * 7919) % rows for i in range(rows)], pa.int64()),
+            "d": pa.array([D(i % 1000) / 100 for i in range(rows)], pa.decimal128(15, 2)),
+        }
+    )
+    dataset = store.write_dataset("damaged", table, rows_per_object=rows, compression="none")
+    name = dataset.manifest.partitions[0].object_name
+    original = store.backend.read_object(name).to_pybytes()
+    for column in ("v", "d"):
+        damaged = flip_inside_a_data_page(original, column)
+        store.backend.put_object(name, pa.py_buffer(damaged), {"skyhook.format": "parquet"})
+        for filter in (F("v") < pa.scalar(100, pa.int64()), F("d") == dec("3.21")):
+            with pytest.raises(skyhook.CorruptObjectError, match=name):
+                dataset.to_table(filter=filter, pushdown=True)
+    store.backend.put_object(name, pa.py_buffer(original), {"skyhook.format": "parquet"})
+    assert_same_table(
+        dataset.to_table(filter=F("d") == dec("3.21"), pushdown=True), expected(table, None, F("d") == dec("3.21"))
+    )
 
 
 def test_empty_object(module_store):
