@@ -10,9 +10,11 @@ from __future__ import annotations
 import datetime
 import decimal
 import random
+import struct
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pyarrow.substrait as pas
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -144,8 +146,8 @@ def test_plain_and_dictionary_pages(module_store):
 
 
 def test_corrupt_pages_and_decimals_are_corrupt_objects(store):
-    """A flipped bit in a filter column's page, and a decimal beyond its
-    precision, are errors on the pre-filter's path as on Arrow's."""
+    """A flipped bit in a filter column's page or a gathered column's is an
+    error on the pre-filter's path as on Arrow's."""
     rows = 20_000
     table = pa.table(
         {
@@ -167,6 +169,23 @@ def test_corrupt_pages_and_decimals_are_corrupt_objects(store):
     assert_same_table(
         dataset.to_table(filter=F("d") == dec("3.21"), pushdown=True), expected(table, None, F("d") == dec("3.21"))
     )
+
+
+def test_a_decimal_beyond_its_precision_is_a_corrupt_object(store):
+    rows = 3000
+    table = pa.table({"d": pa.array([D(i) / 100 for i in range(rows)], pa.decimal128(15, 2))})
+    dataset = store.write_dataset("beyond", table)
+    name = dataset.manifest.partitions[0].object_name
+    sink = pa.BufferOutputStream()  # as storage writes it, without page checksums to patch
+    pq.write_table(
+        table, sink, compression="none", store_decimal_as_integer=True, use_dictionary=False, write_statistics=False
+    )
+    data = sink.getvalue().to_pybytes()
+    old, new = struct.pack("<q", rows - 1), struct.pack("<q", 10**15)
+    assert data.count(old) == 1
+    store.backend.put_object(name, pa.py_buffer(data.replace(old, new)), {"skyhook.format": "parquet"})
+    with pytest.raises(skyhook.CorruptObjectError, match="precision"):
+        dataset.to_table(filter=F("d") < dec("0.10"), pushdown=True)
 
 
 def test_empty_object(module_store):
