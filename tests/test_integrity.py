@@ -13,7 +13,6 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pytest
 
 import skyhook
@@ -22,7 +21,7 @@ from skyhook.rpc.reply import decode_reply
 from skyhook.rpc.requests import DescribeRequest, ScanRequest
 from skyhook.rpc.result_options import ResultOptions
 from support.assertions import assert_same_table
-from support.damage import flip_inside_a_data_page
+from support.damage import flip_inside_a_data_page, with_int64_patched
 from support.replies import frame, header
 from support.tables import make_typed_table
 
@@ -260,14 +259,8 @@ def test_a_decimal_beyond_its_precision_is_a_corrupt_object(store, nulls):
     table = pa.table({"id": pa.array([0, 1, 2]), "d": pa.array(values, pa.decimal128(15, 2))})
     dataset = store.write_dataset("t", table)
     name = dataset.manifest.partitions[0].object_name
-    sink = pa.BufferOutputStream()  # as storage writes it, without page checksums to patch
-    pq.write_table(
-        table, sink, compression="none", store_decimal_as_integer=True, use_dictionary=False, write_statistics=False
-    )
-    data = sink.getvalue().to_pybytes()
-    old, new = struct.pack("<q", 10**15 - 1), struct.pack("<q", 10**15)
-    assert data.count(old) == 1
-    store.backend.put_object(name, pa.py_buffer(data.replace(old, new)), {"skyhook.format": "parquet"})
+    damaged = with_int64_patched(table, 10**15 - 1, 10**15)
+    store.backend.put_object(name, pa.py_buffer(damaged), {"skyhook.format": "parquet"})
     for pushdown in (True, False):
         with pytest.raises(skyhook.CorruptObjectError, match=name):
             dataset.to_table(filter=F("id") >= 0, pushdown=pushdown)

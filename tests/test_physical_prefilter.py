@@ -10,11 +10,9 @@ from __future__ import annotations
 import datetime
 import decimal
 import random
-import struct
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pyarrow.substrait as pas
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -25,7 +23,7 @@ from skyhook.rpc.reply import decode_reply
 from skyhook.rpc.requests import ScanRequest
 from skyhook.rpc.result_options import ResultOptions
 from support.assertions import assert_same_table
-from support.damage import flip_inside_a_data_page
+from support.damage import flip_inside_a_data_page, with_int64_patched
 from support.oracle import expected
 
 F = pc.field
@@ -176,14 +174,8 @@ def test_a_decimal_beyond_its_precision_is_a_corrupt_object(store):
     table = pa.table({"d": pa.array([D(i) / 100 for i in range(rows)], pa.decimal128(15, 2))})
     dataset = store.write_dataset("beyond", table)
     name = dataset.manifest.partitions[0].object_name
-    sink = pa.BufferOutputStream()  # as storage writes it, without page checksums to patch
-    pq.write_table(
-        table, sink, compression="none", store_decimal_as_integer=True, use_dictionary=False, write_statistics=False
-    )
-    data = sink.getvalue().to_pybytes()
-    old, new = struct.pack("<q", rows - 1), struct.pack("<q", 10**15)
-    assert data.count(old) == 1
-    store.backend.put_object(name, pa.py_buffer(data.replace(old, new)), {"skyhook.format": "parquet"})
+    damaged = with_int64_patched(table, rows - 1, 10**15)
+    store.backend.put_object(name, pa.py_buffer(damaged), {"skyhook.format": "parquet"})
     with pytest.raises(skyhook.CorruptObjectError, match="precision"):
         dataset.to_table(filter=F("d") < dec("0.10"), pushdown=True)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -18,3 +20,16 @@ def flip_inside_a_data_page(object_bytes: bytes, column: str) -> bytes:
     damaged = bytearray(object_bytes)
     damaged[position] ^= 0x10
     return bytes(damaged)
+
+
+def with_int64_patched(table: pa.Table, old: int, new: int) -> bytes:
+    """The table as storage writes Parquet (decimals as integers), without
+    page checksums, with its one stored INT64 `old` replaced by `new`."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(
+        table, sink, compression="none", store_decimal_as_integer=True, use_dictionary=False, write_statistics=False
+    )
+    data = sink.getvalue().to_pybytes()
+    packed = struct.pack("<q", old)
+    assert data.count(packed) == 1
+    return data.replace(packed, struct.pack("<q", new))
