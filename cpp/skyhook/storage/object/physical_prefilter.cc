@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <map>
 #include <string>
 
 #include <arrow/array/array_primitive.h>
@@ -79,14 +80,23 @@ struct DecodedColumn {
   std::shared_ptr<arrow::Buffer> valid;   // uint8 per row; null: no nulls possible
 };
 
+// A field's column in one row group, decoded in order, part by part.
+struct FieldColumn {
+  std::shared_ptr<parquet::ColumnReader> reader;
+  const parquet::ColumnDescriptor* descriptor = nullptr;
+  std::shared_ptr<arrow::DataType> type;
+  DecodedColumn decoded;  // room for every row of the row group
+  int64_t rows_decoded = 0;
+};
+
+// Rows [begin, end) of `column`, read on from where it stopped.
 template <typename ParquetType>
-arrow::Result<DecodedColumn> Decode(parquet::ColumnReader* column, int16_t max_definition,
-                                    int64_t rows, arrow::MemoryPool* pool) {
+arrow::Status Decode(FieldColumn* column, int64_t begin, int64_t end, arrow::MemoryPool* pool) {
   using Physical = typename ParquetType::c_type;
-  auto* reader = static_cast<parquet::TypedColumnReader<ParquetType>*>(column);
-  DecodedColumn decoded;
-  ARROW_ASSIGN_OR_RAISE(decoded.values, arrow::AllocateBuffer(rows * sizeof(int64_t), pool));
-  auto* values = decoded.values->mutable_data_as<int64_t>();
+  auto* reader = static_cast<parquet::TypedColumnReader<ParquetType>*>(column->reader.get());
+  const int16_t max_definition = column->descriptor->max_definition_level();
+  const int64_t rows = end - begin;
+  auto* values = column->decoded.values->mutable_data_as<int64_t>() + begin;
   std::shared_ptr<arrow::Buffer> narrow;  // INT32 values before widening
   Physical* dense = reinterpret_cast<Physical*>(values);
   if constexpr (sizeof(Physical) != sizeof(int64_t)) {
@@ -116,10 +126,9 @@ arrow::Result<DecodedColumn> Decode(parquet::ColumnReader* column, int16_t max_d
     if constexpr (sizeof(Physical) != sizeof(int64_t)) {
       for (int64_t row = 0; row < rows; ++row) values[row] = dense[row];
     }
-    return decoded;
+    return arrow::Status::OK();
   }
-  ARROW_ASSIGN_OR_RAISE(decoded.valid, arrow::AllocateBuffer(rows, pool));
-  auto* valid = decoded.valid->mutable_data();
+  auto* valid = column->decoded.valid->mutable_data() + begin;
   int64_t count = 0;
   for (int64_t row = 0; row < rows; ++row) {
     valid[row] = definitions[row] == max_definition;
@@ -130,35 +139,46 @@ arrow::Result<DecodedColumn> Decode(parquet::ColumnReader* column, int16_t max_d
   for (int64_t row = rows - 1, next = present - 1; row >= 0; --row) {
     values[row] = valid[row] ? static_cast<int64_t>(dense[next--]) : 0;
   }
-  return decoded;
+  return arrow::Status::OK();
 }
 
-// The column of `field`, decoded as Arrow would see it; nullopt when it is
-// not integer-stored. Decimals beyond their precision are corrupt, as on
-// Arrow's path (object_reader.cc).
-arrow::Result<std::optional<DecodedColumn>> DecodeField(parquet::arrow::FileReader* file,
-                                                        parquet::RowGroupReader* row_group,
-                                                        int field, int64_t rows,
-                                                        arrow::MemoryPool* pool) {
+// The column of `field` in a row group of `rows` rows, nothing decoded yet;
+// nullopt when it is not integer-stored.
+arrow::Result<std::optional<FieldColumn>> OpenField(parquet::arrow::FileReader* file,
+                                                    parquet::RowGroupReader* row_group, int field,
+                                                    int64_t rows, arrow::MemoryPool* pool) {
   const auto& fields = file->manifest().schema_fields;
   if (field < 0 || field >= static_cast<int>(fields.size()) || !fields[field].is_leaf()) {
     return std::nullopt;
   }
+  FieldColumn column;
   const int leaf = fields[field].column_index;
-  const auto* descriptor = file->parquet_reader()->metadata()->schema()->Column(leaf);
-  const auto& type = *fields[field].field->type();
-  if (!IntegerStored(*descriptor, type)) return std::nullopt;
-  auto column = row_group->Column(leaf);
-  const int16_t max_definition = descriptor->max_definition_level();
-  ARROW_ASSIGN_OR_RAISE(auto decoded,
-                        descriptor->physical_type() == parquet::Type::INT32
-                            ? Decode<parquet::Int32Type>(column.get(), max_definition, rows, pool)
-                            : Decode<parquet::Int64Type>(column.get(), max_definition, rows, pool));
-  auto* values = decoded.values->mutable_data_as<int64_t>();
-  const uint8_t* valid = decoded.valid ? decoded.valid->data() : nullptr;
+  column.descriptor = file->parquet_reader()->metadata()->schema()->Column(leaf);
+  column.type = fields[field].field->type();
+  if (!IntegerStored(*column.descriptor, *column.type)) return std::nullopt;
+  ARROW_ASSIGN_OR_RAISE(column.decoded.values, arrow::AllocateBuffer(rows * sizeof(int64_t), pool));
+  if (column.descriptor->max_definition_level() > 0) {
+    ARROW_ASSIGN_OR_RAISE(column.decoded.valid, arrow::AllocateBuffer(rows, pool));
+  }
+  column.reader = row_group->Column(leaf);
+  return column;
+}
+
+// Decodes `column` up to row `end`, as Arrow would see it. Decimals beyond
+// their precision are corrupt, as on Arrow's path (object_reader.cc).
+arrow::Status DecodeUpTo(FieldColumn* column, int64_t end, arrow::MemoryPool* pool) {
+  const int64_t begin = column->rows_decoded;
+  if (end <= begin) return arrow::Status::OK();
+  ARROW_RETURN_NOT_OK(column->descriptor->physical_type() == parquet::Type::INT32
+                          ? Decode<parquet::Int32Type>(column, begin, end, pool)
+                          : Decode<parquet::Int64Type>(column, begin, end, pool));
+  column->rows_decoded = end;
+  auto* values = column->decoded.values->mutable_data_as<int64_t>();
+  const uint8_t* valid = column->decoded.valid ? column->decoded.valid->data() : nullptr;
+  const auto& type = *column->type;
   if (type.id() == arrow::Type::INT8 || type.id() == arrow::Type::INT16) {
     const bool int8 = type.id() == arrow::Type::INT8;
-    for (int64_t row = 0; row < rows; ++row) {
+    for (int64_t row = begin; row < end; ++row) {
       values[row] = int8 ? static_cast<int8_t>(values[row]) : static_cast<int16_t>(values[row]);
     }
   } else if (type.id() == arrow::Type::DECIMAL128) {
@@ -167,12 +187,12 @@ arrow::Result<std::optional<DecodedColumn>> DecodeField(parquet::arrow::FileRead
       limit *= 10;
     }
     bool fits = true;
-    for (int64_t row = 0; row < rows; ++row) {
+    for (int64_t row = begin; row < end; ++row) {
       fits &= (valid && !valid[row]) || (values[row] > -limit && values[row] < limit);
     }
     if (!fits) return Corrupt("a decimal exceeds its precision");
   }
-  return decoded;
+  return arrow::Status::OK();
 }
 
 // Narrows `keep` to the rows of `column` within `range`.
@@ -263,37 +283,39 @@ arrow::Result<std::optional<ZoneSelection>> Select(parquet::arrow::FileReader* f
   const int64_t rows = file->parquet_reader()->metadata()->RowGroup(row_group)->num_rows();
   if (rows <= 0 || rows > kMaxRows) return std::nullopt;
   auto reader = file->parquet_reader()->RowGroup(row_group);
+  std::map<int, FieldColumn> filter_columns;  // by field
+  // The column of a range's field, opened once; nullptr when not integer-stored.
+  auto filter_column = [&](int field) -> arrow::Result<FieldColumn*> {
+    auto found = filter_columns.find(field);
+    if (found != filter_columns.end()) return &found->second;
+    ARROW_ASSIGN_OR_RAISE(auto column, OpenField(file, reader.get(), field, rows, pool));
+    if (!column) return nullptr;
+    return &filter_columns.emplace(field, std::move(*column)).first->second;
+  };
   if (limits.sample_rows > 0 && limits.sample_rows < rows) {
-    // The first rows of one column decide (a page or so), rather than a
-    // whole column decoded for a filter that keeps most rows (Q1's date bound).
-    ARROW_ASSIGN_OR_RAISE(
-        auto sample, DecodeField(file, reader.get(), ranges[0].field, limits.sample_rows, pool));
-    if (!sample) return std::nullopt;
+    // The first rows of one column decide (a page or so; the reader goes on
+    // from there), rather than a whole column decoded for a filter keeping
+    // most rows (Q1's date bound).
+    ARROW_ASSIGN_OR_RAISE(auto* first, filter_column(ranges[0].field));
+    if (first == nullptr) return std::nullopt;
+    ARROW_RETURN_NOT_OK(DecodeUpTo(first, limits.sample_rows, pool));
     std::vector<uint8_t> keep(static_cast<size_t>(limits.sample_rows), 1);
-    Keep(*sample, ranges[0], limits.sample_rows, keep.data());
+    Keep(first->decoded, ranges[0], limits.sample_rows, keep.data());
     int64_t kept = 0;
     for (uint8_t row : keep) kept += row;
     if (static_cast<double>(kept) > limits.max_share * static_cast<double>(limits.sample_rows)) {
       return std::nullopt;
     }
   }
-  std::vector<std::pair<int, DecodedColumn>> filter_columns;
   ARROW_ASSIGN_OR_RAISE(auto keep_buffer, arrow::AllocateBuffer(rows, pool));
   auto* keep = keep_buffer->mutable_data();
   std::fill(keep, keep + rows, uint8_t{1});
   int64_t kept = rows;
   for (const auto& range : ranges) {
-    const DecodedColumn* column = nullptr;
-    for (const auto& [field, values] : filter_columns) {
-      if (field == range.field) column = &values;
-    }
-    if (column == nullptr) {
-      ARROW_ASSIGN_OR_RAISE(auto values, DecodeField(file, reader.get(), range.field, rows, pool));
-      if (!values) return std::nullopt;
-      filter_columns.emplace_back(range.field, std::move(*values));
-      column = &filter_columns.back().second;
-    }
-    Keep(*column, range, rows, keep);
+    ARROW_ASSIGN_OR_RAISE(auto* column, filter_column(range.field));
+    if (column == nullptr) return std::nullopt;
+    ARROW_RETURN_NOT_OK(DecodeUpTo(column, rows, pool));
+    Keep(column->decoded, range, rows, keep);
     kept = 0;
     for (int64_t row = 0; row < rows; ++row) kept += keep[row];
     if (kept == 0) break;  // no other column needs decoding
@@ -320,11 +342,15 @@ arrow::Result<std::optional<ZoneSelection>> Select(parquet::arrow::FileReader* f
     std::optional<DecodedColumn> column;
     if (field >= 0 && field < static_cast<int>(schema_fields.size()) &&
         schema_fields[field].field->type()->Equals(*type)) {
-      for (const auto& [decoded_field, values] : filter_columns) {
-        if (decoded_field == field) column = values;
-      }
-      if (!column) {
-        ARROW_ASSIGN_OR_RAISE(column, DecodeField(file, reader.get(), field, rows, pool));
+      auto found = filter_columns.find(field);
+      if (found != filter_columns.end() && found->second.rows_decoded == rows) {
+        column = found->second.decoded;
+      } else if (found == filter_columns.end()) {
+        ARROW_ASSIGN_OR_RAISE(auto opened, OpenField(file, reader.get(), field, rows, pool));
+        if (opened) {
+          ARROW_RETURN_NOT_OK(DecodeUpTo(&*opened, rows, pool));
+          column = opened->decoded;
+        }
       }
     }
     if (column) {
