@@ -27,7 +27,7 @@ enum CompactType : uint8_t {
   kList = 9,
   kSet = 10,
   kMap = 11,
-  kStruct = 12,
+  kStruct = 12
 };
 
 // PageHeader.type values whose pages may carry a CRC (not INDEX_PAGE = 1).
@@ -234,9 +234,9 @@ arrow::Result<std::shared_ptr<const PageChecksums>> PageChecksums::Make(
     for (int group = 0; group < metadata->num_row_groups(); ++group) {
       auto row_group = metadata->RowGroup(group);
       if (row_group->num_columns() != metadata->num_columns()) {
-        return Error(ErrorCode::kCorruptObject, "object is not a readable Parquet partition: row group ",
-                     group, " has ", row_group->num_columns(), " columns, the schema ",
-                     metadata->num_columns());
+        return Error(ErrorCode::kCorruptObject,
+                     "object is not a readable Parquet partition: row group ", group, " has ",
+                     row_group->num_columns(), " columns, the schema ", metadata->num_columns());
       }
       for (int column = 0; column < row_group->num_columns(); ++column) {
         auto chunk = row_group->ColumnChunk(column);
@@ -280,16 +280,16 @@ arrow::Status PageChecksums::Check(int64_t position, const arrow::Buffer& bytes)
                                                                    : chunk.length < read.second;
                                 });
   if (chunk == chunks_.end() || chunk->start != position || chunk->length != length) {
-    return Error(ErrorCode::kCorruptObject, "object is not a readable Parquet partition: a read of ",
-                 length, " bytes at ", position,
-                 " is not one column chunk, so its page checksums cannot be verified");
+    return Error(ErrorCode::kCorruptObject,
+                 "object is not a readable Parquet partition: a read of ", length, " bytes at ",
+                 position, " is not one column chunk, so its page checksums cannot be verified");
   }
   auto verified = VerifyColumnChunkPages(bytes.data(), length);
   if (verified.ok()) return verified;
-  return Error(ErrorCode::kCorruptObject, "object is not a readable Parquet partition: ",
-               verified.message(), " in column '",
-               metadata_->schema()->Column(chunk->column)->path()->ToDotString(),
-               "' of row group ", chunk->row_group);
+  return Error(ErrorCode::kCorruptObject,
+               "object is not a readable Parquet partition: ", verified.message(), " in column '",
+               metadata_->schema()->Column(chunk->column)->path()->ToDotString(), "' of row group ",
+               chunk->row_group);
 }
 
 }  // namespace skyhook

@@ -47,11 +47,11 @@ std::string Header(int32_t type, int32_t size, std::optional<uint32_t> crc,
                                  static_cast<uint32_t>(value >> 31));
   };
   std::string out;
-  out += '\x15' + varint(zigzag(type));      // field 1, i32
-  out += '\x15' + varint(zigzag(size));      // field 2, i32
-  out += '\x15' + varint(zigzag(size));      // field 3, i32
+  out += '\x15' + varint(zigzag(type));                                 // field 1, i32
+  out += '\x15' + varint(zigzag(size));                                 // field 2, i32
+  out += '\x15' + varint(zigzag(size));                                 // field 3, i32
   if (crc) out += '\x15' + varint(zigzag(static_cast<int32_t>(*crc)));  // field 4
-  return out + extra + '\0';  // stop
+  return out + extra + '\0';                                            // stop
 }
 
 uint32_t Crc(const std::string& body) {
@@ -91,7 +91,8 @@ TEST(PageChecksums, VerifiesEveryPageKind) {
 }
 
 TEST(PageChecksums, PagesWithoutChecksumsPass) {
-  EXPECT_TRUE(Verify(Header(0, 6, std::nullopt) + "values" + Header(3, 4, std::nullopt) + "more").ok());
+  EXPECT_TRUE(
+      Verify(Header(0, 6, std::nullopt) + "values" + Header(3, 4, std::nullopt) + "more").ok());
   // An index page's crc is not Parquet's to check; Arrow skips it too.
   EXPECT_TRUE(Verify(Header(1, 3, 12345) + "abc").ok());
 }
@@ -101,11 +102,11 @@ TEST(PageChecksums, RefusesMalformedHeaders) {
   for (size_t cut = 1; cut < page.size(); ++cut) {
     EXPECT_FALSE(Verify(page.substr(0, cut)).ok()) << cut;
   }
-  EXPECT_FALSE(Verify(page + "\x01").ok());                       // trailing bytes
-  EXPECT_FALSE(Verify(Header(0, 100, 0) + "short").ok());         // past the chunk
-  EXPECT_FALSE(Verify(Header(0, -1, 0)).ok());                    // negative size
-  EXPECT_FALSE(Verify("\x15\x00\x00"s).ok());                    // no size
-  EXPECT_FALSE(Verify(Header(0, 0, 0, "\x1d")).ok());             // unknown type
+  EXPECT_FALSE(Verify(page + "\x01").ok());                                // trailing bytes
+  EXPECT_FALSE(Verify(Header(0, 100, 0) + "short").ok());                  // past the chunk
+  EXPECT_FALSE(Verify(Header(0, -1, 0)).ok());                             // negative size
+  EXPECT_FALSE(Verify("\x15\x00\x00"s).ok());                              // no size
+  EXPECT_FALSE(Verify(Header(0, 0, 0, "\x1d")).ok());                      // unknown type
   EXPECT_FALSE(Verify(Header(0, 0, 0, "\x19\xf5\xff\xff\xff\x0f")).ok());  // huge list
   EXPECT_FALSE(Verify(Header(0, 0, 0, "\x18\xff\xff\xff\xff\x0f")).ok());  // huge binary
   EXPECT_FALSE(Verify(Header(0, 0, 0, std::string(10000, '\x1c'))).ok());  // deep nesting
@@ -134,9 +135,9 @@ std::shared_ptr<arrow::Buffer> WrittenFile(bool v2) {
                         ->compression(parquet::Compression::ZSTD)
                         ->build();
   auto sink = arrow::io::BufferOutputStream::Create().ValueOrDie();
-  EXPECT_TRUE(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), sink, 10000,
-                                         properties)
-                  .ok());
+  EXPECT_TRUE(
+      parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), sink, 10000, properties)
+          .ok());
   return sink->Finish().ValueOrDie();
 }
 
