@@ -16,6 +16,7 @@ import pytest
 import skyhook
 from skyhook.catalog.design import DESIGN_ATTRIBUTE
 from support.assertions import assert_same_table
+from support.damage import in_dictionary, in_header_crc, in_values
 
 F = pc.field
 ROWS = 9000
@@ -26,38 +27,6 @@ TABLE = pa.table(
         "s": pa.array([f"name {i % 40}" for i in range(ROWS)]),  # dictionary-encoded
     }
 )
-
-
-def chunk_of(file: bytes, group: int, column: int):
-    return pq.ParquetFile(pa.BufferReader(file)).metadata.row_group(group).column(column)
-
-
-def in_values(file: bytes, group: int, column: int) -> int:
-    """A byte of the chunk's last data page's values."""
-    chunk = chunk_of(file, group, column)
-    start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
-    return start + chunk.total_compressed_size - 3
-
-
-def in_dictionary(file: bytes, group: int, column: int) -> int:
-    """A byte of the chunk's dictionary page (after its header)."""
-    chunk = chunk_of(file, group, column)
-    assert chunk.has_dictionary_page
-    return chunk.data_page_offset - 2
-
-
-def in_header_crc(file: bytes, group: int, column: int) -> int:
-    """The first byte of the crc of the chunk's first data page header: Arrow
-    writes fields 1-3 and then 4 (the crc) as short-form i32 fields."""
-    position = chunk_of(file, group, column).data_page_offset
-    for _ in range(3):
-        assert file[position] == 0x15
-        position += 1
-        while file[position] & 0x80:
-            position += 1
-        position += 1
-    assert file[position] == 0x15  # field 4, i32: the crc follows
-    return position + 1
 
 
 def flipped(data: bytes, position: int) -> pa.Buffer:
