@@ -54,11 +54,18 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadAt(int64_t positio
   int64_t available = std::max<int64_t>(0, size_ - position);
   int64_t length = std::min(nbytes, available);
   if (length == 0) return std::make_shared<arrow::Buffer>(nullptr, 0);
+  std::shared_ptr<arrow::Buffer> buffer;
   auto cached = small_reads_.find({position, length});
-  if (cached != small_reads_.end()) return cached->second;
-  ARROW_ASSIGN_OR_RAISE(auto buffer,
-                        object_->Read(start_ + static_cast<uint64_t>(position), length));
-  bytes_read_ += buffer->size();
+  if (cached != small_reads_.end()) {
+    buffer = cached->second;
+  } else {
+    ARROW_ASSIGN_OR_RAISE(buffer, object_->Read(start_ + static_cast<uint64_t>(position), length));
+    bytes_read_ += buffer->size();
+  }
+  // Checked on every read, cached or not: a small read kept before the
+  // checksums were known (a footer) may be what a corrupt footer calls a chunk.
+  if (checksums_ != nullptr) ARROW_RETURN_NOT_OK(checksums_->Check(position, *buffer));
+  if (cached != small_reads_.end()) return buffer;
   // Footers are read again by every reader opened on the file (a check, then
   // Arrow's reader once per column set): keep small reads, read them once.
   if (length <= kSmallRead && small_read_bytes_ + length <= kSmallReadsKept) {

@@ -13,6 +13,7 @@
 #include <arrow/io/interfaces.h>
 
 #include "skyhook/storage/object/object_context.h"
+#include "skyhook/storage/object/page_checksums.h"
 
 namespace skyhook {
 
@@ -48,6 +49,12 @@ class ObjectFile : public arrow::io::RandomAccessFile {
 
   int64_t bytes_read() const { return bytes_read_; }
 
+  /// From now on, reads of the Parquet file's column chunks are verified
+  /// (page_checksums.h): readers opened on this file need not check pages.
+  void VerifyPages(std::shared_ptr<const PageChecksums> checksums) {
+    checksums_ = std::move(checksums);
+  }
+
  private:
   ObjectFile(ObjectContext* object, uint64_t start, int64_t size)
       : object_(object), start_(start), size_(size) {}
@@ -60,6 +67,7 @@ class ObjectFile : public arrow::io::RandomAccessFile {
   int64_t size_;
   std::map<std::pair<int64_t, int64_t>, std::shared_ptr<arrow::Buffer>> small_reads_;
   int64_t small_read_bytes_ = 0;
+  std::shared_ptr<const PageChecksums> checksums_;
   int64_t position_ = 0;
   int64_t bytes_read_ = 0;
   bool closed_ = false;
