@@ -94,12 +94,14 @@ void CollectLeaves(const parquet::arrow::SchemaField& field, std::vector<int>* l
 class RowGroupReader : public arrow::RecordBatchReader {
  public:
   /// Reads the given row groups, skipping the first rows_to_skip rows.
+  /// Columns of `kept` stay dictionaries, their indices unchecked (KeepDictionaries).
   RowGroupReader(parquet::arrow::FileReader* file, std::vector<int> leaves,
-                 std::shared_ptr<arrow::Schema> schema, std::vector<int> row_groups,
-                 int64_t rows_to_skip, arrow::MemoryPool* pool)
+                 std::shared_ptr<arrow::Schema> schema, std::vector<bool> kept,
+                 std::vector<int> row_groups, int64_t rows_to_skip, arrow::MemoryPool* pool)
       : file_(file),
         leaves_(std::move(leaves)),
         schema_(std::move(schema)),
+        kept_(std::move(kept)),
         row_groups_(std::move(row_groups)),
         rows_to_skip_(rows_to_skip),
         context_(pool) {}
@@ -122,6 +124,7 @@ class RowGroupReader : public arrow::RecordBatchReader {
           auto plain = plain_.Convert(*out, schema_, &context_, &checked);
           if (!plain.ok()) return Corrupt("Parquet", plain.status());
           *out = std::move(*plain);
+          for (size_t i = 0; i < kept_.size(); ++i) checked[i] = checked[i] || kept_[i];
           return CheckDecoded(**out, checked);
         }
         current_.reset();
@@ -140,6 +143,7 @@ class RowGroupReader : public arrow::RecordBatchReader {
   parquet::arrow::FileReader* file_;
   std::vector<int> leaves_;
   std::shared_ptr<arrow::Schema> schema_;
+  std::vector<bool> kept_;
   std::vector<int> row_groups_;
   size_t next_ = 0;
   int64_t rows_to_skip_ = 0;
@@ -189,8 +193,11 @@ class ParquetObjectReader : public ObjectReader {
                      "object is not a readable Parquet partition: its schema is inconsistent");
       }
     }
-    return std::unique_ptr<ObjectReader>(
-        new ParquetObjectReader(std::move(file), std::move(reader), std::move(schema), pool));
+    std::shared_ptr<arrow::Schema> decoded;
+    auto decoded_status = reader->GetSchema(&decoded);
+    if (!decoded_status.ok()) return Corrupt("Parquet", decoded_status);
+    return std::unique_ptr<ObjectReader>(new ParquetObjectReader(
+        std::move(file), std::move(reader), std::move(schema), std::move(decoded), pool));
   }
 
   std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
@@ -211,6 +218,21 @@ class ParquetObjectReader : public ObjectReader {
       }
     }
     return Read(field_indices, batch_size, std::move(row_groups), start_row);
+  }
+
+  std::vector<int> KeepDictionaries(const std::vector<int>& fields) override {
+    kept_.assign(schema_->num_fields(), false);
+    std::vector<int> kept;
+    for (int field : fields) {
+      if (field < 0 || field >= schema_->num_fields() || kept_[field]) continue;
+      // Decoded as a dictionary of the stored type (Build checked which).
+      if (decoded_->field(field)->type()->id() == arrow::Type::DICTIONARY &&
+          schema_->field(field)->type()->id() != arrow::Type::DICTIONARY) {
+        kept_[field] = true;
+        kept.push_back(field);
+      }
+    }
+    return kept;
   }
 
   int num_zones() const override { return reader_->num_row_groups(); }
@@ -244,8 +266,16 @@ class ParquetObjectReader : public ObjectReader {
       CollectLeaves(reader_->manifest().schema_fields.at(index), &leaves);
     }
     ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
+    std::vector<bool> kept(field_indices.size(), false);
+    for (size_t i = 0; i < field_indices.size(); ++i) {
+      const int field = field_indices[i];
+      if (static_cast<size_t>(field) >= kept_.size() || !kept_[field]) continue;
+      kept[i] = true;
+      ARROW_ASSIGN_OR_RAISE(schema, schema->SetField(static_cast<int>(i), decoded_->field(field)));
+    }
     return std::make_shared<RowGroupReader>(reader_.get(), std::move(leaves), std::move(schema),
-                                            std::move(row_groups), rows_to_skip, pool_);
+                                            std::move(kept), std::move(row_groups), rows_to_skip,
+                                            pool_);
   }
 
   // A reader whose columns are the schema's (a column stored as a dictionary
@@ -274,14 +304,18 @@ class ParquetObjectReader : public ObjectReader {
 
   ParquetObjectReader(std::shared_ptr<ObjectFile> file,
                       std::unique_ptr<parquet::arrow::FileReader> reader,
-                      std::shared_ptr<arrow::Schema> schema, arrow::MemoryPool* pool)
+                      std::shared_ptr<arrow::Schema> schema, std::shared_ptr<arrow::Schema> decoded,
+                      arrow::MemoryPool* pool)
       : ObjectReader(std::move(file)),
         reader_(std::move(reader)),
         schema_(std::move(schema)),
+        decoded_(std::move(decoded)),
         pool_(pool) {}
 
   std::unique_ptr<parquet::arrow::FileReader> reader_;
-  std::shared_ptr<arrow::Schema> schema_;  // as stored (dictionaries where stored so)
+  std::shared_ptr<arrow::Schema> schema_;   // as stored (dictionaries where stored so)
+  std::shared_ptr<arrow::Schema> decoded_;  // as the reader decodes it
+  std::vector<bool> kept_;                  // per field: handed out as decoded (KeepDictionaries)
   arrow::MemoryPool* pool_;
 };
 
