@@ -87,6 +87,14 @@ CASES = {
     ),
     "key_filtered_on": (["flag", "status"], [("id", "sum")], F("flag") != "N", "sum(id)", "where flag <> 'N'", 1),
     "key_aggregated": (["flag", "status"], [("flag", "count"), ("id", "sum")], None, "count(flag), sum(id)", "", 1),
+    "key_counted_distinct": (
+        ["status", "flag"],
+        [("flag", "count_distinct"), ("id", "sum")],
+        None,
+        "count(distinct flag), sum(id)",
+        "",
+        3,  # the distinct count groups on a second read of flag
+    ),
     "all_null_key": (["none"], [("id", "sum"), ("id", "count")], None, "sum(id), count(id)", "", 1),
     "binary_key": (["code"], [("id", "sum")], None, "sum(id)", "", 1),
     "mixed_plain_key": (["small", "flag"], [("id", "max")], None, "max(id)", "", 1),

@@ -1,5 +1,6 @@
 #include "skyhook/storage/methods/plan_aggregate.h"
 
+#include <algorithm>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -141,14 +142,16 @@ std::vector<PlanAggregate::GroupedOnly> PlanAggregate::GroupedOnlyColumns(
   std::vector<GroupedOnly> grouped;
   for (size_t key = 0; key < at.size(); ++key) {
     if (at[key] < 0 || used.count(at[key]) > 0) continue;
-    GroupedOnly column{at[key], {}};
+    auto column = std::find_if(grouped.begin(), grouped.end(), [&](const GroupedOnly& column) {
+      return column.read_column == at[key];
+    });  // keys on one column share its codes
+    if (column == grouped.end()) column = grouped.insert(grouped.end(), {at[key], {}});
     // The aggregate's output holds the keys first, then the measures.
     const int output = static_cast<int>(key);
-    if (emit_.empty()) column.outputs.push_back(output);
+    if (emit_.empty()) column->outputs.push_back(output);
     for (size_t i = 0; i < emit_.size(); ++i) {
-      if (emit_[i] == output) column.outputs.push_back(static_cast<int>(i));
+      if (emit_[i] == output) column->outputs.push_back(static_cast<int>(i));
     }
-    grouped.push_back(std::move(column));
   }
   return grouped;
 }

@@ -81,7 +81,7 @@ arrow::Status DictionaryCodes::Map(const std::shared_ptr<arrow::ArrayData>& dict
 
 arrow::Result<std::shared_ptr<arrow::Array>> DictionaryCodes::Encode(const arrow::Array& column) {
   if (column.type_id() != arrow::Type::DICTIONARY) {
-    return arrow::Status::Invalid("codes of a column that is not a dictionary");
+    return arrow::Status::Invalid("codes of a ", column.type()->ToString(), " column");
   }
   const auto& dictionary = column.data()->dictionary;
   if (mapped_ != dictionary) {
