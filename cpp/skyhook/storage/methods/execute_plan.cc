@@ -297,8 +297,10 @@ class PlanExecution {
       std::vector<PlanAggregate::GroupedOnly> candidates;
       std::vector<int> fields;
       for (auto& column : aggregate_->GroupedOnlyColumns(*input)) {
-        // Only text read as stored: the codes decode to the stored type.
-        const int field = fields_.at(static_cast<size_t>(column.read_column));
+        // Only text read as stored: the codes decode to the stored type. The
+        // plan is not bound yet: a column it names past the read is its error.
+        if (column.read_column >= static_cast<int>(fields_.size())) continue;
+        const int field = fields_[static_cast<size_t>(column.read_column)];
         const auto& type = reader_->schema()->field(field)->type();
         if (!type->Equals(*requested_->field(column.read_column)->type())) continue;
         fields.push_back(field);
@@ -326,9 +328,13 @@ class PlanExecution {
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Encoded(
       const std::shared_ptr<arrow::RecordBatch>& batch) {
     if (coded_.empty()) return batch;
+    if (batch->num_columns() != read_schema_->num_fields()) {
+      return arrow::Status::Invalid("a batch of ", batch->num_columns(), " columns for ",
+                                    read_schema_->num_fields(), " read");
+    }
     arrow::ArrayVector columns = batch->columns();
     for (const auto& coded : coded_) {
-      auto& column = columns.at(static_cast<size_t>(coded.read_column));
+      auto& column = columns[static_cast<size_t>(coded.read_column)];  // fields_ holds it
       auto codes = coded.codes->Encode(*column);
       if (!codes.ok()) {
         if (CodeOf(codes.status()) != ErrorCode::kInternal) return codes.status();
@@ -345,8 +351,8 @@ class PlanExecution {
       const arrow::RecordBatch& batch, const std::shared_ptr<arrow::Schema>& schema) const {
     arrow::ArrayVector columns = batch.columns();
     for (const auto& coded : coded_) {
-      for (int output : coded.outputs) {
-        ARROW_ASSIGN_OR_RAISE(columns.at(static_cast<size_t>(output)),
+      for (int output : coded.outputs) {  // the schema's fields, SetField checked
+        ARROW_ASSIGN_OR_RAISE(columns[static_cast<size_t>(output)],
                               coded.codes->Decode(*columns[output], resources_->exec_context()));
       }
     }
