@@ -51,7 +51,9 @@ def dataset(module_store, table):
 
 @pytest.fixture(scope="module")
 def grouped_dataset(module_store, table):
-    design = Design(column_groups=[["id", "flag"], ["status", "code", "none", "small", "price", "long"]], row_group_size=600)
+    design = Design(
+        column_groups=[["id", "flag"], ["status", "code", "none", "small", "price", "long"]], row_group_size=600
+    )
     return module_store.write_dataset("codes_groups", table, rows_per_object=2000, design=design)
 
 

@@ -203,9 +203,9 @@ class PlanExecution {
     const auto named = chunk.schema;  // the keys grouped on codes still as codes
     for (const auto& coded : coded_) {
       for (int output : coded.outputs) {
-        ARROW_ASSIGN_OR_RAISE(chunk.schema,
-                              chunk.schema->SetField(output, chunk.schema->field(output)->WithType(
-                                                                 coded.codes->type())));
+        ARROW_ASSIGN_OR_RAISE(
+            chunk.schema, chunk.schema->SetField(
+                              output, chunk.schema->field(output)->WithType(coded.codes->type())));
       }
     }
     while (true) {
@@ -311,13 +311,13 @@ class PlanExecution {
         const int field = fields_[static_cast<size_t>(column.read_column)];
         if (std::find(kept.begin(), kept.end(), field) == kept.end()) continue;
         ARROW_ASSIGN_OR_RAISE(
-            read_schema_,
-            read_schema_->SetField(column.read_column,
-                                   read_schema_->field(column.read_column)->WithType(arrow::int32())));
-        coded_.push_back({column.read_column, std::move(column.outputs),
-                          std::make_unique<DictionaryCodes>(
-                              requested_->field(column.read_column)->type(), resources_->pool(),
-                              kMaxCodes, kMaxCodeBytes)});
+            read_schema_, read_schema_->SetField(
+                              column.read_column,
+                              read_schema_->field(column.read_column)->WithType(arrow::int32())));
+        coded_.push_back(
+            {column.read_column, std::move(column.outputs),
+             std::make_unique<DictionaryCodes>(requested_->field(column.read_column)->type(),
+                                               resources_->pool(), kMaxCodes, kMaxCodeBytes)});
       }
     }
     static_cast<arrow::acero::SourceNodeOptions&>(*read->options).output_schema = read_schema_;
@@ -338,8 +338,8 @@ class PlanExecution {
       auto codes = coded.codes->Encode(*column);
       if (!codes.ok()) {
         if (CodeOf(codes.status()) != ErrorCode::kInternal) return codes.status();
-        return Error(ErrorCode::kCorruptObject, "object is not a readable partition: ",
-                     codes.status().message());
+        return Error(ErrorCode::kCorruptObject,
+                     "object is not a readable partition: ", codes.status().message());
       }
       column = std::move(*codes);
     }
@@ -367,8 +367,8 @@ class PlanExecution {
   std::unique_ptr<ObjectReader> reader_;
   std::unique_ptr<ResultWriter> writer_;
   std::optional<PlanAggregate> aggregate_;
-  std::vector<int> fields_;                   // the object's fields the plan reads
-  std::shared_ptr<arrow::Schema> requested_;  // the plan's read schema, as the object's fields
+  std::vector<int> fields_;                     // the object's fields the plan reads
+  std::shared_ptr<arrow::Schema> requested_;    // the plan's read schema, as the object's fields
   std::shared_ptr<arrow::Schema> read_schema_;  // requested_ with coded columns as int32
   struct Coded {
     int read_column;

@@ -149,8 +149,8 @@ class ColumnGroupsReader : public ObjectReader {
     // The parts' own types: a kept dictionary stays one (KeepDictionaries).
     for (size_t i = 0; i < positions.size(); ++i) {
       ARROW_ASSIGN_OR_RAISE(
-          schema, schema->SetField(static_cast<int>(i), parts[positions[i].part]->schema()->field(
-                                                            positions[i].column)));
+          schema, schema->SetField(static_cast<int>(i),
+                                   parts[positions[i].part]->schema()->field(positions[i].column)));
     }
     const int64_t expected = std::max<int64_t>(num_rows_ - start_row, 0);
     if (parts.size() == 1 && std::is_sorted(field_indices.begin(), field_indices.end())) {

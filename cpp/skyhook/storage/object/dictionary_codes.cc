@@ -111,8 +111,8 @@ arrow::Result<std::shared_ptr<arrow::Array>> DictionaryCodes::Decode(
   values_.CopyOffsets(reinterpret_cast<int32_t*>(offsets->mutable_data()));
   ARROW_ASSIGN_OR_RAISE(auto data, arrow::AllocateBuffer(values_.values_size(), pool_));
   values_.CopyValues(data->mutable_data());
-  const auto dictionary = arrow::MakeArray(arrow::ArrayData::Make(
-      type_, count, {nullptr, std::move(offsets), std::move(data)}, 0));
+  const auto dictionary = arrow::MakeArray(
+      arrow::ArrayData::Make(type_, count, {nullptr, std::move(offsets), std::move(data)}, 0));
   // Codes come from Encode through the plan's grouping: Take checks them anyway.
   return arrow::compute::Take(*dictionary, codes, arrow::compute::TakeOptions::Defaults(), context);
 }
