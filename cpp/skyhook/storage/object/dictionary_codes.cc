@@ -57,6 +57,11 @@ DictionaryCodes::DictionaryCodes(std::shared_ptr<arrow::DataType> type, arrow::M
       max_bytes_(max_bytes),
       values_(pool) {}
 
+arrow::Status DictionaryCodes::OverLimit() const {
+  return Error(ErrorCode::kLimitExceeded, "a text column's dictionaries hold over ", max_values_,
+               " values or ", max_bytes_, " bytes");
+}
+
 arrow::Status DictionaryCodes::Map(const std::shared_ptr<arrow::ArrayData>& dictionary) {
   if (dictionary == nullptr) return arrow::Status::Invalid("a dictionary column without values");
   const auto values = arrow::MakeArray(dictionary);
@@ -67,13 +72,11 @@ arrow::Status DictionaryCodes::Map(const std::shared_ptr<arrow::ArrayData>& dict
   }
   ARROW_RETURN_NOT_OK(values->ValidateFull());
   const auto& text = static_cast<const arrow::BinaryArray&>(*values);
+  if (text.length() > max_values_) return OverLimit();  // before code_of_ grows to it
   code_of_.resize(static_cast<size_t>(text.length()));
   for (int64_t i = 0; i < text.length(); ++i) {
     ARROW_RETURN_NOT_OK(values_.GetOrInsert(text.GetView(i), &code_of_[i]));
-    if (values_.size() > max_values_ || values_.values_size() > max_bytes_) {
-      return Error(ErrorCode::kLimitExceeded, "a text column's dictionaries hold over ",
-                   max_values_, " values or ", max_bytes_, " bytes");
-    }
+    if (values_.size() > max_values_ || values_.values_size() > max_bytes_) return OverLimit();
   }
   mapped_ = dictionary;
   return arrow::Status::OK();

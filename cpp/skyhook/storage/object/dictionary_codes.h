@@ -35,6 +35,7 @@ class DictionaryCodes {
 
  private:
   arrow::Status Map(const std::shared_ptr<arrow::ArrayData>& dictionary);
+  arrow::Status OverLimit() const;
 
   std::shared_ptr<arrow::DataType> type_;
   arrow::MemoryPool* pool_;

@@ -52,9 +52,13 @@ TEST(DictionaryCodes, HostileColumnsAreErrors) {
                     .ValueOrDie();
   EXPECT_FALSE(codes.Encode(*binary).ok());  // another value type
   // Past the bound on distinct values: an error, before any code of it is used.
-  auto over = codes.Encode(*Column("[0]", R"(["B", "C", "D"])"));
+  auto over = codes.Encode(*Column("[0]", R"(["B", "C"])"));
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(CodeOf(over.status()), ErrorCode::kLimitExceeded);
+  // A dictionary longer than the bound, before anything is mapped.
+  auto longer = codes.Encode(*Column("[0]", R"(["R", "A", "B", "C"])"));
+  ASSERT_FALSE(longer.ok());
+  EXPECT_EQ(CodeOf(longer.status()), ErrorCode::kLimitExceeded);
 }
 
 }  // namespace
