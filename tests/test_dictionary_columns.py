@@ -38,7 +38,7 @@ FILTERS = {
     "no_match": F("status") == "X",
     "all_match": F("id") >= 0,
     "binary": F("code") == b"\x01\x01",
-    "long": F("long") < "000100",
+    "long": F("long") < "1",
     "all_null": F("none").is_valid(),
 }
 

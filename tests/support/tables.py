@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import hashlib
 import math
 import random
 
@@ -89,7 +90,7 @@ def make_dictionary_table(rows: int) -> pa.Table:
             "none": pa.array([None] * rows, pa.string()),
             # many distinct keys, still a small dictionary in every row group
             "many": pa.array([f"k{i * 7919 % 1500}" for i in range(rows)], pa.string()),
-            # distinct and long: a dictionary page past the path's limit (read plainly)
-            "long": pa.array([f"{i:06d}" + "x" * 120 for i in range(rows)], pa.string()),
+            # distinct, long and incompressible: a dictionary page past the path's limit (read plainly)
+            "long": pa.array([hashlib.sha512(b"%d" % (i % 2500)).hexdigest() * 2 for i in range(rows)]),
         }
     )
