@@ -13,7 +13,6 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import pytest
 
 import skyhook
@@ -22,6 +21,7 @@ from skyhook.rpc.reply import decode_reply
 from skyhook.rpc.requests import DescribeRequest, ScanRequest
 from skyhook.rpc.result_options import ResultOptions
 from support.assertions import assert_same_table
+from support.damage import flip_inside_a_data_page, with_int64_patched
 from support.replies import frame, header
 from support.tables import make_typed_table
 
@@ -159,20 +159,6 @@ def test_missing_statistic_is_a_corrupt_reply():
         reply.statistics["rows_scanned"]
 
 
-def flip_inside_a_data_page(object_bytes: bytes, column: str) -> bytes:
-    """The object with one byte flipped near the end of the column's last data
-    page (its values, after the page header) in the first row group."""
-    metadata = pq.ParquetFile(pa.BufferReader(object_bytes)).metadata
-    index = metadata.schema.to_arrow_schema().get_field_index(column)
-    chunk = metadata.row_group(0).column(index)
-    start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
-    position = start + chunk.total_compressed_size - 3
-    assert position > chunk.data_page_offset
-    damaged = bytearray(object_bytes)
-    damaged[position] ^= 0x10
-    return bytes(damaged)
-
-
 @pytest.mark.parametrize("compression", ["none", "zstd"])
 def test_a_flipped_bit_in_a_parquet_page_is_an_error_on_every_path(store, compression):
     table = pa.table({"id": pa.array(range(20_000)), "x": pa.array([i * 0.5 for i in range(20_000)])})
@@ -273,14 +259,8 @@ def test_a_decimal_beyond_its_precision_is_a_corrupt_object(store, nulls):
     table = pa.table({"id": pa.array([0, 1, 2]), "d": pa.array(values, pa.decimal128(15, 2))})
     dataset = store.write_dataset("t", table)
     name = dataset.manifest.partitions[0].object_name
-    sink = pa.BufferOutputStream()  # as storage writes it, without page checksums to patch
-    pq.write_table(
-        table, sink, compression="none", store_decimal_as_integer=True, use_dictionary=False, write_statistics=False
-    )
-    data = sink.getvalue().to_pybytes()
-    old, new = struct.pack("<q", 10**15 - 1), struct.pack("<q", 10**15)
-    assert data.count(old) == 1
-    store.backend.put_object(name, pa.py_buffer(data.replace(old, new)), {"skyhook.format": "parquet"})
+    damaged = with_int64_patched(table, 10**15 - 1, 10**15)
+    store.backend.put_object(name, pa.py_buffer(damaged), {"skyhook.format": "parquet"})
     for pushdown in (True, False):
         with pytest.raises(skyhook.CorruptObjectError, match=name):
             dataset.to_table(filter=F("id") >= 0, pushdown=pushdown)

@@ -135,5 +135,22 @@ def test_each_manifest_prunes_by_its_own_statistics_though_ids_are_reused():
         seen_ids.add(id(manifest))
         assert kept(manifest, F("x") == round * 10 + 5) == [0]
         assert kept(manifest, F("x") == (round - 1) * 10 + 5) == []
+        assert matching_partitions(manifest, F("x") == (round - 1) * 10 + 5, {"x"}) == []
         del manifest
     assert len(seen_ids) < 40  # ids were reused: the test exercised what it names
+
+
+def test_each_set_of_columns_prunes_by_its_own_guarantees():
+    """The partitions with their guarantees are remembered per manifest and per
+    set of columns read: a set must not be served another's (here: one whose
+    guarantees say nothing of the filter's column, which would prune nothing)."""
+    by_id, by_flag = F("id") >= 1200, F("all_null").is_valid()
+    for columns, filter, expected in [
+        ({"id"}, by_id, [4]),
+        ({"all_null"}, by_flag, []),
+        ({"id"}, by_id, [4]),
+        ({"all_null", "id"}, by_id & by_flag, []),
+        (["id", "all_null"], by_id, [4]),  # the same set in another order
+        (None, by_flag, []),
+    ]:
+        assert [p.number for p in matching_partitions(MANIFEST, filter, columns)] == expected

@@ -102,6 +102,16 @@ SCANS = [  # (name, scanner arguments); a name starting with "fixed" also become
         },
     ),
     ("fixed-count", {"columns": [], "filter": F("d") < datetime.date(1997, 1, 1)}),
+    (  # storage's pre-filter on stored integers (physical_prefilter.h)
+        "fixed-scan-prefilter",
+        {
+            "columns": ["id", "i8", "dec", "d", "ts", "tsz", "s"],
+            "filter": (F("i32") >= -300)
+            & (F("i32") <= 300)
+            & (F("dec") > pa.scalar(decimal.Decimal("-500.0"), pa.decimal128(12, 1)))
+            & (F("id") != 7),
+        },
+    ),
     ("scan-small-batches", {"columns": ["id", "bin"], "batch_size": 7}),
     (
         "scan-computed",

@@ -83,26 +83,41 @@ def matching_partitions(
     against every column's guarantee cost tens of milliseconds a query)."""
     if filter is None or not manifest.partitions:
         return list(manifest.partitions)
+    wanted = None if columns is None else set(columns)
+    read = None if wanted is None else tuple(name for name in manifest.schema.names if name in wanted)
+    known = _candidates_by_columns(manifest)
+    candidates = known.get(read)
+    if candidates is None:
+        candidates = known.setdefault(read, _candidates(manifest, read))
+    try:
+        kept = {int(fragment.path) for fragment in candidates.get_fragments(filter=filter)}
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return list(manifest.partitions)
+    return [partition for partition in manifest.partitions if partition.number in kept]
+
+
+@per_manifest
+def _candidates_by_columns(manifest: Manifest) -> dict[tuple[str, ...] | None, pads.Dataset]:
+    """The manifest's partitions as a dataset, per tuple of columns read, built
+    once (a query would otherwise combine every partition's guarantees again)."""
+    return {}
+
+
+def _candidates(manifest: Manifest, columns: tuple[str, ...] | None) -> pads.Dataset:
+    """The partitions as fragments named by number, each with its guarantee of columns (None: all)."""
     if columns is None:
         partition_guarantees = guarantees(manifest)
     else:
-        wanted = set(columns)
-        columns = [name for name in manifest.schema.names if name in wanted]
         partition_guarantees = [
             fragment_guarantee(manifest, index, columns) for index in range(len(manifest.partitions))
         ]
-    candidates = pads.FileSystemDataset.from_paths(
+    return pads.FileSystemDataset.from_paths(
         [str(partition.number) for partition in manifest.partitions],
         schema=manifest.schema,
         format=pads.IpcFileFormat(),
         filesystem=pafs.LocalFileSystem(),
         partitions=partition_guarantees,
     )
-    try:
-        kept = {int(fragment.path) for fragment in candidates.get_fragments(filter=filter)}
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return list(manifest.partitions)
-    return [partition for partition in manifest.partitions if partition.number in kept]
 
 
 def wholly_matching(manifest: Manifest, index: int, filter: pc.Expression | None, columns: set[str]) -> bool:

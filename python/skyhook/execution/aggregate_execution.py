@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass, field
 from itertools import chain, groupby
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.substrait as pas
 
@@ -126,7 +127,7 @@ class AggregateExecution:
         except ObjectNotFoundError as error:
             raise self.source.missing(error) from None
         inputs = [*self.query.keys, *(a.column for a in self.query.aggregations if a.column is not None)]
-        needed = columns_read(self.source.schema, inputs, self.query.filter)
+        needed = columns_read(self.source.schema, inputs, self.query.filter, self._filter_reads)
         scanned = [p for p in self.source.manifest.partitions if p.number in self.stats.where]
         record_query(
             self.source.backend,
@@ -220,15 +221,20 @@ class AggregateExecution:
             yield table
 
     def _everywhere(self, sub: SubPlan, partitions: list[Partition], main: bool) -> pa.Table:
-        tables = []
+        tables, numbers = [], []
         stored = [partition for partition in partitions if partition.number not in self._zipped]
         zipped = [partition for partition in partitions if partition.number in self._zipped]
         results = zip(stored, self._results(sub, stored, main))
         for partition, table in chain(results, ((p, self._zipped_partials(sub, p, main)) for p in zipped)):
-            tables.append(table.append_column(ORDER, pa.array([partition.number] * table.num_rows, pa.int64())))
+            tables.append(table)
+            numbers.append(partition.number)
             if main:
                 self.stats.partial_rows += table.num_rows
-        return pa.concat_tables(tables)
+        # Each row's object, as one column for all objects (per object, its calls cost more than its rows).
+        order = pa.array(np.repeat(np.array(numbers, np.int64), [table.num_rows for table in tables]))
+        if not tables[0].num_columns:  # tables without columns concatenate to no rows
+            return pa.table({ORDER: order})
+        return pa.concat_tables(tables).append_column(ORDER, order)
 
     def _zipped_partials(self, sub: SubPlan, partition: Partition, main: bool) -> pa.Table:
         self._record(partition, Placement.CLIENT_ZIPPED, main)

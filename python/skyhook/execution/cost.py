@@ -93,9 +93,7 @@ def predicted_reply_ratio(
 def decoded_bytes(manifest: Manifest, partition: Partition, columns: list[str] | None) -> int:
     """Decoded bytes of columns (None: all) in a partition (ingest statistics)."""
     sizes = column_bytes(manifest)
-    return int(
-        sum(sizes[name][partition.number] for name in manifest.schema.names if columns is None or name in columns)
-    )
+    return int(sum(sizes[name][partition.number] for name in sizes if columns is None or name in columns))
 
 
 @per_manifest

@@ -172,14 +172,18 @@ def unbound(expression: pc.Expression) -> pc.Expression:
     return pickle.loads(pickle.dumps(expression))
 
 
-def columns_read(schema: pa.Schema, columns: Columns, filter: pc.Expression | None) -> list[str] | None:
+def columns_read(
+    schema: pa.Schema, columns: Columns, filter: pc.Expression | None, filter_reads: set[str] | None = None
+) -> list[str] | None:
     """The columns a scan of columns with filter decodes, in the schema's order
-    (None: every one)."""
+    (None: every one). filter_reads: filter_columns(filter), when the caller has it."""
     if columns is None:
         return None
     expressions = list(columns.values()) if isinstance(columns, Mapping) else []
     names = set() if isinstance(columns, Mapping) else set(columns)
-    for expression in [*expressions, *([filter] if filter is not None else [])]:
+    if filter is not None:
+        names |= filter_columns(filter, schema) if filter_reads is None else filter_reads
+    for expression in expressions:
         names |= filter_columns(expression, schema)
     return [name for name in schema.names if name in names]
 

@@ -114,7 +114,7 @@ class PlanExecution {
       }
       for (const auto& batch : chunk.batches) ARROW_RETURN_NOT_OK(writer->Write(*batch));
       position = rows_ ? rows_->position() : position;
-      rows_scanned_ += chunk_rows_;
+      rows_scanned_ = rows_ ? rows_->rows_scanned() : rows_scanned_;
       if (exhausted_) break;
       if (resources_->OutOfTime()) {
         reply->resume_row = position;

@@ -150,7 +150,7 @@ class ScanExecution {
         ARROW_RETURN_NOT_OK(writer->Write(*batch));
       }
       position = rows.position();
-      rows_scanned_ += slice->num_rows();
+      rows_scanned_ = rows.rows_scanned();
       bytes_read_ = reader->bytes_read();
       ARROW_RETURN_NOT_OK(budget.AfterSlice());
     }

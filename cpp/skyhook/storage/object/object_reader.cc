@@ -5,6 +5,7 @@
 
 #include <arrow/array.h>
 #include <arrow/ipc/reader.h>
+#include <arrow/table.h>
 #include <arrow/util/iterator.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/arrow/schema.h>
@@ -254,6 +255,22 @@ class ParquetObjectReader : public ObjectReader {
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadExistingZones(
       const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones) override {
     return Read(field_indices, batch_size, std::move(zones), 0);
+  }
+
+  bool SelectsZones() const override { return true; }
+
+  arrow::Result<std::optional<ZoneSelection>> SelectZone(
+      const std::vector<PhysicalRange>& ranges, const std::vector<int>& field_indices, int zone,
+      const SelectionLimits& limits, arrow::compute::ExecContext* context) override {
+    ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
+    auto read_whole =
+        [&](const std::vector<int>& fields) -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
+      ARROW_ASSIGN_OR_RAISE(auto batches, Read(fields, kZoneBatchRows, {zone}, 0));
+      ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatchReader(batches.get()));
+      return table->CombineChunksToBatch(pool_);
+    };
+    return SelectRowGroup(reader_.get(), zone, ranges, field_indices, *schema, limits, read_whole,
+                          context);
   }
 
  private:

@@ -15,6 +15,7 @@
 #include "skyhook/storage/object/object_context.h"
 #include "skyhook/storage/object/object_design.h"
 #include "skyhook/storage/object/object_file.h"
+#include "skyhook/storage/object/physical_prefilter.h"
 #include "skyhook/storage/object/zone_bounds.h"
 
 namespace skyhook {
@@ -80,6 +81,17 @@ class ObjectReader {
   /// batch_size rows that never span zones; fields as in ReadFields.
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadZones(
       const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones);
+
+  /// Whether SelectZone can evaluate ranges on the format's stored values.
+  virtual bool SelectsZones() const { return false; }
+  /// The rows of a zone that `ranges` keep, with `fields` of them
+  /// (physical_prefilter.h); nullopt when they cannot be evaluated there or
+  /// keep more rows than `limits` allow: the zone is then read plainly.
+  virtual arrow::Result<std::optional<ZoneSelection>> SelectZone(
+      const std::vector<PhysicalRange>& /*ranges*/, const std::vector<int>& /*field_indices*/,
+      int /*zone*/, const SelectionLimits& /*limits*/, arrow::compute::ExecContext* /*context*/) {
+    return std::nullopt;
+  }
 
   /// Bytes pulled from storage so far.
   virtual int64_t bytes_read() const { return file_ ? file_->bytes_read() : 0; }

@@ -1,5 +1,8 @@
 #include "skyhook/storage/secondary/filter_terms.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
 #include <string>
 
 #include <arrow/array/builder_base.h>
@@ -34,11 +37,108 @@ bool IsComparison(const std::string& function) {
          function == "greater" || function == "greater_equal";
 }
 
+// A literal in a field's integer domain: its floor there, and whether exact.
+struct DomainValue {
+  __int128 floor = 0;
+  bool exact = true;
+};
+
+std::optional<DomainValue> InFieldDomain(const arrow::Scalar& literal,
+                                         const arrow::DataType& field) {
+  if (!literal.is_valid) return std::nullopt;
+  if (field.id() == arrow::Type::DECIMAL128) {
+    if (literal.type->id() != arrow::Type::DECIMAL128) return std::nullopt;
+    const auto& value = static_cast<const arrow::Decimal128Scalar&>(literal).value;
+    const __int128 unscaled = static_cast<__int128>(
+        static_cast<unsigned __int128>(value.high_bits()) << 64 | value.low_bits());
+    const int from = static_cast<const arrow::Decimal128Type&>(*literal.type).scale();
+    const int to = static_cast<const arrow::Decimal128Type&>(field).scale();
+    if (std::abs(to - from) > 38) return std::nullopt;
+    __int128 power = 1;
+    for (int digit = 0; digit < std::abs(to - from); ++digit) power *= 10;
+    if (to >= from) {
+      const __int128 limit = (~static_cast<unsigned __int128>(0) >> 1) / power;
+      if (unscaled > limit || unscaled < -limit) return std::nullopt;
+      return DomainValue{unscaled * power, true};
+    }
+    __int128 quotient = unscaled / power;  // truncated towards zero
+    const bool exact = unscaled % power == 0;
+    if (!exact && unscaled < 0) --quotient;
+    return DomainValue{quotient, exact};
+  }
+  if (!literal.type->Equals(field)) return std::nullopt;
+  switch (field.id()) {
+    case arrow::Type::INT8:
+      return DomainValue{static_cast<const arrow::Int8Scalar&>(literal).value};
+    case arrow::Type::INT16:
+      return DomainValue{static_cast<const arrow::Int16Scalar&>(literal).value};
+    case arrow::Type::INT32:
+      return DomainValue{static_cast<const arrow::Int32Scalar&>(literal).value};
+    case arrow::Type::INT64:
+      return DomainValue{static_cast<const arrow::Int64Scalar&>(literal).value};
+    case arrow::Type::DATE32:
+      return DomainValue{static_cast<const arrow::Date32Scalar&>(literal).value};
+    case arrow::Type::TIMESTAMP:
+      return DomainValue{static_cast<const arrow::TimestampScalar&>(literal).value};
+    default:
+      return std::nullopt;
+  }
+}
+
+// A field's allowed values while conjuncts are added (wide: bounds may pass int64's).
+struct WideRange {
+  __int128 low = INT64_MIN;
+  __int128 high = INT64_MAX;
+  std::vector<int64_t> excluded;
+};
+
+void Narrow(WideRange* range, const std::string& function, const DomainValue& value) {
+  const __int128 ceiling = value.exact ? value.floor : value.floor + 1;
+  if (function == "equal") {
+    range->low = std::max(range->low, ceiling);
+    range->high = std::min(range->high, value.exact ? value.floor : value.floor - 1);
+  } else if (function == "not_equal") {
+    if (value.exact && value.floor >= INT64_MIN && value.floor <= INT64_MAX) {
+      range->excluded.push_back(static_cast<int64_t>(value.floor));
+    }
+  } else if (function == "less") {
+    range->high = std::min(range->high, value.exact ? value.floor - 1 : value.floor);
+  } else if (function == "less_equal") {
+    range->high = std::min(range->high, value.floor);
+  } else if (function == "greater") {
+    range->low = std::max(range->low, value.floor + 1);
+  } else if (function == "greater_equal") {
+    range->low = std::max(range->low, ceiling);
+  }
+}
+
 int FieldIndex(const Expression& expression, const arrow::Schema& schema) {
   const auto* ref = expression.field_ref();
   if (!ref) return -1;
   auto path = ref->FindOne(schema);
   return path.ok() && path->indices().size() == 1 ? path->indices()[0] : -1;
+}
+
+// A comparison of a field with a literal, written the field first.
+struct FieldComparison {
+  int field;
+  std::string function;
+  std::shared_ptr<arrow::Scalar> literal;
+};
+
+std::optional<FieldComparison> AsFieldComparison(const Expression::Call& call,
+                                                 const arrow::Schema& schema) {
+  if (call.arguments.size() != 2) return std::nullopt;
+  std::string function = call.function_name;
+  int field = FieldIndex(call.arguments[0], schema);
+  const auto* literal = call.arguments[1].literal();
+  if (field < 0) {
+    field = FieldIndex(call.arguments[1], schema);
+    literal = call.arguments[0].literal();
+    function = Swapped(function);
+  }
+  if (field < 0 || !literal || !literal->is_scalar()) return std::nullopt;
+  return FieldComparison{field, std::move(function), literal->scalar()};
 }
 
 // The field and values of `x == a or x == b or ...` (how Substrait carries
@@ -109,17 +209,10 @@ std::map<int, ColumnTerms> ExtractColumnTerms(const Expression& filter,
     const auto* call = member.call();
     if (!call || call->arguments.empty()) continue;
     arrow::ScalarVector chain;
-    if (IsComparison(call->function_name) && call->arguments.size() == 2) {
-      std::string function = call->function_name;
-      int field = FieldIndex(call->arguments[0], bound_schema);
-      const auto* literal = call->arguments[1].literal();
-      if (field < 0) {
-        field = FieldIndex(call->arguments[1], bound_schema);
-        literal = call->arguments[0].literal();
-        function = Swapped(function);
-      }
-      if (field < 0 || !literal || !literal->is_scalar()) continue;
-      auto value = literal->scalar();
+    if (IsComparison(call->function_name)) {
+      auto comparison = AsFieldComparison(*call, bound_schema);
+      if (!comparison) continue;
+      const auto& [field, function, value] = *comparison;
       if (!value->is_valid || !value->type->Equals(*bound_schema.field(field)->type())) continue;
       bool first = terms.count(field) == 0;
       auto low = function == "equal" || function.rfind("greater", 0) == 0 ? value : nullptr;
@@ -142,6 +235,42 @@ std::map<int, ColumnTerms> ExtractColumnTerms(const Expression& filter,
     }
   }
   return terms;
+}
+
+std::vector<PhysicalRange> PhysicalRanges(const Expression& filter,
+                                          const arrow::Schema& bound_schema,
+                                          const arrow::Schema& object_schema) {
+  std::vector<Expression> members;
+  ConjunctionMembers(filter, &members);
+  std::map<int, WideRange> wide;  // by the object's field
+  for (const auto& member : members) {
+    const auto* call = member.call();
+    if (!call || !(IsComparison(call->function_name) || call->function_name == "not_equal")) {
+      continue;
+    }
+    auto comparison = AsFieldComparison(*call, bound_schema);
+    if (!comparison) continue;
+    const auto& bound = *bound_schema.field(comparison->field);
+    const int column = object_schema.GetFieldIndex(bound.name());
+    if (column < 0 || !object_schema.field(column)->type()->Equals(*bound.type())) continue;
+    auto value = InFieldDomain(*comparison->literal, *bound.type());
+    if (value) Narrow(&wide[column], comparison->function, *value);
+  }
+  std::vector<PhysicalRange> ranges;
+  for (auto& [column, range] : wide) {
+    PhysicalRange physical;
+    physical.field = column;
+    if (range.low > range.high || range.low > INT64_MAX || range.high < INT64_MIN) {
+      physical.low = INT64_MAX;  // no value passes
+      physical.high = INT64_MIN;
+    } else {
+      physical.low = static_cast<int64_t>(std::max<__int128>(range.low, INT64_MIN));
+      physical.high = static_cast<int64_t>(std::min<__int128>(range.high, INT64_MAX));
+      physical.excluded = std::move(range.excluded);
+    }
+    ranges.push_back(std::move(physical));
+  }
+  return ranges;
 }
 
 }  // namespace skyhook

@@ -1,6 +1,7 @@
 // What a scan's filter says about single columns, for statistics and indexes:
 // the members of its top-level conjunction that compare a column with a
-// literal (=, <, <=, >, >=) or test it against an IN list without nulls.
+// literal (=, <, <=, >, >=) or test it against an IN list without nulls;
+// and for reading, the ranges such comparisons allow in integer domains.
 #pragma once
 
 #include <map>
@@ -9,6 +10,8 @@
 
 #include <arrow/compute/expression.h>
 #include <arrow/scalar.h>
+
+#include "skyhook/storage/object/physical_prefilter.h"
 
 namespace skyhook {
 
@@ -22,5 +25,13 @@ struct ColumnTerms {
 /// name; only literals of the field's own type count.
 std::map<int, ColumnTerms> ExtractColumnTerms(const arrow::compute::Expression& filter,
                                               const arrow::Schema& bound_schema);
+
+/// The ranges the filter's top-level comparisons of a field (found in the
+/// object by name and type: ints, date32, timestamps, decimal128) with a
+/// literal allow, the literal converted exactly to the field's integer domain
+/// (a decimal's rescaled to the field's scale, rounded inwards); empty when none.
+std::vector<PhysicalRange> PhysicalRanges(const arrow::compute::Expression& filter,
+                                          const arrow::Schema& bound_schema,
+                                          const arrow::Schema& object_schema);
 
 }  // namespace skyhook

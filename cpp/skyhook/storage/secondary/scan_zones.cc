@@ -30,6 +30,12 @@ constexpr int64_t kMaxSimplifiedNodes = 64;
 // object's rows, reading the zones whole costs less than taking rows.
 constexpr double kMaxIndexShare = 0.25;
 
+// A pre-filter keeping more than this share of a zone's rows costs more than
+// it saves (Q1's date bound keeps 98 %): that zone and the rest are read
+// whole. The first zone tried decides on its first rows (a page or so).
+constexpr double kMaxSelectedShare = 0.5;
+constexpr int64_t kSampleRows = 8192;
+
 // The object's column a bound field names, when it has the same type (a
 // column named by another carrier type has statistics of another type).
 int ObjectColumn(const arrow::Schema& object_schema, const arrow::Field& bound) {
@@ -173,6 +179,22 @@ arrow::Result<std::vector<std::vector<std::optional<ColumnBounds>>>> ZoneColumnB
   return zones;
 }
 
+// Every zone of the object, for a pre-filter to narrow; nullopt when opening
+// did not learn the zones.
+std::optional<ScanZones> EveryZone(const ObjectReader& reader) {
+  const auto zone_rows = reader.known_zone_rows();
+  if (zone_rows.empty() || static_cast<int>(zone_rows.size()) != reader.num_zones()) {
+    return std::nullopt;
+  }
+  ScanZones plan;
+  int64_t first_row = 0;
+  for (int zone = 0; zone < static_cast<int>(zone_rows.size()); ++zone) {
+    plan.zones.push_back({zone, first_row, zone_rows[zone], std::nullopt});
+    first_row += zone_rows[zone];
+  }
+  return plan;
+}
+
 }  // namespace
 
 arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, ObjectReader* reader,
@@ -242,13 +264,37 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, Obj
   return plan;
 }
 
+arrow::Result<bool> ZoneBatches::SelectZone(const ZoneToRead& zone) {
+  const SelectionLimits limits{kMaxSelectedShare, tried_selection_ ? 0 : kSampleRows};
+  tried_selection_ = true;
+  ARROW_ASSIGN_OR_RAISE(auto selection,
+                        reader_->SelectZone(ranges_, fields_, zone.zone, limits, context_));
+  if (!selection) {
+    ranges_.clear();  // the later zones are read whole too
+    return false;
+  }
+  // Rows before the position (a continued scan) were returned by earlier calls.
+  const auto& rows = selection->rows;
+  auto first = std::lower_bound(rows.begin(), rows.end(), position_ - zone.first_row);
+  taken_ = selection->batch->Slice(first - rows.begin());
+  taken_ends_.clear();
+  for (auto row = first; row != rows.end(); ++row) taken_ends_.push_back(zone.first_row + *row + 1);
+  selected_ = true;
+  return true;
+}
+
 arrow::Status ZoneBatches::OpenZone(const ZoneToRead& zone) {
   zone_ = &zone;
   taken_.reset();
   batches_.reset();
   taken_offset_ = 0;
+  selected_ = false;
   const int64_t skip = std::max<int64_t>(0, position_ - zone.first_row);
   position_ = std::max(position_, zone.first_row);
+  if (!zone.rows && !ranges_.empty()) {
+    ARROW_ASSIGN_OR_RAISE(bool selected, SelectZone(zone));
+    if (selected) return arrow::Status::OK();
+  }
   if (!zone.rows) {
     ARROW_ASSIGN_OR_RAISE(batches_, reader_->ReadZones(fields_, batch_size_, {zone.zone}));
     // Rows before start_row (a continued scan) are read again but not returned.
@@ -279,8 +325,10 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ZoneBatches::Next() {
     if (taken_ && taken_offset_ < taken_->num_rows()) {
       auto batch = taken_->Slice(taken_offset_, batch_size_);
       taken_offset_ += batch->num_rows();
+      const int64_t before = position_;
       position_ = taken_offset_ == taken_->num_rows() ? zone_->first_row + zone_->num_rows
                                                       : taken_ends_[taken_offset_ - 1];
+      rows_scanned_ += selected_ ? position_ - before : batch->num_rows();
       return batch;
     }
     if (batches_) {
@@ -294,10 +342,15 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ZoneBatches::Next() {
         batch = batch->Slice(rows_to_skip_);
         rows_to_skip_ = 0;
         position_ += batch->num_rows();
+        rows_scanned_ += batch->num_rows();
         return batch;
       }
     }
-    if (zone_) position_ = std::max(position_, zone_->first_row + zone_->num_rows);
+    if (zone_) {
+      const int64_t end = zone_->first_row + zone_->num_rows;
+      if (selected_ && end > position_) rows_scanned_ += end - position_;
+      position_ = std::max(position_, end);
+    }
     taken_.reset();
     batches_.reset();
     // Zones wholly before the position were returned by earlier calls.
@@ -319,13 +372,19 @@ arrow::Result<FilteredRows> FilteredRows::Open(ObjectContext* object, ObjectRead
   FilteredRows rows;
   rows.position_ = start_row;
   if (filter) {
+    std::vector<PhysicalRange> ranges;
+    if (reader->SelectsZones()) {
+      ranges = PhysicalRanges(filter->named_expressions[0].expression, *filter->schema,
+                              *reader->schema());
+    }
     ARROW_ASSIGN_OR_RAISE(auto plan, PlanScanZones(object, reader, *filter, resources));
+    if (!plan && !ranges.empty()) plan = EveryZone(*reader);
     if (plan) {
       rows.zones_skipped_ = plan->zones_skipped;
       rows.rows_read_by_index_ = plan->rows_read_by_index;
       rows.index_bytes_read_ = plan->index_bytes_read;
-      rows.zoned_.emplace(std::move(*plan), reader, fields, batch_size, start_row,
-                          resources->exec_context());
+      rows.zoned_.emplace(std::move(*plan), reader, fields, std::move(ranges), batch_size,
+                          start_row, resources->exec_context());
       return rows;
     }
   }
@@ -337,7 +396,10 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> FilteredRows::Next() {
   if (zoned_) return zoned_->Next();
   std::shared_ptr<arrow::RecordBatch> batch;
   ARROW_RETURN_NOT_OK(batches_->ReadNext(&batch));
-  if (batch != nullptr) position_ += batch->num_rows();
+  if (batch != nullptr) {
+    position_ += batch->num_rows();
+    rows_scanned_ += batch->num_rows();
+  }
   return batch;
 }
 

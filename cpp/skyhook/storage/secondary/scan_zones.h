@@ -2,7 +2,9 @@
 // object's statistics (zones whose min/max exclude the filter are skipped;
 // from `analyze` where the object has them, else from its Parquet footers)
 // and indexes (an equality, range or IN on an indexed column reads only the
-// zones holding matches, and only the matching rows go on to the filter).
+// zones holding matches, and only the matching rows go on to the filter), and
+// on Parquet the rows the filter's simple comparisons exclude on stored
+// integers (physical_prefilter.h) are not decoded further.
 #pragma once
 
 #include <cstdint>
@@ -44,11 +46,14 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, Obj
 /// The planned rows, batch by batch, from row start_row of the object on.
 class ZoneBatches {
  public:
-  ZoneBatches(ScanZones plan, ObjectReader* reader, std::vector<int> fields, int64_t batch_size,
-              int64_t start_row, arrow::compute::ExecContext* context)
+  /// Zones read whole are pre-filtered with `ranges` while that keeps few rows.
+  ZoneBatches(ScanZones plan, ObjectReader* reader, std::vector<int> fields,
+              std::vector<PhysicalRange> ranges, int64_t batch_size, int64_t start_row,
+              arrow::compute::ExecContext* context)
       : plan_(std::move(plan)),
         reader_(reader),
         fields_(std::move(fields)),
+        ranges_(std::move(ranges)),
         batch_size_(batch_size),
         position_(start_row),
         context_(context) {}
@@ -57,18 +62,26 @@ class ZoneBatches {
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next();
   /// The first object row not yet consumed: where a continued scan starts.
   int64_t position() const { return position_; }
+  /// The object rows read so far (those a pre-filter passed over included).
+  int64_t rows_scanned() const { return rows_scanned_; }
 
  private:
   arrow::Status OpenZone(const ZoneToRead& zone);
+  // The zone's rows the ranges keep, as taken rows; false when it is read whole.
+  arrow::Result<bool> SelectZone(const ZoneToRead& zone);
 
   ScanZones plan_;
   ObjectReader* reader_;
   std::vector<int> fields_;
+  std::vector<PhysicalRange> ranges_;  // emptied once a zone keeps too many rows
   int64_t batch_size_;
   int64_t position_;
   arrow::compute::ExecContext* context_;
   size_t next_zone_ = 0;
   const ZoneToRead* zone_ = nullptr;
+  bool selected_ = false;  // the zone's rows are a pre-filter's
+  bool tried_selection_ = false;
+  int64_t rows_scanned_ = 0;
   std::shared_ptr<arrow::RecordBatchReader> batches_;  // a zone read whole
   std::shared_ptr<arrow::RecordBatch> taken_;          // an index's rows of a zone
   std::vector<int64_t> taken_ends_;                    // the object row after each taken row
@@ -91,6 +104,8 @@ class FilteredRows {
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next();
   /// The first object row not yet consumed: where a continued read starts.
   int64_t position() const { return zoned_ ? zoned_->position() : position_; }
+  /// The object rows read so far: what a pre-filter passed over counts.
+  int64_t rows_scanned() const { return zoned_ ? zoned_->rows_scanned() : rows_scanned_; }
 
   int64_t zones_skipped() const { return zones_skipped_; }
   int64_t rows_read_by_index() const { return rows_read_by_index_; }
@@ -100,6 +115,7 @@ class FilteredRows {
   std::optional<ZoneBatches> zoned_;
   std::shared_ptr<arrow::RecordBatchReader> batches_;  // without zones: every row
   int64_t position_ = 0;
+  int64_t rows_scanned_ = 0;
   int64_t zones_skipped_ = 0;
   int64_t rows_read_by_index_ = 0;
   int64_t index_bytes_read_ = 0;

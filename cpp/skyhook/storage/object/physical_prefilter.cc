@@ -1,0 +1,395 @@
+#include "skyhook/storage/object/physical_prefilter.h"
+
+#include <algorithm>
+#include <exception>
+#include <map>
+#include <string>
+
+#include <arrow/array/array_primitive.h>
+#include <arrow/array/util.h>
+#include <arrow/compute/api_vector.h>
+#include <arrow/util/bit_util.h>
+#include <parquet/arrow/reader.h>
+#include <parquet/arrow/schema.h>
+#include <parquet/column_reader.h>
+#include <parquet/file_reader.h>
+#include <parquet/metadata.h>
+#include <parquet/schema.h>
+
+#include "skyhook/protocol/error.h"
+
+namespace skyhook {
+namespace {
+
+// Past this many rows a row group is read plainly: the selection holds a
+// zone's values whole (8 bytes a row of each column it decodes), where
+// Arrow's path holds 64 Ki rows at a time (designs default to 64 Ki a group).
+constexpr int64_t kMaxRows = int64_t{1} << 20;
+
+arrow::Status Corrupt(const std::string& cause) {
+  return Error(ErrorCode::kCorruptObject, "object is not a readable Parquet partition: ", cause);
+}
+
+// Whether Arrow's reader turns the column's physical integers into values of
+// `type` one for one (a narrowing cast for int8/int16, as Arrow's does).
+bool IntegerStored(const parquet::ColumnDescriptor& column, const arrow::DataType& type) {
+  if (column.max_repetition_level() != 0 || column.max_definition_level() > 1) return false;
+  const auto& logical = *column.logical_type();
+  const bool int32 = column.physical_type() == parquet::Type::INT32;
+  const bool int64 = column.physical_type() == parquet::Type::INT64;
+  auto is_int = [&](int bits) {
+    const auto& as_int = static_cast<const parquet::IntLogicalType&>(logical);
+    return logical.is_int() && as_int.bit_width() == bits && as_int.is_signed();
+  };
+  switch (type.id()) {
+    case arrow::Type::INT8:
+      return int32 && is_int(8);
+    case arrow::Type::INT16:
+      return int32 && is_int(16);
+    case arrow::Type::INT32:
+      return int32 && (logical.is_none() || is_int(32));
+    case arrow::Type::INT64:
+      return int64 && (logical.is_none() || is_int(64));
+    case arrow::Type::DATE32:
+      return int32 && logical.is_date();
+    case arrow::Type::TIMESTAMP: {
+      if (!int64 || !logical.is_timestamp()) return false;
+      const auto unit = static_cast<const parquet::TimestampLogicalType&>(logical).time_unit();
+      const auto arrow_unit = static_cast<const arrow::TimestampType&>(type).unit();
+      return (unit == parquet::LogicalType::TimeUnit::MILLIS &&
+              arrow_unit == arrow::TimeUnit::MILLI) ||
+             (unit == parquet::LogicalType::TimeUnit::MICROS &&
+              arrow_unit == arrow::TimeUnit::MICRO) ||
+             (unit == parquet::LogicalType::TimeUnit::NANOS && arrow_unit == arrow::TimeUnit::NANO);
+    }
+    case arrow::Type::DECIMAL128: {
+      if (!(int32 || int64) || !logical.is_decimal()) return false;
+      const auto& stored = static_cast<const parquet::DecimalLogicalType&>(logical);
+      const auto& decimal = static_cast<const arrow::Decimal128Type&>(type);
+      return stored.precision() == decimal.precision() && stored.scale() == decimal.scale() &&
+             decimal.precision() <= 18;
+    }
+    default:
+      return false;
+  }
+}
+
+// One column of a row group: the Arrow value of each row, widened to int64.
+struct DecodedColumn {
+  std::shared_ptr<arrow::Buffer> values;  // int64 per row (0 where null)
+  std::shared_ptr<arrow::Buffer> valid;   // uint8 per row; null: no nulls possible
+};
+
+// A field's column in one row group, decoded in order, part by part.
+struct FieldColumn {
+  std::shared_ptr<parquet::ColumnReader> reader;
+  const parquet::ColumnDescriptor* descriptor = nullptr;
+  std::shared_ptr<arrow::DataType> type;
+  DecodedColumn decoded;  // room for every row of the row group
+  int64_t rows_decoded = 0;
+};
+
+// Rows [begin, end) of `column`, read on from where it stopped.
+template <typename ParquetType>
+arrow::Status Decode(FieldColumn* column, int64_t begin, int64_t end, arrow::MemoryPool* pool) {
+  using Physical = typename ParquetType::c_type;
+  auto* reader = static_cast<parquet::TypedColumnReader<ParquetType>*>(column->reader.get());
+  const int16_t max_definition = column->descriptor->max_definition_level();
+  const int64_t rows = end - begin;
+  auto* values = column->decoded.values->mutable_data_as<int64_t>() + begin;
+  std::shared_ptr<arrow::Buffer> narrow;  // INT32 values before widening
+  Physical* dense = reinterpret_cast<Physical*>(values);
+  if constexpr (sizeof(Physical) != sizeof(int64_t)) {
+    ARROW_ASSIGN_OR_RAISE(narrow, arrow::AllocateBuffer(rows * sizeof(Physical), pool));
+    dense = narrow->mutable_data_as<Physical>();
+  }
+  std::shared_ptr<arrow::Buffer> levels;
+  int16_t* definitions = nullptr;
+  if (max_definition > 0) {
+    ARROW_ASSIGN_OR_RAISE(levels, arrow::AllocateBuffer(rows * sizeof(int16_t), pool));
+    definitions = levels->mutable_data_as<int16_t>();
+  }
+  int64_t read = 0;
+  int64_t present = 0;
+  while (read < rows) {
+    int64_t values_read = 0;
+    const int64_t got = reader->ReadBatch(rows - read, definitions ? definitions + read : nullptr,
+                                          nullptr, dense + present, &values_read);
+    if (got <= 0) break;
+    read += got;
+    present += values_read;
+  }
+  if (read < rows || present > rows) {
+    return Corrupt("a column holds fewer values than its row group");
+  }
+  if (definitions == nullptr) {
+    if constexpr (sizeof(Physical) != sizeof(int64_t)) {
+      for (int64_t row = 0; row < rows; ++row) values[row] = dense[row];
+    }
+    return arrow::Status::OK();
+  }
+  auto* valid = column->decoded.valid->mutable_data() + begin;
+  int64_t count = 0;
+  for (int64_t row = 0; row < rows; ++row) {
+    valid[row] = definitions[row] == max_definition;
+    count += valid[row];
+  }
+  if (count != present) return Corrupt("a column's levels do not match its values");
+  // Backwards, the dense values spread in place (a row is never before its value).
+  for (int64_t row = rows - 1, next = present - 1; row >= 0; --row) {
+    values[row] = valid[row] ? static_cast<int64_t>(dense[next--]) : 0;
+  }
+  return arrow::Status::OK();
+}
+
+// The column of `field` in a row group of `rows` rows, nothing decoded yet;
+// nullopt when it is not integer-stored.
+arrow::Result<std::optional<FieldColumn>> OpenField(parquet::arrow::FileReader* file,
+                                                    parquet::RowGroupReader* row_group, int field,
+                                                    int64_t rows, arrow::MemoryPool* pool) {
+  const auto& fields = file->manifest().schema_fields;
+  if (field < 0 || field >= static_cast<int>(fields.size()) || !fields[field].is_leaf()) {
+    return std::nullopt;
+  }
+  FieldColumn column;
+  const int leaf = fields[field].column_index;
+  column.descriptor = file->parquet_reader()->metadata()->schema()->Column(leaf);
+  column.type = fields[field].field->type();
+  if (!IntegerStored(*column.descriptor, *column.type)) return std::nullopt;
+  ARROW_ASSIGN_OR_RAISE(column.decoded.values, arrow::AllocateBuffer(rows * sizeof(int64_t), pool));
+  if (column.descriptor->max_definition_level() > 0) {
+    ARROW_ASSIGN_OR_RAISE(column.decoded.valid, arrow::AllocateBuffer(rows, pool));
+  }
+  column.reader = row_group->Column(leaf);
+  return column;
+}
+
+// Decodes `column` up to row `end`, as Arrow would see it. Decimals beyond
+// their precision are corrupt, as on Arrow's path (object_reader.cc).
+arrow::Status DecodeUpTo(FieldColumn* column, int64_t end, arrow::MemoryPool* pool) {
+  const int64_t begin = column->rows_decoded;
+  if (end <= begin) return arrow::Status::OK();
+  ARROW_RETURN_NOT_OK(column->descriptor->physical_type() == parquet::Type::INT32
+                          ? Decode<parquet::Int32Type>(column, begin, end, pool)
+                          : Decode<parquet::Int64Type>(column, begin, end, pool));
+  column->rows_decoded = end;
+  auto* values = column->decoded.values->mutable_data_as<int64_t>();
+  const uint8_t* valid = column->decoded.valid ? column->decoded.valid->data() : nullptr;
+  const auto& type = *column->type;
+  if (type.id() == arrow::Type::INT8 || type.id() == arrow::Type::INT16) {
+    const bool int8 = type.id() == arrow::Type::INT8;
+    for (int64_t row = begin; row < end; ++row) {
+      values[row] = int8 ? static_cast<int8_t>(values[row]) : static_cast<int16_t>(values[row]);
+    }
+  } else if (type.id() == arrow::Type::DECIMAL128) {
+    int64_t limit = 1;  // 10^precision
+    for (int d = 0; d < static_cast<const arrow::Decimal128Type&>(type).precision(); ++d) {
+      limit *= 10;
+    }
+    bool fits = true;
+    for (int64_t row = begin; row < end; ++row) {
+      fits &= (valid && !valid[row]) || (values[row] > -limit && values[row] < limit);
+    }
+    if (!fits) return Corrupt("a decimal exceeds its precision");
+  }
+  return arrow::Status::OK();
+}
+
+// Narrows `keep` to the rows of `column` within `range`.
+void Keep(const DecodedColumn& column, const PhysicalRange& range, int64_t rows, uint8_t* keep) {
+  const auto* values = column.values->data_as<int64_t>();
+  if (column.valid) {
+    const auto* valid = column.valid->data();
+    for (int64_t row = 0; row < rows; ++row) keep[row] &= valid[row];
+  }
+  const int64_t low = range.low;
+  const int64_t high = range.high;
+  for (int64_t row = 0; row < rows; ++row) {
+    keep[row] &= static_cast<uint8_t>((values[row] >= low) & (values[row] <= high));
+  }
+  for (int64_t excluded : range.excluded) {
+    for (int64_t row = 0; row < rows; ++row) keep[row] &= values[row] != excluded;
+  }
+}
+
+template <typename Out>
+std::shared_ptr<arrow::Buffer> Gathered(const int64_t* values, const std::vector<int64_t>& rows,
+                                        std::unique_ptr<arrow::Buffer> buffer) {
+  auto* out = buffer->mutable_data_as<Out>();
+  for (size_t i = 0; i < rows.size(); ++i) out[i] = static_cast<Out>(values[rows[i]]);
+  return buffer;
+}
+
+// The selected rows of a decoded column, as Arrow's reader builds them.
+arrow::Result<std::shared_ptr<arrow::Array>> Gather(const DecodedColumn& column,
+                                                    const std::shared_ptr<arrow::DataType>& type,
+                                                    const std::vector<int64_t>& rows,
+                                                    arrow::MemoryPool* pool) {
+  const auto count = static_cast<int64_t>(rows.size());
+  const int width = type->byte_width();
+  ARROW_ASSIGN_OR_RAISE(auto buffer, arrow::AllocateBuffer(count * width, pool));
+  const auto* values = column.values->data_as<int64_t>();
+  std::shared_ptr<arrow::Buffer> data;
+  switch (type->id()) {
+    case arrow::Type::INT8:
+      data = Gathered<int8_t>(values, rows, std::move(buffer));
+      break;
+    case arrow::Type::INT16:
+      data = Gathered<int16_t>(values, rows, std::move(buffer));
+      break;
+    case arrow::Type::INT32:
+    case arrow::Type::DATE32:
+      data = Gathered<int32_t>(values, rows, std::move(buffer));
+      break;
+    case arrow::Type::DECIMAL128: {
+      auto* words = buffer->mutable_data_as<int64_t>();
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t value = values[rows[i]];
+        words[2 * i] = value;  // little-endian: low word first, then its sign
+        words[2 * i + 1] = value >> 63;
+      }
+      data = std::move(buffer);
+      break;
+    }
+    default:  // int64, timestamps
+      data = Gathered<int64_t>(values, rows, std::move(buffer));
+  }
+  std::shared_ptr<arrow::Buffer> bitmap;
+  int64_t nulls = 0;
+  if (column.valid) {
+    ARROW_ASSIGN_OR_RAISE(bitmap, arrow::AllocateEmptyBitmap(count, pool));
+    const auto* valid = column.valid->data();
+    auto* bits = bitmap->mutable_data();
+    for (int64_t i = 0; i < count; ++i) {
+      if (valid[rows[i]]) {
+        arrow::bit_util::SetBit(bits, i);
+      } else {
+        ++nulls;
+      }
+    }
+    if (nulls == 0) bitmap.reset();
+  }
+  return arrow::MakeArray(arrow::ArrayData::Make(type, count, {bitmap, data}, nulls));
+}
+
+arrow::Result<std::optional<ZoneSelection>> Select(parquet::arrow::FileReader* file, int row_group,
+                                                   const std::vector<PhysicalRange>& ranges,
+                                                   const std::vector<int>& fields,
+                                                   const arrow::Schema& fields_schema,
+                                                   const SelectionLimits& limits,
+                                                   const RowGroupFields& read_fields,
+                                                   arrow::compute::ExecContext* context) {
+  auto* pool = context->memory_pool();
+  const int64_t rows = file->parquet_reader()->metadata()->RowGroup(row_group)->num_rows();
+  if (rows <= 0 || rows > kMaxRows) return std::nullopt;
+  auto reader = file->parquet_reader()->RowGroup(row_group);
+  std::map<int, FieldColumn> filter_columns;  // by field
+  // The column of a range's field, opened once; nullptr when not integer-stored.
+  auto filter_column = [&](int field) -> arrow::Result<FieldColumn*> {
+    auto found = filter_columns.find(field);
+    if (found != filter_columns.end()) return &found->second;
+    ARROW_ASSIGN_OR_RAISE(auto column, OpenField(file, reader.get(), field, rows, pool));
+    if (!column) return nullptr;
+    return &filter_columns.emplace(field, std::move(*column)).first->second;
+  };
+  if (limits.sample_rows > 0 && limits.sample_rows < rows) {
+    // The first rows of one column decide (a page or so; the reader goes on
+    // from there), rather than a whole column decoded for a filter keeping
+    // most rows (Q1's date bound).
+    ARROW_ASSIGN_OR_RAISE(auto* first, filter_column(ranges[0].field));
+    if (first == nullptr) return std::nullopt;
+    ARROW_RETURN_NOT_OK(DecodeUpTo(first, limits.sample_rows, pool));
+    std::vector<uint8_t> keep(static_cast<size_t>(limits.sample_rows), 1);
+    Keep(first->decoded, ranges[0], limits.sample_rows, keep.data());
+    int64_t kept = 0;
+    for (uint8_t row : keep) kept += row;
+    if (static_cast<double>(kept) > limits.max_share * static_cast<double>(limits.sample_rows)) {
+      return std::nullopt;
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(auto keep_buffer, arrow::AllocateBuffer(rows, pool));
+  auto* keep = keep_buffer->mutable_data();
+  std::fill(keep, keep + rows, uint8_t{1});
+  int64_t kept = rows;
+  for (const auto& range : ranges) {
+    ARROW_ASSIGN_OR_RAISE(auto* column, filter_column(range.field));
+    if (column == nullptr) return std::nullopt;
+    ARROW_RETURN_NOT_OK(DecodeUpTo(column, rows, pool));
+    Keep(column->decoded, range, rows, keep);
+    kept = 0;
+    for (int64_t row = 0; row < rows; ++row) kept += keep[row];
+    if (kept == 0) break;  // no other column needs decoding
+  }
+  if (static_cast<double>(kept) > limits.max_share * static_cast<double>(rows)) {
+    return std::nullopt;
+  }
+  ZoneSelection selection;
+  selection.rows.reserve(static_cast<size_t>(kept));
+  for (int64_t row = 0; row < rows; ++row) {
+    if (keep[row]) selection.rows.push_back(row);
+  }
+  if (kept == 0) {
+    ARROW_ASSIGN_OR_RAISE(selection.batch, arrow::RecordBatch::MakeEmpty(
+                                               std::make_shared<arrow::Schema>(fields_schema)));
+    return selection;
+  }
+  arrow::ArrayVector columns(fields.size());
+  std::vector<int> others;  // positions in `fields` read through Arrow
+  const auto& schema_fields = file->manifest().schema_fields;
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const int field = fields[i];
+    const auto& type = fields_schema.field(static_cast<int>(i))->type();
+    std::optional<DecodedColumn> column;
+    if (field >= 0 && field < static_cast<int>(schema_fields.size()) &&
+        schema_fields[field].field->type()->Equals(*type)) {
+      auto found = filter_columns.find(field);
+      if (found != filter_columns.end() && found->second.rows_decoded == rows) {
+        column = found->second.decoded;
+      } else if (found == filter_columns.end()) {
+        ARROW_ASSIGN_OR_RAISE(auto opened, OpenField(file, reader.get(), field, rows, pool));
+        if (opened) {
+          ARROW_RETURN_NOT_OK(DecodeUpTo(&*opened, rows, pool));
+          column = opened->decoded;
+        }
+      }
+    }
+    if (column) {
+      ARROW_ASSIGN_OR_RAISE(columns[i], Gather(*column, type, selection.rows, pool));
+    } else {
+      others.push_back(static_cast<int>(i));
+    }
+  }
+  if (!others.empty()) {
+    std::vector<int> other_fields;
+    for (int i : others) other_fields.push_back(fields[i]);
+    ARROW_ASSIGN_OR_RAISE(auto whole, read_fields(other_fields));
+    if (whole->num_rows() != rows) return Corrupt("a column holds fewer values than its row group");
+    arrow::Int64Array indices(kept, arrow::Buffer::Wrap(selection.rows));
+    ARROW_ASSIGN_OR_RAISE(
+        auto taken,
+        arrow::compute::Take(whole, indices, arrow::compute::TakeOptions::Defaults(), context));
+    for (size_t j = 0; j < others.size(); ++j) {
+      columns[others[j]] = taken.record_batch()->column(static_cast<int>(j));
+    }
+  }
+  selection.batch = arrow::RecordBatch::Make(std::make_shared<arrow::Schema>(fields_schema), kept,
+                                             std::move(columns));
+  return selection;
+}
+
+}  // namespace
+
+arrow::Result<std::optional<ZoneSelection>> SelectRowGroup(
+    parquet::arrow::FileReader* file, int row_group, const std::vector<PhysicalRange>& ranges,
+    const std::vector<int>& fields, const arrow::Schema& fields_schema,
+    const SelectionLimits& limits, const RowGroupFields& read_fields,
+    arrow::compute::ExecContext* context) {
+  if (ranges.empty() || row_group < 0 || row_group >= file->num_row_groups()) return std::nullopt;
+  try {  // Parquet's column readers throw on corrupt pages
+    return Select(file, row_group, ranges, fields, fields_schema, limits, read_fields, context);
+  } catch (const std::exception& error) {
+    return Corrupt(error.what());
+  }
+}
+
+}  // namespace skyhook
