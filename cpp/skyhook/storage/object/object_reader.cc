@@ -262,7 +262,7 @@ class ParquetObjectReader : public ObjectReader {
   arrow::Result<std::optional<ZoneSelection>> SelectZone(
       const std::vector<PhysicalRange>& ranges, const std::vector<int>& field_indices, int zone,
       const SelectionLimits& limits, arrow::compute::ExecContext* context) override {
-    ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
+    ARROW_ASSIGN_OR_RAISE(auto schema, HandedOutSchema(field_indices));
     auto read_whole =
         [&](const std::vector<int>& fields) -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
       ARROW_ASSIGN_OR_RAISE(auto batches, Read(fields, kZoneBatchRows, {zone}, 0));
@@ -282,17 +282,28 @@ class ParquetObjectReader : public ObjectReader {
     for (int index : field_indices) {
       CollectLeaves(reader_->manifest().schema_fields.at(index), &leaves);
     }
-    ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
+    ARROW_ASSIGN_OR_RAISE(auto schema, HandedOutSchema(field_indices));
     std::vector<bool> kept(field_indices.size(), false);
-    for (size_t i = 0; i < field_indices.size(); ++i) {
-      const int field = field_indices[i];
-      if (static_cast<size_t>(field) >= kept_.size() || !kept_[field]) continue;
-      kept[i] = true;
-      ARROW_ASSIGN_OR_RAISE(schema, schema->SetField(static_cast<int>(i), decoded_->field(field)));
-    }
+    for (size_t i = 0; i < field_indices.size(); ++i) kept[i] = Kept(field_indices[i]);
     return std::make_shared<RowGroupReader>(reader_.get(), std::move(leaves), std::move(schema),
                                             std::move(kept), std::move(row_groups), rows_to_skip,
                                             pool_);
+  }
+
+  bool Kept(int field) const {
+    return field >= 0 && static_cast<size_t>(field) < kept_.size() && kept_[field];
+  }
+
+  // The fields as read: kept dictionaries as the reader decodes them.
+  arrow::Result<std::shared_ptr<arrow::Schema>> HandedOutSchema(
+      const std::vector<int>& field_indices) const {
+    ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
+    for (size_t i = 0; i < field_indices.size(); ++i) {
+      if (!Kept(field_indices[i])) continue;
+      ARROW_ASSIGN_OR_RAISE(
+          schema, schema->SetField(static_cast<int>(i), decoded_->field(field_indices[i])));
+    }
+    return schema;
   }
 
   // A reader whose columns are the schema's (a column stored as a dictionary
