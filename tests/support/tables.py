@@ -1,9 +1,10 @@
-"""The typed table most tests store and query."""
+"""The typed table most tests store and query, and a table of small-dictionary text."""
 
 from __future__ import annotations
 
 import datetime
 import decimal
+import hashlib
 import math
 import random
 
@@ -67,5 +68,29 @@ def make_typed_table(rows: int = 3000, seed: int = 7) -> pa.Table:
                 [maybe([rng.randint(0, 9) for _ in range(rng.randint(0, 3))]) for _ in range(rows)],
                 pa.list_(pa.int32()),
             ),
+        }
+    )
+
+
+DICTIONARY_FLAGS = ["A", "N", "R", "", "ü", None]
+
+
+def make_dictionary_table(rows: int) -> pa.Table:
+    """Text columns Parquet stores with small dictionaries (dictionary_columns.h), and
+    one with a dictionary page too large for them."""
+    flags = DICTIONARY_FLAGS
+    # Blocks of one flag each, every seventh row another: row groups hold different dictionaries.
+    flag = [flags[(i * 7 if i % 7 == 0 else i * len(flags) // rows) % len(flags)] for i in range(rows)]
+    return pa.table(
+        {
+            "id": pa.array(range(rows), pa.int64()),
+            "flag": pa.array(flag, pa.string()),
+            "status": pa.array(["F" if i % 3 else "O" for i in range(rows)], pa.string()),
+            "code": pa.array([bytes([i % 4]) * 2 for i in range(rows)], pa.binary()),
+            "none": pa.array([None] * rows, pa.string()),
+            # many distinct keys, still a small dictionary in every row group
+            "many": pa.array([f"k{i * 7919 % 1500}" for i in range(rows)], pa.string()),
+            # distinct, long and incompressible: a dictionary page past the path's limit (read plainly)
+            "long": pa.array([hashlib.sha512(b"%d" % (i % 2500)).hexdigest() * 2 for i in range(rows)]),
         }
     )

@@ -47,7 +47,14 @@ from skyhook.plan.substrait import UncarriedTypes
 from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import PlanRequest
 from skyhook.rpc.result_options import PushbackLimits, ResultOptions, checked_compression
-from skyhook.rpc.statistics import BYTES_READ, BYTES_RETURNED, ROWS_SCANNED, STORAGE_CPU_NS, ZONES_SKIPPED
+from skyhook.rpc.statistics import (
+    BYTES_READ,
+    BYTES_RETURNED,
+    KEYS_ON_CODES,
+    ROWS_SCANNED,
+    STORAGE_CPU_NS,
+    ZONES_SKIPPED,
+)
 
 if TYPE_CHECKING:
     from skyhook.catalog.manifest import Partition
@@ -66,6 +73,7 @@ class AggregateStatistics:
     bytes_returned: int = 0
     storage_cpu_s: float = 0.0
     zones_skipped: int = 0  # row groups / record batches storage's plans skipped by statistics (every plan)
+    keys_on_codes: int = 0  # (object, key) pairs storage grouped on dictionary codes instead of text
     filter_in_storage: bool = True
     aggregate_in_storage: bool = True  # every object's aggregate ran in storage
     where: dict[int, Placement] = field(default_factory=dict)  # partition -> what ran where
@@ -272,6 +280,7 @@ class AggregateExecution:
                 self.stats.storage_cpu_s += reply.statistics[STORAGE_CPU_NS] / 1e9
                 self.stats.bytes_read += reply.statistics.get(BYTES_READ, 0)
                 self.stats.zones_skipped += reply.statistics.get(ZONES_SKIPPED, 0)
+                self.stats.keys_on_codes += reply.statistics.get(KEYS_ON_CODES, 0)
                 self.stats.bytes_returned += reply.statistics[BYTES_RETURNED]  # as sent, all calls
                 yield self._finish(sub, partition, reply, main)
         except ClassCallsNotPermittedError as refusal:

@@ -16,6 +16,7 @@ REPLY_OVER_OBJECT = "reply_over_object"  # 1: pushed back, the reply would pass 
 BYTES_ABANDONED = "bytes_abandoned"  # reply bytes encoded (or moved, by earlier calls) for nothing
 NUM_ROWS = "num_rows"  # describe, transform
 ZONES_SKIPPED = "zones_skipped"  # scan: zones (row groups, record batches) whose statistics exclude the filter
+KEYS_ON_CODES = "keys_on_codes"  # execute_plan: group keys grouped on dictionary codes, not text
 ROWS_READ_BY_INDEX = "rows_read_by_index"  # scan: rows an index found, the only ones filtered
 INDEX_BYTES_READ = "index_bytes_read"  # scan: index blocks read from the omap
 BYTES_WRITTEN = "bytes_written"  # transform

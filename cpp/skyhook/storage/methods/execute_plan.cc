@@ -13,6 +13,7 @@
 #include "skyhook/protocol/plan_request.h"
 #include "skyhook/storage/methods/partial_measures.h"
 #include "skyhook/storage/methods/plan_aggregate.h"
+#include "skyhook/storage/object/dictionary_codes.h"
 #include "skyhook/storage/object/object_columns.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/runtime/call_resources.h"
@@ -56,6 +57,20 @@ const arrow::compute::Expression* SourceFilter(const Declaration& declaration) {
 // the plan's over its slices (partial aggregates merge like another object's).
 constexpr int64_t kChunkBytes = int64_t{32} << 20;  // decoded input per chunk
 constexpr int64_t kChunkSlices = 8;
+
+// Bounds on one grouped-only column's distinct values in an object (DictionaryCodes).
+constexpr int32_t kMaxCodes = 1 << 20;
+constexpr int64_t kMaxCodeBytes = int64_t{64} << 20;
+
+// The read relation of a plan's input (projects and filters over it), or nullptr.
+Declaration* ReadOf(Declaration* declaration) {
+  while (declaration->factory_name != "source") {
+    if (declaration->inputs.size() != 1) return nullptr;
+    declaration = std::get_if<Declaration>(&declaration->inputs[0]);
+    if (declaration == nullptr) return nullptr;
+  }
+  return declaration;
+}
 
 class PlanExecution {
  public:
@@ -118,6 +133,7 @@ class PlanExecution {
                          {"bytes_returned", reply->body ? reply->body->size() : 0},
                          {"slices", budget_.slices()},
                          {"zones_skipped", rows_ ? rows_->zones_skipped() : 0},
+                         {"keys_on_codes", static_cast<int64_t>(coded_.size())},
                          {"storage_cpu_ns", timer.ElapsedNanos()}};
     if (writer_) writer_->AddStatistics(&reply->statistics);
   }
@@ -171,6 +187,7 @@ class PlanExecution {
         if (bound.ok()) filter_ = arrow::engine::BoundExpressions{{{*bound, "filter"}}, requested_};
       }
     }
+    if (aggregate_) ARROW_RETURN_NOT_OK(GroupOnCodes(&converted.root.declaration));
     auto declaration = aggregate_ ? aggregate_->Over(std::move(converted.root.declaration))
                                   : std::move(converted.root.declaration);
     const auto& names = aggregate_ ? aggregate_->names() : converted.names;
@@ -183,11 +200,22 @@ class PlanExecution {
     if (!names.empty()) {
       ARROW_ASSIGN_OR_RAISE(chunk.schema, chunk.schema->WithNames(names));
     }
+    const auto named = chunk.schema;  // the keys grouped on codes still as codes
+    for (const auto& coded : coded_) {
+      for (int output : coded.outputs) {
+        ARROW_ASSIGN_OR_RAISE(
+            chunk.schema, chunk.schema->SetField(
+                              output, chunk.schema->field(output)->WithType(coded.codes->type())));
+      }
+    }
     while (true) {
       auto next = results->Next();
       if (!next.ok()) return pushed_back_ ? pushed_back_status_ : next.status();
       if (*next == nullptr) break;
-      ARROW_ASSIGN_OR_RAISE(auto renamed, (*next)->ReplaceSchema(chunk.schema));
+      ARROW_ASSIGN_OR_RAISE(auto renamed, (*next)->ReplaceSchema(named));
+      if (!coded_.empty()) {
+        ARROW_ASSIGN_OR_RAISE(renamed, Decoded(*renamed, chunk.schema));
+      }
       ARROW_ASSIGN_OR_RAISE(int64_t bytes, arrow::util::ReferencedBufferSize(*renamed));
       chunk.bytes += bytes;
       chunk.batches.push_back(std::move(renamed));
@@ -214,6 +242,7 @@ class PlanExecution {
       }
       fields_ = std::move(fields);
       requested_ = arrow::schema(std::move(requested));
+      read_schema_ = requested_;
     }
     auto generator = [this]() -> arrow::Future<SourceBatch> {
       if (chunk_rows_ > 0) {
@@ -245,14 +274,89 @@ class PlanExecution {
       ++chunk_slices_;
       auto bytes = arrow::util::ReferencedBufferSize(**batch);
       chunk_bytes_ += bytes.ok() ? *bytes : kChunkBytes;
-      auto converted = AsRequested(*batch, requested_, resources_->exec_context());
+      auto coded = Encoded(*batch);
+      if (!coded.ok()) return arrow::Future<SourceBatch>::MakeFinished(coded.status());
+      auto converted = AsRequested(*coded, read_schema_, resources_->exec_context());
       if (!converted.ok()) return arrow::Future<SourceBatch>::MakeFinished(converted.status());
       return arrow::Future<SourceBatch>::MakeFinished(
           SourceBatch(arrow::compute::ExecBatch(**converted)));
     };
-    arrow::acero::SourceNodeOptions options(requested_, std::move(generator),
+    arrow::acero::SourceNodeOptions options(read_schema_, std::move(generator),
                                             arrow::Ordering::Implicit());
     return Declaration("source", std::move(options));
+  }
+
+  // Columns the aggregate only groups on, decoded as dictionaries, are read as
+  // object-wide codes and grouped on those (DictionaryCodes); the keys turn
+  // back into text in the output. Decided at the first chunk.
+  arrow::Status GroupOnCodes(Declaration* input) {
+    Declaration* read = ReadOf(input);
+    if (read == nullptr) return arrow::Status::OK();
+    if (!codes_decided_) {
+      codes_decided_ = true;
+      std::vector<PlanAggregate::GroupedOnly> candidates;
+      std::vector<int> fields;
+      for (auto& column : aggregate_->GroupedOnlyColumns(*input)) {
+        // Only text read as stored: the codes decode to the stored type. The
+        // plan is not bound yet: a column it names past the read is its error.
+        if (column.read_column >= static_cast<int>(fields_.size())) continue;
+        const int field = fields_[static_cast<size_t>(column.read_column)];
+        const auto& type = reader_->schema()->field(field)->type();
+        if (!type->Equals(*requested_->field(column.read_column)->type())) continue;
+        fields.push_back(field);
+        candidates.push_back(std::move(column));
+      }
+      const auto kept = reader_->KeepDictionaries(fields);
+      for (auto& column : candidates) {
+        const int field = fields_[static_cast<size_t>(column.read_column)];
+        if (std::find(kept.begin(), kept.end(), field) == kept.end()) continue;
+        ARROW_ASSIGN_OR_RAISE(
+            read_schema_, read_schema_->SetField(
+                              column.read_column,
+                              read_schema_->field(column.read_column)->WithType(arrow::int32())));
+        coded_.push_back(
+            {column.read_column, std::move(column.outputs),
+             std::make_unique<DictionaryCodes>(requested_->field(column.read_column)->type(),
+                                               resources_->pool(), kMaxCodes, kMaxCodeBytes)});
+      }
+    }
+    static_cast<arrow::acero::SourceNodeOptions&>(*read->options).output_schema = read_schema_;
+    return arrow::Status::OK();
+  }
+
+  // A batch of the object's rows with the coded columns as codes.
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Encoded(
+      const std::shared_ptr<arrow::RecordBatch>& batch) {
+    if (coded_.empty()) return batch;
+    if (batch->num_columns() != read_schema_->num_fields()) {
+      return arrow::Status::Invalid("a batch of ", batch->num_columns(), " columns for ",
+                                    read_schema_->num_fields(), " read");
+    }
+    arrow::ArrayVector columns = batch->columns();
+    for (const auto& coded : coded_) {
+      auto& column = columns[static_cast<size_t>(coded.read_column)];  // fields_ holds it
+      auto codes = coded.codes->Encode(*column);
+      if (!codes.ok()) {
+        if (CodeOf(codes.status()) != ErrorCode::kInternal) return codes.status();
+        return Error(ErrorCode::kCorruptObject,
+                     "object is not a readable partition: ", codes.status().message());
+      }
+      column = std::move(*codes);
+    }
+    return arrow::RecordBatch::Make(read_schema_, batch->num_rows(), std::move(columns));
+  }
+
+  // An output batch in the plan's schema: the coded keys as text again.
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Decoded(
+      const arrow::RecordBatch& batch, const std::shared_ptr<arrow::Schema>& schema) const {
+    arrow::ArrayVector columns = batch.columns();
+    for (const auto& coded : coded_) {
+      for (int output : coded.outputs) {  // the schema's fields, SetField checked
+        ARROW_ASSIGN_OR_RAISE(columns[static_cast<size_t>(output)],
+                              coded.codes->Decode(*columns[output], resources_->exec_context()));
+      }
+    }
+    return arrow::RecordBatch::Make(schema, batch.num_rows(), std::move(columns));
   }
 
   PlanRequest request_;
@@ -263,8 +367,16 @@ class PlanExecution {
   std::unique_ptr<ObjectReader> reader_;
   std::unique_ptr<ResultWriter> writer_;
   std::optional<PlanAggregate> aggregate_;
-  std::vector<int> fields_;                   // the object's fields the plan reads
-  std::shared_ptr<arrow::Schema> requested_;  // the plan's read schema, as the object's fields
+  std::vector<int> fields_;                     // the object's fields the plan reads
+  std::shared_ptr<arrow::Schema> requested_;    // the plan's read schema, as the object's fields
+  std::shared_ptr<arrow::Schema> read_schema_;  // requested_ with coded columns as int32
+  struct Coded {
+    int read_column;
+    std::vector<int> outputs;  // of the plan, which the column's key becomes
+    std::unique_ptr<DictionaryCodes> codes;
+  };
+  bool codes_decided_ = false;
+  std::vector<Coded> coded_;
   std::optional<arrow::engine::BoundExpressions> filter_;
   std::optional<FilteredRows> rows_;
   int64_t chunk_rows_ = 0;

@@ -1,7 +1,10 @@
 #include "skyhook/storage/methods/plan_aggregate.h"
 
+#include <algorithm>
+#include <set>
 #include <unordered_map>
 #include <utility>
+#include <variant>
 
 #include <arrow/acero/options.h>
 
@@ -74,7 +77,84 @@ arrow::Result<arrow::compute::Aggregate> MeasureOf(
   return mapping(call);
 }
 
+// Adds the top-level columns an expression reads to `used`; false when it
+// names a column other than by position.
+bool AddColumns(const arrow::compute::Expression& expression, std::set<int>* used) {
+  for (const auto& ref : arrow::compute::FieldsInExpression(expression)) {
+    const auto* path = ref.field_path();
+    if (path == nullptr || path->empty()) return false;
+    used->insert((*path)[0]);
+  }
+  return true;
+}
+
+// The top-level column a reference names by position, or -1.
+int PassedColumn(const arrow::FieldRef* ref) {
+  const auto* path = ref == nullptr ? nullptr : ref->field_path();
+  return path != nullptr && path->indices().size() == 1 ? (*path)[0] : -1;
+}
+
 }  // namespace
+
+std::vector<PlanAggregate::GroupedOnly> PlanAggregate::GroupedOnlyColumns(
+    const arrow::acero::Declaration& input) const {
+  // Walking down from the aggregate: the column each key is at the current
+  // node's output (-1: computed), and the columns used there otherwise.
+  std::vector<int> at;
+  for (const auto& key : keys_) at.push_back(PassedColumn(&key));
+  std::set<int> used;
+  for (const auto& aggregate : aggregates_) {
+    for (const auto& target : aggregate.target) {
+      if (!AddColumns(arrow::compute::field_ref(target), &used)) return {};
+    }
+  }
+  const arrow::acero::Declaration* node = &input;
+  while (node->factory_name != "source") {
+    if (node->inputs.size() != 1) return {};
+    const auto* below = std::get_if<arrow::acero::Declaration>(&node->inputs[0]);
+    if (below == nullptr) return {};
+    if (node->factory_name == "filter") {
+      const auto& options = static_cast<const arrow::acero::FilterNodeOptions&>(*node->options);
+      if (!AddColumns(options.filter_expression, &used)) return {};
+    } else if (node->factory_name == "project") {
+      const auto& options = static_cast<const arrow::acero::ProjectNodeOptions&>(*node->options);
+      std::vector<int> next(at.size(), -1);
+      std::set<int> used_below;
+      for (size_t column = 0; column < options.expressions.size(); ++column) {
+        const auto& expression = options.expressions[column];
+        const int passed = PassedColumn(expression.field_ref());
+        bool carried = false;
+        for (size_t key = 0; key < at.size(); ++key) {
+          if (at[key] == static_cast<int>(column) && passed >= 0 && used.count(at[key]) == 0) {
+            next[key] = passed;
+            carried = true;
+          }
+        }
+        if (!carried && !AddColumns(expression, &used_below)) return {};
+      }
+      at = std::move(next);
+      used = std::move(used_below);
+    } else {
+      return {};
+    }
+    node = below;
+  }
+  std::vector<GroupedOnly> grouped;
+  for (size_t key = 0; key < at.size(); ++key) {
+    if (at[key] < 0 || used.count(at[key]) > 0) continue;
+    auto column = std::find_if(grouped.begin(), grouped.end(), [&](const GroupedOnly& column) {
+      return column.read_column == at[key];
+    });  // keys on one column share its codes
+    if (column == grouped.end()) column = grouped.insert(grouped.end(), {at[key], {}});
+    // The aggregate's output holds the keys first, then the measures.
+    const int output = static_cast<int>(key);
+    if (emit_.empty()) column->outputs.push_back(output);
+    for (size_t i = 0; i < emit_.size(); ++i) {
+      if (emit_[i] == output) column->outputs.push_back(static_cast<int>(i));
+    }
+  }
+  return grouped;
+}
 
 arrow::Result<PlanAggregate> PlanAggregate::Make(
     std::string_view serialized_plan, const arrow::engine::ExtensionIdRegistry* registry) {

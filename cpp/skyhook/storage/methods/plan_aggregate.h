@@ -29,6 +29,16 @@ class PlanAggregate {
   /// The aggregate (and the emit, if the plan has one) over input.
   arrow::acero::Declaration Over(arrow::acero::Declaration input) const;
 
+  /// A column of the read relation that the input passes to a key unchanged
+  /// and uses for nothing else, and the output columns that key becomes.
+  struct GroupedOnly {
+    int read_column;
+    std::vector<int> outputs;
+  };
+  /// Those of the aggregate over `input` (the converted plan's input: projects
+  /// and filters over its read relation; other shapes have none).
+  std::vector<GroupedOnly> GroupedOnlyColumns(const arrow::acero::Declaration& input) const;
+
   /// The names of the plan's output columns.
   const std::vector<std::string>& names() const { return names_; }
 

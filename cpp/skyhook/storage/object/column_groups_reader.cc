@@ -146,6 +146,12 @@ class ColumnGroupsReader : public ObjectReader {
       ARROW_ASSIGN_OR_RAISE(parts[part],
                             groups_[group]->ReadFields(part_fields[part], batch_size, start_row));
     }
+    // The parts' own types: a kept dictionary stays one (KeepDictionaries).
+    for (size_t i = 0; i < positions.size(); ++i) {
+      ARROW_ASSIGN_OR_RAISE(
+          schema, schema->SetField(static_cast<int>(i),
+                                   parts[positions[i].part]->schema()->field(positions[i].column)));
+    }
     const int64_t expected = std::max<int64_t>(num_rows_ - start_row, 0);
     if (parts.size() == 1 && std::is_sorted(field_indices.begin(), field_indices.end())) {
       // One group, its fields as asked: nothing to zip.
@@ -154,6 +160,26 @@ class ColumnGroupsReader : public ObjectReader {
     return std::make_shared<CountedBatches>(
         std::make_shared<ZippedBatches>(std::move(parts), std::move(positions), std::move(schema)),
         expected);
+  }
+
+  std::vector<int> KeepDictionaries(const std::vector<int>& fields) override {
+    std::vector<std::vector<int>> asked(groups_.size());
+    for (int field : fields) {
+      if (field < 0 || field >= schema_->num_fields()) continue;
+      const auto [group, group_field] = locations_[static_cast<size_t>(field)];
+      asked[group].push_back(group_field);
+    }
+    std::vector<int> kept;
+    for (size_t group = 0; group < groups_.size(); ++group) {
+      for (int group_field : groups_[group]->KeepDictionaries(asked[group])) {
+        for (size_t field = 0; field < locations_.size(); ++field) {
+          if (locations_[field].group == group && locations_[field].field == group_field) {
+            kept.push_back(static_cast<int>(field));
+          }
+        }
+      }
+    }
+    return kept;
   }
 
   // A default zone of the object lies inside one row group of a group's

@@ -95,12 +95,14 @@ void CollectLeaves(const parquet::arrow::SchemaField& field, std::vector<int>* l
 class RowGroupReader : public arrow::RecordBatchReader {
  public:
   /// Reads the given row groups, skipping the first rows_to_skip rows.
+  /// Columns of `kept` stay dictionaries, their indices unchecked (KeepDictionaries).
   RowGroupReader(parquet::arrow::FileReader* file, std::vector<int> leaves,
-                 std::shared_ptr<arrow::Schema> schema, std::vector<int> row_groups,
-                 int64_t rows_to_skip, arrow::MemoryPool* pool)
+                 std::shared_ptr<arrow::Schema> schema, std::vector<bool> kept,
+                 std::vector<int> row_groups, int64_t rows_to_skip, arrow::MemoryPool* pool)
       : file_(file),
         leaves_(std::move(leaves)),
         schema_(std::move(schema)),
+        kept_(std::move(kept)),
         row_groups_(std::move(row_groups)),
         rows_to_skip_(rows_to_skip),
         context_(pool) {}
@@ -123,6 +125,7 @@ class RowGroupReader : public arrow::RecordBatchReader {
           auto plain = plain_.Convert(*out, schema_, &context_, &checked);
           if (!plain.ok()) return Corrupt("Parquet", plain.status());
           *out = std::move(*plain);
+          for (size_t i = 0; i < kept_.size(); ++i) checked[i] = checked[i] || kept_[i];
           return CheckDecoded(**out, checked);
         }
         current_.reset();
@@ -141,6 +144,7 @@ class RowGroupReader : public arrow::RecordBatchReader {
   parquet::arrow::FileReader* file_;
   std::vector<int> leaves_;
   std::shared_ptr<arrow::Schema> schema_;
+  std::vector<bool> kept_;
   std::vector<int> row_groups_;
   size_t next_ = 0;
   int64_t rows_to_skip_ = 0;
@@ -194,8 +198,11 @@ class ParquetObjectReader : public ObjectReader {
                      "object is not a readable Parquet partition: its schema is inconsistent");
       }
     }
-    return std::unique_ptr<ObjectReader>(
-        new ParquetObjectReader(std::move(file), std::move(reader), std::move(schema), pool));
+    std::shared_ptr<arrow::Schema> decoded;
+    auto decoded_status = reader->GetSchema(&decoded);
+    if (!decoded_status.ok()) return Corrupt("Parquet", decoded_status);
+    return std::unique_ptr<ObjectReader>(new ParquetObjectReader(
+        std::move(file), std::move(reader), std::move(schema), std::move(decoded), pool));
   }
 
   std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
@@ -216,6 +223,21 @@ class ParquetObjectReader : public ObjectReader {
       }
     }
     return Read(field_indices, batch_size, std::move(row_groups), start_row);
+  }
+
+  std::vector<int> KeepDictionaries(const std::vector<int>& fields) override {
+    kept_.assign(schema_->num_fields(), false);
+    std::vector<int> kept;
+    for (int field : fields) {
+      if (field < 0 || field >= schema_->num_fields() || kept_[field]) continue;
+      // Decoded as a dictionary of the stored type (Build checked which).
+      if (decoded_->field(field)->type()->id() == arrow::Type::DICTIONARY &&
+          schema_->field(field)->type()->id() != arrow::Type::DICTIONARY) {
+        kept_[field] = true;
+        kept.push_back(field);
+      }
+    }
+    return kept;
   }
 
   int num_zones() const override { return reader_->num_row_groups(); }
@@ -244,7 +266,7 @@ class ParquetObjectReader : public ObjectReader {
   arrow::Result<std::optional<ZoneSelection>> SelectZone(
       const std::vector<PhysicalRange>& ranges, const std::vector<int>& field_indices, int zone,
       const SelectionLimits& limits, arrow::compute::ExecContext* context) override {
-    ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
+    ARROW_ASSIGN_OR_RAISE(auto schema, HandedOutSchema(field_indices));
     auto read_whole =
         [&](const std::vector<int>& fields) -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
       ARROW_ASSIGN_OR_RAISE(auto batches, Read(fields, kZoneBatchRows, {zone}, 0));
@@ -264,9 +286,28 @@ class ParquetObjectReader : public ObjectReader {
     for (int index : field_indices) {
       CollectLeaves(reader_->manifest().schema_fields.at(index), &leaves);
     }
-    ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
+    ARROW_ASSIGN_OR_RAISE(auto schema, HandedOutSchema(field_indices));
+    std::vector<bool> kept(field_indices.size(), false);
+    for (size_t i = 0; i < field_indices.size(); ++i) kept[i] = Kept(field_indices[i]);
     return std::make_shared<RowGroupReader>(reader_.get(), std::move(leaves), std::move(schema),
-                                            std::move(row_groups), rows_to_skip, pool_);
+                                            std::move(kept), std::move(row_groups), rows_to_skip,
+                                            pool_);
+  }
+
+  bool Kept(int field) const {
+    return field >= 0 && static_cast<size_t>(field) < kept_.size() && kept_[field];
+  }
+
+  // The fields as read: kept dictionaries as the reader decodes them.
+  arrow::Result<std::shared_ptr<arrow::Schema>> HandedOutSchema(
+      const std::vector<int>& field_indices) const {
+    ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
+    for (size_t i = 0; i < field_indices.size(); ++i) {
+      if (!Kept(field_indices[i])) continue;
+      ARROW_ASSIGN_OR_RAISE(
+          schema, schema->SetField(static_cast<int>(i), decoded_->field(field_indices[i])));
+    }
+    return schema;
   }
 
   // A reader whose columns are the schema's (a column stored as a dictionary
@@ -295,14 +336,18 @@ class ParquetObjectReader : public ObjectReader {
 
   ParquetObjectReader(std::shared_ptr<ObjectFile> file,
                       std::unique_ptr<parquet::arrow::FileReader> reader,
-                      std::shared_ptr<arrow::Schema> schema, arrow::MemoryPool* pool)
+                      std::shared_ptr<arrow::Schema> schema, std::shared_ptr<arrow::Schema> decoded,
+                      arrow::MemoryPool* pool)
       : ObjectReader(std::move(file)),
         reader_(std::move(reader)),
         schema_(std::move(schema)),
+        decoded_(std::move(decoded)),
         pool_(pool) {}
 
   std::unique_ptr<parquet::arrow::FileReader> reader_;
-  std::shared_ptr<arrow::Schema> schema_;  // as stored (dictionaries where stored so)
+  std::shared_ptr<arrow::Schema> schema_;   // as stored (dictionaries where stored so)
+  std::shared_ptr<arrow::Schema> decoded_;  // as the reader decodes it
+  std::vector<bool> kept_;                  // per field: handed out as decoded (KeepDictionaries)
   arrow::MemoryPool* pool_;
 };
 

@@ -57,6 +57,13 @@ class ObjectReader {
   virtual arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadFields(
       const std::vector<int>& field_indices, int64_t batch_size, int64_t start_row = 0) = 0;
 
+  /// Of the given fields, those the reader can hand out from now on as the
+  /// dictionaries it decodes them as (small-dictionary text: dictionary_columns.h)
+  /// instead of gathering them into their stored type; reads then do so for
+  /// exactly these. Their indices are left unchecked: the caller checks them
+  /// (DictionaryCodes). None by default.
+  virtual std::vector<int> KeepDictionaries(const std::vector<int>& /*fields*/) { return {}; }
+
   /// Zones are the reader's natural units of rows, what statistics are kept
   /// per and what a scan skips: Parquet row groups, IPC record batches, and
   /// kDefaultZoneRows rows for formats without such units.
