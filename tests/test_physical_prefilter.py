@@ -114,6 +114,14 @@ def test_scan_matches_pyarrow(dataset, name):
     assert_same_table(result, expected(TABLE, columns, FILTERS[name]))
 
 
+def test_every_row_counts_as_scanned(dataset):
+    """Zones the pre-filter keeps nothing of, after the last kept row too, were scanned."""
+    key = TABLE.column("i64")[7].as_py()  # one row, in the first row group
+    scanner = dataset.scanner(filter=F("i64") == key, pushdown=True)
+    assert_same_table(scanner.to_table(), TABLE.filter(F("i64") == key))
+    assert scanner.stats.rows_scanned == TABLE.num_rows
+
+
 @pytest.mark.parametrize("name", ["q6_like", "dec_1pct", "dec_0pct", "or_falls_back", "all_null"])
 def test_aggregate_matches_pyarrow(dataset, name):
     revenue = F("dec64") * F("disc")

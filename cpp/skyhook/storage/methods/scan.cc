@@ -132,7 +132,10 @@ class ScanExecution {
         break;
       }
       ARROW_ASSIGN_OR_RAISE(auto slice, rows.Next());
-      if (slice == nullptr) break;
+      if (slice == nullptr) {
+        rows_scanned_ = rows.rows_scanned();  // with zones the pre-filter passed on the way
+        break;
+      }
       ARROW_ASSIGN_OR_RAISE(auto converted,
                             AsRequested(slice, requested_schema, resources_->exec_context()));
       ARROW_ASSIGN_OR_RAISE(auto batch, AsInvalidRequest("filter", Filter(converted)));
