@@ -125,14 +125,28 @@ def test_delete_retires_the_objects(store):
         dataset.to_table()
 
 
-def test_a_record_of_a_swap_that_never_happened_deletes_nothing(store):
+def test_a_record_of_a_swap_not_yet_happened_deletes_nothing_and_is_kept(store):
     dataset = store.write_dataset("t", version_table(1), rows_per_object=ROWS_PER_OBJECT)
-    retire_objects(store.backend, "t", "1700000000aaaaaa", object_names(dataset))
+    retire_objects(store.backend, "t", "", object_names(dataset))  # a delete, about to swap
     assert store.collect_garbage().deleted == []
     assert_same_table(store.dataset("t").to_table(), version_table(1))
-    assert retirements(store.backend)[0] == []  # due and naming only current objects: dropped
+    # The record outlives collections while its objects are named (it was
+    # dropped as due here once, and a swap after that orphaned the objects).
+    assert len(retirements(store.backend)[0]) == 1 and store.fsck().clean
+    stored = store.backend.get_manifest("t")
+    assert stored is not None and store.backend.delete_manifest("t", stored.version)  # the swap
+    assert store.collect_garbage().deleted == object_names(dataset)
+    assert partition_objects(store) == [] and retirements(store.backend)[0] == [] and store.fsck().clean
     with pytest.raises(skyhook.InvalidRequestError, match="not an object of dataset"):
         retire_objects(store.backend, "u", "1700000000aaaaaa", object_names(dataset))
+
+
+def test_a_record_of_a_swap_that_never_happened_goes_with_its_objects(store):
+    dataset = store.write_dataset("t", version_table(1), rows_per_object=ROWS_PER_OBJECT)
+    retire_objects(store.backend, "t", "1700000000aaaaaa", object_names(dataset))  # its writer died
+    newer = store.write_dataset("t", version_table(2), mode="overwrite", rows_per_object=ROWS_PER_OBJECT)
+    assert partition_objects(store) == object_names(newer) and retirements(store.backend)[0] == []
+    assert_consistent(store, "t", version_table(2))
 
 
 @pytest.mark.parametrize(

@@ -390,9 +390,16 @@ class Store:
         if repair:
             for orphan in report.orphans:
                 self.backend.delete_object(orphan)
-            for record in pending:
-                if record.abandoned:
-                    self.backend.forget_write(record.dataset, record.generation)
+            # An abandoned write's retirement whose swap never happened names
+            # objects still current; it goes with the write (a live one's swap may still come).
+            abandoned = {(record.dataset, record.generation) for record in pending if record.abandoned}
+            for record in records:
+                if (record.dataset, record.replaced_by) in abandoned and set(record.objects) <= current.get(
+                    record.dataset, set()
+                ):
+                    self.backend.drop_retirement(record.dataset, record.key)
+            for dataset, generation in abandoned:
+                self.backend.forget_write(dataset, generation)
             for dataset, key, _ in corrupt_records:
                 self.backend.drop_retirement(dataset, key)
             report.collected = collect_garbage(self.backend, self.retention_seconds, name).deleted

@@ -34,12 +34,12 @@ class Collection:
 def collect_garbage(store: ObjectStore, retention_seconds: float, dataset: str | None = None) -> Collection:
     """Delete the retired objects (of dataset, or of every dataset) that are due,
     and drop the records left with nothing to delete."""
-    # Manifests first, then the log: a writer records what it retires before
-    # swapping the manifest, so an object that a manifest read here no longer
-    # names is retired by a record read after it.
-    datasets = [dataset] if dataset is not None else sorted({r.dataset for r in retirements(store)[0]})
-    current = {name: named for name in datasets if (named := current_objects(store, name)) is not None}
+    # The log first, then the manifests: a record's swap that has not happened
+    # by the time a manifest is read leaves its objects named there, so they
+    # are kept; one that happened has stopped naming them for good.
     records = retirements(store, dataset)[0]
+    datasets = [dataset] if dataset is not None else sorted({record.dataset for record in records})
+    current = {name: named for name in datasets if (named := current_objects(store, name)) is not None}
     records = [record for record in records if record.dataset in current]
     latest: dict[str, float] = {}  # object -> its latest retirement
     for record in records:
@@ -50,17 +50,19 @@ def collect_garbage(store: ObjectStore, retention_seconds: float, dataset: str |
     owner = {name: record.dataset for record in records for name in record.objects}
     for name, retired_at in sorted(latest.items()):
         if name in current[owner[name]]:
-            continue  # a retirement whose swap never happened
+            continue  # its swap has not happened (yet, or ever)
         if retired_at + retention_seconds <= now:
             store.delete_object(name)
             collection.deleted.append(name)
         else:
             collection.kept.append((name, retired_at + retention_seconds - now))
+    # A record goes only with the last of its objects: one naming objects
+    # still current may belong to a swap about to happen, whose objects would
+    # otherwise outlive it unowned (a never-happened swap's record goes once
+    # a later publication retires them for real).
     deleted = set(collection.deleted)
     for record in records:
-        if record.retired_at + retention_seconds <= now and all(
-            name in deleted or name in current[record.dataset] for name in record.objects
-        ):
+        if all(name in deleted for name in record.objects):
             store.drop_retirement(record.dataset, record.key)
     return collection
 
