@@ -145,6 +145,21 @@ def test_memory_limit_pushes_the_work_back(one_object, big_table, limits):
     assert result.sort_by("k").equals(big_table.group_by("k").aggregate([("v", "sum")]).sort_by("k"))
 
 
+def test_calls_over_the_node_memory_limit_are_pushed_back(one_object, big_table, limits):
+    """The node's calls share one bound (each within its own): a call that
+    would take the node past it is pushed back, and the client does the work."""
+    embedded_only(one_object)
+    limits(max_node_memory_mb=1)
+    scanner = one_object.scanner(columns=["k"], filter=F("v") < 5.0, pushdown=True)
+    assert_same_table(scanner.to_table(), big_table.filter(F("v") < 5.0).select(["k"]))
+    assert scanner.stats.objects_pushed_back == 1
+    result = one_object.group_by("g").aggregate([("k", "sum")], pushdown=True)
+    assert result.sort_by("g").equals(big_table.group_by("g").aggregate([("k", "sum")]).sort_by("g"))
+    assert set(one_object.last_aggregate.stats.where.values()) == {"pushed back"}
+    with pytest.raises(skyhook.LimitExceededError, match="node's calls together need more than its limit of 1 MiB"):
+        one_object.store.write_dataset("described", big_table, rows_per_object=ROWS, target_object_size=1 << 40)
+
+
 def test_describe_over_the_memory_limit_is_a_clear_error(store, big_table, limits):
     if not store.backend.runs_in_process:
         pytest.skip("the OSDs' limits are set when the cluster starts")
@@ -164,7 +179,7 @@ def test_minimum_batch_size_and_limits_in_every_reply(one_object):
     minimum = reply.statistics["limit_min_batch_size"]
     assert max(sizes) == minimum  # batch_size 1 was raised to it; row groups end some batches
     assert len(sizes) <= ROWS // minimum + 16
-    for name in ("limit_call_ms", "limit_call_memory_bytes", "limit_reply_bytes"):
+    for name in ("limit_call_ms", "limit_call_memory_bytes", "limit_node_memory_bytes", "limit_reply_bytes"):
         assert reply.statistics[name] > 0
 
 

@@ -574,6 +574,7 @@ DEFAULT_CLUSTER_DIR = Path("skyhook-cluster")
 NODE_LIMITS = (
     "max_call_ms",
     "max_call_memory_mb",
+    "max_node_memory_mb",
     "max_reply_mb",
     "min_batch_size",
     "max_in_flight",
@@ -594,7 +595,7 @@ def cluster_up(
         Optional[list[str]],
         typer.Option(
             help="A node limit of the OSDs (new clusters), NAME=VALUE: max_call_ms, "
-            "max_call_memory_mb, max_reply_mb, min_batch_size, max_in_flight, "
+            "max_call_memory_mb, max_node_memory_mb, max_reply_mb, min_batch_size, max_in_flight, "
             "max_slice_cpu_ms."
         ),
     ] = None,

@@ -23,6 +23,7 @@ BYTES_WRITTEN = "bytes_written"  # transform
 BYTES_BEFORE = "bytes_before"  # transform: the object's size before
 LIMIT_CALL_MS = "limit_call_ms"
 LIMIT_CALL_MEMORY_BYTES = "limit_call_memory_bytes"
+LIMIT_NODE_MEMORY_BYTES = "limit_node_memory_bytes"  # what the node's calls may hold together
 LIMIT_REPLY_BYTES = "limit_reply_bytes"
 LIMIT_MIN_BATCH_SIZE = "limit_min_batch_size"
 #: Added by the client: how many calls an object's reply took (node limits end calls early).

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "skyhook/storage/runtime/decimal_kernels.h"
+#include "skyhook/storage/runtime/node_memory.h"
 #include "skyhook/storage/runtime/retaining_memory_pool.h"
 
 namespace skyhook {
@@ -25,7 +26,8 @@ arrow::compute::FunctionRegistry* FunctionRegistry() {
 
 CallResources::CallResources()
     : limits_(NodeLimits::FromEnvironment()),
-      pool_(RetainingMemoryPool::Process(), limits_.max_call_memory_bytes),
+      pool_(RetainingMemoryPool::Process(), limits_.max_call_memory_bytes, NodeMemory::Process(),
+            limits_.max_node_memory_bytes),
       exec_context_(&pool_, /*executor=*/nullptr, FunctionRegistry()),
       deadline_(std::chrono::steady_clock::now() + std::chrono::milliseconds(limits_.max_call_ms)) {
 }

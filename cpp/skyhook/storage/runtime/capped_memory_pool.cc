@@ -11,6 +11,11 @@ arrow::Status CappedMemoryPool::Reserve(int64_t size) {
     return Error(ErrorCode::kLimitExceeded, "the call needs more than the node's limit of ",
                  cap_ >> 20, " MiB of memory");
   }
+  auto node = node_->Reserve(size, node_cap_);
+  if (!node.ok()) {
+    allocated_.fetch_sub(size);
+    return node;
+  }
   int64_t peak = peak_.load();
   while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
   }
@@ -21,7 +26,7 @@ arrow::Status CappedMemoryPool::Allocate(int64_t size, int64_t alignment, uint8_
   ARROW_RETURN_NOT_OK(Reserve(size));
   auto status = base_->Allocate(size, alignment, out);
   if (!status.ok()) {
-    allocated_.fetch_sub(size);
+    Unreserve(size);
     return status;
   }
   total_ += size;
@@ -34,7 +39,7 @@ arrow::Status CappedMemoryPool::Reallocate(int64_t old_size, int64_t new_size, i
   ARROW_RETURN_NOT_OK(Reserve(new_size - old_size));
   auto status = base_->Reallocate(old_size, new_size, alignment, ptr);
   if (!status.ok()) {
-    allocated_.fetch_sub(new_size - old_size);
+    Unreserve(new_size - old_size);
     return status;
   }
   if (new_size > old_size) total_ += new_size - old_size;
@@ -43,7 +48,12 @@ arrow::Status CappedMemoryPool::Reallocate(int64_t old_size, int64_t new_size, i
 
 void CappedMemoryPool::Free(uint8_t* buffer, int64_t size, int64_t alignment) {
   base_->Free(buffer, size, alignment);
+  Unreserve(size);
+}
+
+void CappedMemoryPool::Unreserve(int64_t size) {
   allocated_.fetch_sub(size);
+  node_->Release(size);
 }
 
 }  // namespace skyhook

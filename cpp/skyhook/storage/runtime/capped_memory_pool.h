@@ -1,7 +1,8 @@
 // An Arrow memory pool that refuses allocations past a cap: everything one
 // storage call allocates through Arrow (decoding, compute, Acero's hash
 // tables, the reply) goes through one, so a call cannot grow a node's memory
-// past the node's limit, whatever the object or the request.
+// past the node's limit, whatever the object or the request; nor can the
+// node's calls together pass the node's own (node_memory.h).
 #pragma once
 
 #include <atomic>
@@ -10,11 +11,15 @@
 
 #include <arrow/memory_pool.h>
 
+#include "skyhook/storage/runtime/node_memory.h"
+
 namespace skyhook {
 
 class CappedMemoryPool : public arrow::MemoryPool {
  public:
-  CappedMemoryPool(arrow::MemoryPool* base, int64_t cap) : base_(base), cap_(cap) {}
+  /// Caps the call at `cap` bytes and its node at `node_cap`, counted in `node`.
+  CappedMemoryPool(arrow::MemoryPool* base, int64_t cap, NodeMemory* node, int64_t node_cap)
+      : base_(base), cap_(cap), node_(node), node_cap_(node_cap) {}
 
   arrow::Status Allocate(int64_t size, int64_t alignment, uint8_t** out) override;
   arrow::Status Reallocate(int64_t old_size, int64_t new_size, int64_t alignment,
@@ -29,9 +34,12 @@ class CappedMemoryPool : public arrow::MemoryPool {
 
  private:
   arrow::Status Reserve(int64_t size);
+  void Unreserve(int64_t size);
 
   arrow::MemoryPool* base_;
   int64_t cap_;
+  NodeMemory* node_;
+  int64_t node_cap_;
   std::atomic<int64_t> allocated_{0}, peak_{0}, total_{0}, allocations_{0};
 };
 

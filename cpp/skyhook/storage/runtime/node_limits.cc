@@ -23,6 +23,8 @@ NodeLimits NodeLimits::FromEnvironment() {
       .max_call_ms = std::max<int64_t>(1, skyhook::FromEnvironment("SKYHOOK_MAX_CALL_MS", 5000)),
       .max_call_memory_bytes =
           std::max<int64_t>(1, skyhook::FromEnvironment("SKYHOOK_MAX_CALL_MEMORY_MB", 1024)) * kMiB,
+      .max_node_memory_bytes =
+          std::max<int64_t>(1, skyhook::FromEnvironment("SKYHOOK_MAX_NODE_MEMORY_MB", 4096)) * kMiB,
       .max_reply_bytes =
           std::max<int64_t>(1, skyhook::FromEnvironment("SKYHOOK_MAX_REPLY_MB", 256)) * kMiB,
       .min_batch_size =
@@ -36,6 +38,7 @@ NodeLimits NodeLimits::FromEnvironment() {
 void NodeLimits::Report(std::vector<std::pair<std::string, int64_t>>* statistics) const {
   statistics->emplace_back("limit_call_ms", max_call_ms);
   statistics->emplace_back("limit_call_memory_bytes", max_call_memory_bytes);
+  statistics->emplace_back("limit_node_memory_bytes", max_node_memory_bytes);
   statistics->emplace_back("limit_reply_bytes", max_reply_bytes);
   statistics->emplace_back("limit_min_batch_size", min_batch_size);
 }

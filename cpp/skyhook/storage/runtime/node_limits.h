@@ -20,6 +20,9 @@ struct NodeLimits {
   int64_t max_call_ms;
   /// Memory one call may allocate through Arrow: SKYHOOK_MAX_CALL_MEMORY_MB (1024).
   int64_t max_call_memory_bytes;
+  /// Memory the node's calls may hold together: SKYHOOK_MAX_NODE_MEMORY_MB
+  /// (4096). A call that would pass it is pushed back, as one over its own limit.
+  int64_t max_node_memory_bytes;
   /// Size of one reply: SKYHOOK_MAX_REPLY_MB (256). A scan answers with a
   /// continuation before it would grow past it.
   int64_t max_reply_bytes;
