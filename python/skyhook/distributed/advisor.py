@@ -24,6 +24,7 @@ reported for part 1's designs."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -84,7 +85,7 @@ def advise(
     proposals = [_cluster(backend, manifest, records), _compaction(manifest, records)]
     transforms = sorted((a for a in proposals if a is not None), key=lambda a: -a.benefit)
     key = next((a.target.cluster_by for a in transforms if a.kind == "cluster"), None)
-    others = [_index(manifest, records, key), _column_groups(manifest, records), _codec(manifest, records, codec)]
+    others = [index_advice(manifest, records, key), _column_groups(manifest, records), _codec(manifest, records, codec)]
     return transforms + [a for a in others if a is not None]
 
 
@@ -158,7 +159,8 @@ def _compaction(manifest: Manifest, records: list[QueryRecord]) -> Advice | None
     )
 
 
-def _index(manifest: Manifest, records: list[QueryRecord], cluster_key: str | None) -> Advice | None:
+def index_advice(manifest: Manifest, records: list[QueryRecord], cluster_key: str | None = None) -> Advice | None:
+    """An index on the column most point lookups compare (not the cluster key)."""
     lookups = Counter(
         r.column for record in records for r in _ranges(manifest, record) if r.kind == "eq" and r.column != cluster_key
     )
@@ -171,24 +173,24 @@ def _index(manifest: Manifest, records: list[QueryRecord], cluster_key: str | No
     for record in looked_up:
         reads = lookup_reads(manifest, record, _matching(manifest, record))
         before += reads.bytes
-        after += sum(_bytes_with_index(manifest, read, record, column) for read in reads.objects)
+        after += sum(_bytes_with_index(manifest, read, record.columns, column) for read in reads.objects)
         models[reads.describe()] += 1
     model = models.most_common(1)[0][0]
     return Advice("index", f"an index on {column!r} ({count} point lookups; {model})", before, after, index=column)
 
 
-def _bytes_with_index(manifest: Manifest, read: ObjectRead, record: QueryRecord, column: str) -> int:
+def _bytes_with_index(manifest: Manifest, read: ObjectRead, columns: list[str], column: str) -> int:
     """The bytes an object's read takes when an index finds the zones holding
     the lookup's matches: those zones and one index block per match at most,
     never more than without the index (storage then reads without it)."""
-    if record.rows_returned is None or not record.rows_scanned:
+    if read.matches is None:
         return read.bytes
     partition = read.partition
-    matches = -(-record.rows_returned * partition.num_rows // record.rows_scanned)
+    matches = max(1, math.ceil(read.matches))
     index_size = _column_bytes(manifest, column)[partition.number] + _INDEX_ROW_BYTES * partition.num_rows
     blocks = max(1, -(-index_size // INDEX_BLOCK_BYTES))
     index_read = index_size * min(blocks, matches) // blocks
-    zones = bytes_read(partition, record.columns) * read.zones_hit / read.zones
+    zones = bytes_read(partition, columns) * read.zones_hit / read.zones
     return min(read.bytes, int(zones) + index_read)
 
 

@@ -37,6 +37,7 @@ class ObjectRead:
     partition: Partition
     zones: int  # row groups in the object
     zones_read: float  # not ruled out by the zones' statistics
+    matches: float | None  # expected rows passing (None: not observed)
     zones_hit: float  # expected to hold a match (every zone read when unknown)
     bytes: int
 
@@ -87,26 +88,27 @@ def lookup_reads(manifest: Manifest, record: QueryRecord, partitions: list[Parti
     scanned = 1.0 if not rows or not record.rows_scanned else min(1.0, record.rows_scanned / rows)
     column = prefilter_column(manifest, record)
     sizes = column_bytes(manifest) if len(manifest.statistics) else {}
-    objects = []
+    objects, prefiltered = [], False
     for partition in partitions:
         zones = max(1, -(-partition.num_rows // partition.design.row_group_size))
         zones_read = max(1.0, scanned * zones)
-        hit = zones_read
+        matches, hit = None, zones_read
         if record.rows_returned is not None and rows:
             matches = record.rows_returned * partition.num_rows / rows
             hit = zones_read * (1 - (1 - 1 / zones_read) ** matches) if zones_read > 1 else min(1.0, matches)
         whole = bytes_read(partition, record.columns)
         decoded = {name: int(sizes[name][partition.number]) for name in sizes}
-        if column is None or not _prefilters(partition) or not sum(decoded.values()):
-            objects.append(ObjectRead(partition, zones, zones_read, hit, int(whole * zones_read / zones)))
-            continue
-        size = bytes_read(partition, None)
         total = sum(decoded.values())
-        first = size * decoded[column] / total
-        others = size * sum(decoded[name] for name in record.columns if name != column) / total
-        read = (first * zones_read + others * hit) / zones
-        objects.append(ObjectRead(partition, zones, zones_read, hit, int(read)))
-    return LookupReads(objects, column)
+        if column is None or not _prefilters(partition) or not total:
+            read = whole * zones_read / zones
+        else:
+            size = bytes_read(partition, None)
+            first = size * decoded[column] / total
+            others = size * sum(decoded[name] for name in record.columns if name != column) / total
+            read = (first * zones_read + others * hit) / zones
+            prefiltered = True
+        objects.append(ObjectRead(partition, zones, zones_read, matches, hit, int(read)))
+    return LookupReads(objects, column if prefiltered else None)
 
 
 def _prefilters(partition: Partition) -> bool:
