@@ -259,8 +259,8 @@ def test_an_index_for_point_lookups_is_estimated_and_applied(store):
 def test_the_read_without_an_index_is_modelled_as_storage_executes_it(store):
     """The advisor's model of a lookup without an index against the bytes
     storage reads: the pre-filter where its Python mirror says it applies
-    (integers, dates), whole zones where not (a float, an OR, a selective
-    share past the pre-filter's limit), zones skipped by statistics (a
+    (integers, dates), whole zones where not (a float, a string, an OR, an IN
+    list, a share past the pre-filter's limit), zones skipped by statistics (a
     sorted id); each estimate within 2x of the measured bytes (the old
     model, whole objects, is 3x or more off for the first and the last)."""
     rows = 20_000
@@ -285,6 +285,9 @@ def test_the_read_without_an_index_is_modelled_as_storage_executes_it(store):
         (pc.field("day") == pa.scalar(start + datetime.timedelta(days=7)), "day"),
         (pc.field("real") == 4321.0, None),
         ((pc.field("key") == 4321) | (pc.field("key") == 17), None),
+        (pc.field("key").isin([4321, 17]), None),
+        (pc.field("key").isin([4321]), "key"),  # logged as an equality, and pre-filtered as one
+        (pc.field("payload") == f"{4321:08d}-" + "y" * 40, None),
         (pc.field("key") >= 3000, None),  # keeps 85 % of each zone: read whole
         (pc.field("id") == 4321, "id"),  # the footer's min-max skip 19 zones
     ]
