@@ -182,7 +182,7 @@ def index_advice(manifest: Manifest, records: list[QueryRecord], cluster_key: st
 def _bytes_with_index(manifest: Manifest, read: ObjectRead, columns: list[str], column: str) -> int:
     """The bytes an object's read takes when an index finds the zones holding
     the lookup's matches: those zones and one index block per match at most,
-    never more than without the index (storage then reads without it)."""
+    capped at the read without it (an index costing more brings nothing)."""
     if read.matches is None:
         return read.bytes
     partition = read.partition

@@ -68,9 +68,9 @@ def prefilter_column(manifest: Manifest, record: QueryRecord) -> str | None:
     what the log records: a comparison (``eq`` or ``range``; not an IN list
     of several values, while one of a single value is logged and pre-filtered
     as an equality) of a column stored as a signed integer or a date with a
-    literal of its type (a cast or an OR leaves no range in the log); the first such column
-    in the schema's order; not when the observed selectivity passes
-    MAX_SELECTED_SHARE. tests/test_workload_advisor.py checks it against
+    literal of its type (a cast or an OR leaves no range in the log); the
+    first such column in the schema's order; not when the observed
+    selectivity passes MAX_SELECTED_SHARE. tests/test_workload_advisor.py checks it against
     storage's bytes read. Timestamps and decimals stored as integers qualify
     in storage too, but the log records no literal of their types."""
     if record.selectivity is not None and record.selectivity > MAX_SELECTED_SHARE:
