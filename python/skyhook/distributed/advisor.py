@@ -9,9 +9,11 @@ from the manifest's statistics.
   an equal share of the dataset.
 - compaction: many objects under half the target size (fewer calls; bytes alike).
 - index: point lookups (equality) on a column that is not the cluster key.
-  After: per lookup and object, the zones (row groups) its observed matches
-  can fall in at most (one each), the other zones skipped; lookups whose
-  matches were not observed (aggregates) as before.
+  Before: each lookup's read as storage executes it without an index
+  (lookup_reads.py: the pre-filter's filter column everywhere and the other
+  columns where a match is, or whole zones). After: per lookup and object,
+  the zones (row groups) its observed matches are expected in, the other
+  zones skipped; lookups whose matches were not observed (aggregates) as before.
 - column groups: the columns most queries read, when they are a minority.
 - codec: the codec measured on a sample (skyhook.ingest.codec_choice) when its
   estimated read beats the objects' codec by CODEC_GAIN; the logged queries'
@@ -22,6 +24,7 @@ reported for part 1's designs."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 
@@ -31,6 +34,7 @@ from skyhook.backends.base import Backend
 from skyhook.catalog.manifest import Manifest, Partition
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.distributed.key_ranges import ranges_met
+from skyhook.distributed.lookup_reads import ObjectRead, lookup_reads
 from skyhook.distributed.planner import make_plan
 from skyhook.distributed.target import TransformTarget, resolve
 from skyhook.errors import InvalidRequestError
@@ -81,7 +85,7 @@ def advise(
     proposals = [_cluster(backend, manifest, records), _compaction(manifest, records)]
     transforms = sorted((a for a in proposals if a is not None), key=lambda a: -a.benefit)
     key = next((a.target.cluster_by for a in transforms if a.kind == "cluster"), None)
-    others = [_index(manifest, records, key), _column_groups(manifest, records), _codec(manifest, records, codec)]
+    others = [index_advice(manifest, records, key), _column_groups(manifest, records), _codec(manifest, records, codec)]
     return transforms + [a for a in others if a is not None]
 
 
@@ -155,7 +159,8 @@ def _compaction(manifest: Manifest, records: list[QueryRecord]) -> Advice | None
     )
 
 
-def _index(manifest: Manifest, records: list[QueryRecord], cluster_key: str | None) -> Advice | None:
+def index_advice(manifest: Manifest, records: list[QueryRecord], cluster_key: str | None = None) -> Advice | None:
+    """An index on the column most point lookups compare (not the cluster key)."""
     lookups = Counter(
         r.column for record in records for r in _ranges(manifest, record) if r.kind == "eq" and r.column != cluster_key
     )
@@ -163,28 +168,30 @@ def _index(manifest: Manifest, records: list[QueryRecord], cluster_key: str | No
         return None
     column, count = lookups.most_common(1)[0]
     looked_up = [record for record in records if any(r.column == column and r.kind == "eq" for r in record.predicates)]
-    before = sum(_bytes_before(manifest, record) for record in looked_up)
-    after = sum(_bytes_with_index(manifest, record, column) for record in looked_up)
-    return Advice("index", f"an index on {column!r} ({count} point lookups)", before, after, index=column)
+    before = after = 0
+    models: Counter[str] = Counter()
+    for record in looked_up:
+        reads = lookup_reads(manifest, record, _matching(manifest, record))
+        before += reads.bytes
+        after += sum(_bytes_with_index(manifest, read, record.columns, column) for read in reads.objects)
+        models[reads.describe()] += 1
+    model = models.most_common(1)[0][0]
+    return Advice("index", f"an index on {column!r} ({count} point lookups; {model})", before, after, index=column)
 
 
-def _bytes_with_index(manifest: Manifest, record: QueryRecord, column: str) -> int:
-    """The bytes a lookup reads when an index finds the zones holding its
-    matches: at most one zone and one index block per match (matches spread
-    as the rows are), never more than without the index."""
-    if record.rows_returned is None or not record.rows_scanned:
-        return _bytes_before(manifest, record)
-    column_bytes = _column_bytes(manifest, column)
-    total = 0
-    for partition in _matching(manifest, record):
-        zones = max(1, -(-partition.num_rows // partition.design.row_group_size))
-        matches = -(-record.rows_returned * partition.num_rows // record.rows_scanned)
-        index_size = column_bytes[partition.number] + _INDEX_ROW_BYTES * partition.num_rows
-        blocks = max(1, -(-index_size // INDEX_BLOCK_BYTES))
-        index_read = index_size * min(blocks, matches) // blocks
-        without = bytes_read(partition, record.columns)
-        total += min(without, without * min(zones, matches) // zones + index_read)
-    return total
+def _bytes_with_index(manifest: Manifest, read: ObjectRead, columns: list[str], column: str) -> int:
+    """The bytes an object's read takes when an index finds the zones holding
+    the lookup's matches: those zones and one index block per match at most,
+    capped at the read without it (an index costing more brings nothing)."""
+    if read.matches is None:
+        return read.bytes
+    partition = read.partition
+    matches = max(1, math.ceil(read.matches))
+    index_size = _column_bytes(manifest, column)[partition.number] + _INDEX_ROW_BYTES * partition.num_rows
+    blocks = max(1, -(-index_size // INDEX_BLOCK_BYTES))
+    index_read = index_size * min(blocks, matches) // blocks
+    zones = bytes_read(partition, columns) * read.zones_hit / read.zones
+    return min(read.bytes, int(zones) + index_read)
 
 
 #: An index block's size (column_index.h, kIndexBlockBytes) and its bytes per row besides the key.
