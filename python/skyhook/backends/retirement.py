@@ -7,7 +7,10 @@ deleted once the retention period after their retirement has passed
 A writer records what it retires *before* it swaps the manifest, and withdraws
 the record if the swap fails: a crash at any point leaves every object either
 named by the current manifest or known to the log. A record of a swap that
-never happened only names objects still current, which are never deleted.
+never happened only names objects still current, which are never deleted; the
+record stays until a later publication retires them for real (or fsck's repair
+forgets its abandoned writer), since a collector cannot tell it from a swap
+about to happen.
 Records live in the store (both backends), are written once under a fresh key
 and removed once, so concurrent writers and collectors never update one record.
 """
