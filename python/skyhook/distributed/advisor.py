@@ -1,19 +1,20 @@
 """The design advisor: designs proposed from the workload log, each with the
 bytes the logged queries would read in storage before and after, estimated
-from the manifest's statistics.
+from the manifest's statistics. Every proposal's before is one model: each
+query's read as storage executes it today (lookup_reads.py: the objects and
+zones statistics cannot rule out; the pre-filter's filter column everywhere
+and the other columns where a match is, or whole zones).
 
 - cluster key: the column most often range- or equality-filtered, weighted by
-  the bytes its queries read. Before: per query, the objects its logged ranges
-  cannot rule out by today's statistics; after: the ranges of the cluster the
-  planner would build (its key bounds) that the query's key range touches, each
-  an equal share of the dataset.
+  the bytes its queries read. After: the ranges of the cluster the planner
+  would build (its key bounds) that the query's key range touches, each an
+  equal share of the dataset; within them (sorted by the key) the zones of
+  its matches and one more per range met, read by the same model.
 - compaction: many objects under half the target size (fewer calls; bytes alike).
 - index: point lookups (equality) on a column that is not the cluster key.
-  Before: each lookup's read as storage executes it without an index
-  (lookup_reads.py: the pre-filter's filter column everywhere and the other
-  columns where a match is, or whole zones). After: per lookup and object,
-  the zones (row groups) its observed matches are expected in, the other
-  zones skipped; lookups whose matches were not observed (aggregates) as before.
+  After: per lookup and object, the zones (row groups) its observed matches
+  are expected in, the other zones skipped; lookups whose matches were not
+  observed (aggregates) as before.
 - column groups: the columns most queries read, when they are a minority.
 - codec: the codec measured on a sample (skyhook.ingest.codec_choice) when its
   estimated read beats the objects' codec by CODEC_GAIN; the logged queries'
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
@@ -90,7 +91,7 @@ def advise(
 
 
 def _bytes_before(manifest: Manifest, record: QueryRecord) -> int:
-    return sum(bytes_read(p, record.columns) for p in _matching(manifest, record))
+    return lookup_reads(manifest, record, _matching(manifest, record)).bytes
 
 
 def _matching(manifest: Manifest, record: QueryRecord) -> list[Partition]:
@@ -119,15 +120,37 @@ def _cluster(backend: Backend, manifest: Manifest, records: list[QueryRecord]) -
         return None
     target = TransformTarget(cluster_by=key, rows_per_object=_rows_per_object(manifest))
     bounds = make_plan(backend, manifest, resolve(target, manifest)).key_bounds()
+    ranges = 1 if bounds is None else len(bounds) + 1
     before = after = 0
     for record in records:
         before += _bytes_before(manifest, record)
-        total = sum(bytes_read(p, record.columns) for p in manifest.partitions)
         on_key = [r for r in _ranges(manifest, record) if r.column == key]
         touched = _ranges_touched(bounds, on_key[0]) if on_key else None
-        ranges = 1 if bounds is None else len(bounds) + 1
-        after += total if touched is None else -(-total * touched // ranges)
+        after += _clustered_read(manifest, record, None if touched is None else max(1, touched) / ranges)
     return Advice("cluster", f"cluster by {key!r} ({len(bounds or []) + 1} key ranges)", before, after, target)
+
+
+def _clustered_read(manifest: Manifest, record: QueryRecord, share: float | None) -> int:
+    """The record's read once clustered, by lookup_reads: the objects of the
+    key ranges met (share of the dataset's rows, its matches all there) and,
+    sorted by the key, in them the zones of its matches and one more per
+    object (its range starting mid-zone). Every zone of every object when the
+    query's key range is unknown (share None), and of the objects met when
+    its matches are. Modelled as today's objects at the clustered objects'
+    density, scaled by share."""
+    rows = manifest.num_rows
+    if not rows:
+        return 0
+    scanned, returned = rows, record.rows_returned
+    if share is not None:
+        scanned = share * rows
+        if returned is not None:
+            zone_rows = max(p.design.row_group_size for p in manifest.partitions)
+            scanned = min(scanned, returned + share * len(manifest.partitions) * zone_rows)
+            returned = math.ceil(returned / share)
+        scanned /= share
+    dense = replace(record, rows_scanned=math.ceil(scanned), rows_returned=returned)
+    return int(lookup_reads(manifest, dense, manifest.partitions).bytes * (share or 1.0))
 
 
 def _rows_per_object(manifest: Manifest) -> int:

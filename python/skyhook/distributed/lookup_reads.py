@@ -10,9 +10,11 @@ modelled the way storage executes a filtered scan
   read, the other requested columns only of the zones expected to hold a
   match (the observed matches spread evenly: m matches over Z zones hit
   Z(1 - (1 - 1/Z)^m)); each column's share of the object by its decoded
-  bytes (the ingest statistics), the stored bytes being unknown to the catalog;
-- otherwise whole zones: the requested columns' extents (column groups, or
-  the whole object) of every zone read.
+  bytes (the ingest statistics), the stored bytes being unknown to the catalog,
+  besides the footer (FOOTER_BYTES_PER_CHUNK per zone and column), read whole;
+- otherwise whole zones: of every zone read, the requested columns (their
+  chunks' share as above in a Parquet object of one extent, else their
+  extents: column groups, or the whole object).
 """
 
 from __future__ import annotations
@@ -24,6 +26,10 @@ import pyarrow as pa
 from skyhook.catalog.manifest import Manifest, Partition
 from skyhook.execution.cost import bytes_read, column_bytes
 from skyhook.execution.workload_log import QueryRecord
+
+#: The Parquet footer's bytes per column chunk (its metadata and statistics;
+#: about 120 measured), read whole by every scan of an object.
+FOOTER_BYTES_PER_CHUNK = 128
 
 #: A zone whose pre-filter keeps more than this share of its rows is read
 #: whole, and so is every later zone of the scan (scan_zones.cc, kMaxSelectedShare).
@@ -97,21 +103,26 @@ def lookup_reads(manifest: Manifest, record: QueryRecord, partitions: list[Parti
         if record.rows_returned is not None and rows:
             matches = record.rows_returned * partition.num_rows / rows
             hit = zones_read * (1 - (1 - 1 / zones_read) ** matches) if zones_read > 1 else min(1.0, matches)
-        whole = bytes_read(partition, record.columns)
         decoded = {name: int(sizes[name][partition.number]) for name in sizes}
         total = sum(decoded.values())
-        if column is None or not _prefilters(partition) or not total:
-            read = whole * zones_read / zones
+        if not _column_chunks(partition) or not total:
+            read = bytes_read(partition, record.columns) * zones_read / zones
         else:
             size = bytes_read(partition, None)
-            first = size * decoded[column] / total
-            others = size * sum(decoded[name] for name in record.columns if name != column) / total
-            read = (first * zones_read + others * hit) / zones
-            prefiltered = True
+            footer = min(size, FOOTER_BYTES_PER_CHUNK * zones * len(manifest.schema))
+            data = (size - footer) / total
+            if column is None:
+                read = footer + data * sum(decoded[name] for name in record.columns) * zones_read / zones
+            else:
+                first = data * decoded[column]
+                others = data * sum(decoded[name] for name in record.columns if name != column)
+                read = footer + (first * zones_read + others * hit) / zones
+                prefiltered = True
         objects.append(ObjectRead(partition, zones, zones_read, matches, hit, int(read)))
     return LookupReads(objects, column if prefiltered else None)
 
 
-def _prefilters(partition: Partition) -> bool:
-    """Storage pre-filters Parquet objects kept in one extent (ObjectReader.SelectsZones)."""
+def _column_chunks(partition: Partition) -> bool:
+    """Parquet objects kept in one extent: storage reads only the requested
+    columns' chunks of them, and pre-filters them (ObjectReader.SelectsZones)."""
     return not partition.column_objects and partition.design.monolithic and partition.design.format == "parquet"
