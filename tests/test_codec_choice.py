@@ -138,7 +138,9 @@ def test_the_advisor_proposes_a_codec_change_it_estimates_pays(store, table):
     assert len(slow.workload()) == len(queries)  # measuring the codec is no query of the workload
     slow.transform(skyhook.Design(compression=chosen))
     after = replay(connection.dataset("t"))
-    print(f"codec: the queries read {before:,} -> {after:,} bytes ({before / after:.1f}x; estimated {codec.benefit:.1f}x)")
+    print(
+        f"codec: the queries read {before:,} -> {after:,} bytes ({before / after:.1f}x; estimated {codec.benefit:.1f}x)"
+    )
     assert codec.benefit / 2 <= before / after <= codec.benefit * 2, (str(codec), before, after)
     assert not [advice for advice in connection.dataset("t").advise() if advice.kind == "codec"]
 

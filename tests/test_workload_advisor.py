@@ -49,6 +49,16 @@ def day_range(first: int, days: int) -> pc.Expression:
     return (pc.field("day") >= pa.scalar(start)) & (pc.field("day") < pa.scalar(start + datetime.timedelta(days=days)))
 
 
+def replay_ranges(dataset: skyhook.Dataset, table: pa.Table, queries: list[pc.Expression]) -> int:
+    """The bytes storage reads for the queries (of id and v), their answers pyarrow's."""
+    read = 0
+    for query in queries:
+        scanner = dataset.scanner(["id", "v"], filter=query)
+        assert_same_table(scanner.to_table().sort_by("id"), table.filter(query).select(["id", "v"]))
+        read += scanner.stats.bytes_read
+    return read
+
+
 def test_queries_are_logged_bounded_and_never_failed_by_the_log(store, monkeypatch):
     table = workload_table()
     store.write_dataset("w", table, rows_per_object=1000)
@@ -192,20 +202,14 @@ def test_applied_advice_cuts_the_bytes_a_held_out_replay_reads(store):
     assert first.benefit >= 2, str(first)
     assert any(a.kind == "index" and "'tag'" in a.description for a in advice), [str(a) for a in advice]
 
-    def replay(current: skyhook.Dataset) -> int:
-        read = 0
-        for query in held_out:
-            scanner = current.scanner(["id", "v"], filter=query)
-            assert_same_table(scanner.to_table().sort_by("id"), table.filter(query).select(["id", "v"]))
-            read += scanner.stats.bytes_read
-        return read
-
-    before = replay(dataset)
+    before = replay_ranges(dataset, table, held_out)
     applied = CliRunner().invoke(app, ["design", "advise", "w", "--apply", "--store", store.uri])
     assert applied.exit_code == 0 and "cluster by 'day'" in applied.stdout and "done" in applied.stdout, applied.stderr
-    after = replay(store.dataset("w"))
+    after = replay_ranges(store.dataset("w"), table, held_out)
     estimated = first.benefit
-    print(f"held-out replay: {before:,} -> {after:,} bytes read in storage ({before / after:.1f}x; estimated {estimated:.1f}x)")
+    print(
+        f"held-out replay: {before:,} -> {after:,} bytes read in storage ({before / after:.1f}x; estimated {estimated:.1f}x)"
+    )
     assert after * 2 <= before, (before, after)
     # Both sides by storage's model (lookup_reads): the pre-filter before, the met key ranges' zones after.
     assert estimated / 2 <= before / after <= estimated * 2, (before, after, estimated)
@@ -229,17 +233,9 @@ def test_a_transform_is_estimated_as_storage_reads_before_and_after(store, kind)
         dataset.to_table(["id", "v"], filter=query)
     advice = next(a for a in dataset.advise() if a.kind == kind)
 
-    def replay(current: skyhook.Dataset) -> int:
-        read = 0
-        for query in held_out:
-            scanner = current.scanner(["id", "v"], filter=query)
-            assert_same_table(scanner.to_table().sort_by("id"), table.filter(query).select(["id", "v"]))
-            read += scanner.stats.bytes_read
-        return read
-
-    before = replay(dataset)
+    before = replay_ranges(dataset, table, held_out)
     assert dataset.run_plan(dataset.plan_transform(advice.target)).state == "done"
-    after = replay(store.dataset("z"))
+    after = replay_ranges(store.dataset("z"), table, held_out)
     measured = before / after
     print(f"{kind}: held-out {before:,} -> {after:,} bytes ({measured:.1f}x; estimated {advice.benefit:.1f}x)")
     assert advice.benefit / 2 <= measured <= advice.benefit * 2, (str(advice), before, after)

@@ -9,7 +9,7 @@ and the other columns where a match is, or whole zones).
   the bytes its queries read. After: the ranges of the cluster the planner
   would build (its key bounds) that the query's key range touches, each an
   equal share of the dataset; within them (sorted by the key) the zones of
-  its matches and one more per range met, read by the same model.
+  its matches and one more per object met, read by the same model.
 - compaction: many objects under half the target size (fewer calls; bytes alike).
 - index: point lookups (equality) on a column that is not the cluster key.
   After: per lookup and object, the zones (row groups) its observed matches
@@ -134,10 +134,10 @@ def _clustered_read(manifest: Manifest, record: QueryRecord, share: float | None
     """The record's read once clustered, by lookup_reads: the objects of the
     key ranges met (share of the dataset's rows, its matches all there) and,
     sorted by the key, in them the zones of its matches and one more per
-    object (its range starting mid-zone). Every zone of every object when the
-    query's key range is unknown (share None), and of the objects met when
-    its matches are. Modelled as today's objects at the clustered objects'
-    density, scaled by share."""
+    object (its range starting mid-zone). Every zone: of every object when
+    the query's key range is unknown (share None), of the objects met when its
+    matches are (aggregates). Modelled as today's objects at the clustered
+    objects' density, scaled by share."""
     rows = manifest.num_rows
     if not rows:
         return 0
