@@ -26,6 +26,9 @@ from skyhook.catalog.pruning import matching_partitions
 from skyhook.distributed.advisor import advise
 from skyhook.execution.cost import bytes_read
 
+#: Ranges recorded, and held out.
+RANGES, HELD_OUT = 6, 3
+
 
 def replay(dataset: skyhook.Dataset, columns: list[str], queries: list[pc.Expression]) -> int:
     read = 0
@@ -42,22 +45,20 @@ def main() -> None:
     parser.add_argument("--dataset", required=True)
     parser.add_argument("--column", default="l_shipdate")
     parser.add_argument("--read", default="l_extendedprice,l_discount")
-    parser.add_argument("--ranges", type=int, default=6)
-    parser.add_argument("--held-out", type=int, default=3)
     parser.add_argument("--output", type=Path, default=Path("bench/results/advisor_cluster_estimate.json"))
     options = parser.parse_args()
     store = skyhook.connect(options.store)
     dataset = store.dataset(options.dataset)
     columns = options.read.split(",")
     first, last = dataset.aggregate([(options.column, "min"), (options.column, "max")]).to_pylist()[0].values()
-    starts = random.Random(5).sample(range((last - first).days - 7), options.ranges + options.held_out)
+    starts = random.Random(5).sample(range((last - first).days - 7), RANGES + HELD_OUT)
     queries = []
     for start in (first + datetime.timedelta(days=offset) for offset in starts):
         end = start + datetime.timedelta(days=7)
         queries.append((pc.field(options.column) >= pa.scalar(start)) & (pc.field(options.column) < pa.scalar(end)))
-    recorded, held_out = queries[: options.ranges], queries[options.ranges :]
+    recorded, held_out = queries[:RANGES], queries[RANGES:]
     recorded_before = replay(dataset, columns, recorded)
-    records = dataset.workload()[-options.ranges :]
+    records = dataset.workload()[-RANGES:]
     manifest = dataset.manifest
     cluster = next(a for a in advise(store.backend, manifest, records) if a.kind == "cluster")
     whole = sum(
