@@ -153,10 +153,12 @@ class PlanBuilder:
         names = [f"e{i}" for i in range(len(expressions))]
         carried = request_schema(schema)
         try:
-            used = referenced_fields(serialize(expressions, names, carried))
-            projected = referenced_fields(serialize(projections, names[len(names) - len(projections) :], carried))
+            whole = serialize(expressions, names, carried)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
             raise UncarriedTypes(str(error)) from None
+        read = [referenced_fields(referred) for referred in whole.referred_expr]
+        used = set().union(*read)
+        projected = set().union(*read[len(expressions) - len(projections) :])
         if not all(is_carried(schema.field(i)) for i in used):
             raise UncarriedTypes("the query reads a column Substrait cannot carry")
         if any(carried.field(i).type != schema.field(i).type for i in projected):
