@@ -132,7 +132,7 @@ class AggregateQuery:
             raise InvalidRequestError(f"cannot aggregate: {str(error).splitlines()[0]}") from None
 
     def _check_mergeable(self, schema: pa.Schema) -> None:
-        inputs = pads.dataset(schema.empty_table()).to_table(columns=self.input_columns()).schema
+        inputs = _empty_dataset(schema).to_table(columns=self.input_columns()).schema
         for i, aggregation in enumerate(self.aggregations):
             type = inputs.field(f"__input{i}").type
             if AGGREGATE_FUNCTIONS[aggregation.function].unmergeable(type):
