@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include <arrow/buffer.h>
 #include <gtest/gtest.h>
 
 namespace skyhook {
