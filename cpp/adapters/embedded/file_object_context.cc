@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "mapped_objects.h"
 #include "skyhook/protocol/error.h"
 
 namespace skyhook {
@@ -168,8 +169,7 @@ arrow::Status Conflict(const std::string& path, const std::string& why) {
 
 arrow::Result<std::shared_ptr<arrow::io::MemoryMappedFile>> FileObjectContext::Mapped() {
   if (!file_) {
-    ARROW_ASSIGN_OR_RAISE(file_,
-                          arrow::io::MemoryMappedFile::Open(path_, arrow::io::FileMode::READ));
+    ARROW_ASSIGN_OR_RAISE(file_, MappedObjects::Process()->Open(path_));
   }
   return file_;
 }

@@ -1,5 +1,6 @@
 // MutableObjectContext over a file of the embedded store: the object's bytes
-// are a memory-mapped file (reads are views, no copies), its attributes are
+// are a memory-mapped file (reads are views, no copies; the mapping kept for
+// the next calls while the file is unchanged, mapped_objects.h), its attributes are
 // the file's "user." extended attributes, written atomically with it, and its
 // omap is in the store's OmapDatabase, opened only when a method uses the omap.
 // Bytes and attributes are read from the one file mapped first, so a context

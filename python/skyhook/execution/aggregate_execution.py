@@ -41,7 +41,7 @@ from skyhook.execution.plain_read import read_partition, warn_class_calls_refuse
 from skyhook.execution.scan_execution import ScanExecution
 from skyhook.execution.workload_log import record_query
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
-from skyhook.plan.expressions import columns_read, filter_columns, to_substrait
+from skyhook.plan.expressions import columns_read, filter_for_storage
 from skyhook.plan.merge import ORDER, merge
 from skyhook.plan.substrait import UncarriedTypes
 from skyhook.rpc.reply import Executed, Reply
@@ -104,9 +104,11 @@ class AggregateExecution:
         self.pushback_limits = PushbackLimits(max_in_flight=max_in_flight, max_slice_cpu_ns=max_slice_cpu_ns)
         schema = source.schema
         self.output_schema = query.output_schema(schema)
-        filter_ok = query.filter is None or to_substrait([query.filter], ["filter"], schema, is_filter=True) is not None
+        filter_substrait, self._filter_reads = (
+            (None, None) if query.filter is None else filter_for_storage(query.filter, schema)
+        )
+        filter_ok = query.filter is None or filter_substrait is not None
         self.stats = AggregateStatistics(filter_in_storage=filter_ok)
-        self._filter_reads = None if query.filter is None else filter_columns(query.filter, schema)
         #: Per partition in column objects: the dataset of its object holding the query's columns, and that object.
         self._targets: dict[int, tuple[DatasetObjects, Partition]] = {}
         #: Per partition whose query columns span its objects: the sub-plans' input rows, zipped at the client.

@@ -29,7 +29,7 @@ from skyhook.plan.carried_types import as_dataset_types, is_carried
 from skyhook.plan.expressions import (
     Columns,
     columns_read,
-    filter_columns,
+    filter_for_storage,
     output_expressions,
     projected_schema,
     to_substrait,
@@ -134,8 +134,9 @@ class ScanExecution:
         self.policy = PlacementPolicy(pushdown, pushdown_threshold, compression, reply_within_object, self.rates)
         self.max_result_bytes = max_result_bytes
         self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
-        self._filter_substrait = None if filter is None else to_substrait([filter], ["filter"], schema, is_filter=True)
-        self._filter_reads = None if filter is None else filter_columns(filter, schema)
+        self._filter_substrait, self._filter_reads = (
+            (None, None) if filter is None else filter_for_storage(filter, schema)
+        )
         #: The columns the scan decodes (None: all), worked out once for every object.
         self._needed = columns_read(schema, columns, filter, self._filter_reads)
         self._client_filter = filter is not None and self._filter_substrait is None

@@ -81,6 +81,8 @@ class AggregateQuery:
     keys: list[str]
     aggregations: list[Aggregation]
     filter: pc.Expression | None = None
+    # output_schema's answers: validation and execution both need them.
+    _output_schemas: dict[pa.Schema, pa.Schema] = field(init=False, default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def make(
@@ -130,7 +132,7 @@ class AggregateQuery:
             raise InvalidRequestError(f"cannot aggregate: {str(error).splitlines()[0]}") from None
 
     def _check_mergeable(self, schema: pa.Schema) -> None:
-        inputs = pads.dataset(schema.empty_table()).to_table(columns=self.input_columns()).schema
+        inputs = _empty_dataset(schema).to_table(columns=self.input_columns()).schema
         for i, aggregation in enumerate(self.aggregations):
             type = inputs.field(f"__input{i}").type
             if AGGREGATE_FUNCTIONS[aggregation.function].unmergeable(type):
@@ -141,7 +143,9 @@ class AggregateQuery:
 
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
         """pyarrow's answer on no rows: the names, order and types to return."""
-        return self.run_locally(schema.empty_table()).schema
+        if schema not in self._output_schemas:
+            self._output_schemas[schema] = self.run_locally(schema.empty_table()).schema
+        return self._output_schemas[schema]
 
     def run_locally(self, table: pa.Table | pads.Dataset) -> pa.Table:
         """pyarrow computing this query: the semantics every result must have."""
@@ -365,11 +369,13 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
     return Decomposition(keys, main, distinct, merges, read_schema, input_plan)
 
 
-def _output_types(input_plan: bytes) -> list[pa.DataType]:
+@functools.lru_cache(maxsize=64)
+def _output_types(input_plan: bytes) -> tuple[pa.DataType, ...]:
     """The types of a plan's output columns, as Acero computes them (decimal
-    arithmetic included): the plan run on no rows."""
+    arithmetic included): the plan run on no rows (once per plan: a query's
+    sub-plans are built anew each time it runs)."""
     empty = pas.run_query(pa.py_buffer(input_plan), table_provider=lambda names, schema: schema.empty_table())
-    return empty.read_all().schema.types
+    return tuple(empty.read_all().schema.types)
 
 
 def _read_relation(rel: algebra_pb2.Rel) -> algebra_pb2.ReadRel:

@@ -73,9 +73,24 @@ def to_substrait(
         message = _serialize(expressions, names, request_schema(schema))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    if not _types_kept(message, _read_fields(message, schema), is_filter):
+    return _for_storage(message, _read_fields(message, schema), len(expressions) if is_filter else 0)
+
+
+def filter_for_storage(filter: pc.Expression, schema: pa.Schema) -> tuple[bytes | None, set[str]]:
+    """to_substrait([filter], ["filter"], schema, is_filter=True) and
+    filter_columns(filter, schema) from one serialization (a query needs both)."""
+    try:
+        message = _serialize([filter], ["filter"], request_schema(schema))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None, set(schema.names)
+    read = _read_fields(message, schema)
+    return _for_storage(message, read, filters=1), {field.name for field in read}
+
+
+def _for_storage(message: ExtendedExpression, read: list[pa.Field], filters: int) -> bytes | None:
+    if not _types_kept(message, read, filters > 0):
         return None
-    if not storage_form(message, filters=len(expressions) if is_filter else 0):
+    if not storage_form(message, filters=filters):
         return None
     return message.SerializeToString() if _within_storage_limits(message) else None
 

@@ -7,6 +7,7 @@ named table ``object``: the one object a storage method runs on.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Sequence
 
@@ -81,18 +82,25 @@ def substrait_type(type: pa.DataType, plan: plan_pb2.Plan) -> type_pb2.Type:
     """type in Substrait, its user-defined types (unsigned integers, ...) declared in plan."""
     if pa.types.is_fixed_size_list(type):  # Substrait has variable-length lists only
         type = pa.list_(type.value_type)
-    named = serialize([pc.field("x")], ["x"], pa.schema([("x", type)]))
+    named = _one_column(type)
     uris = {declared.extension_uri_anchor: declared.uri for declared in named.extension_uris}
     declared_types = {
         declaration.extension_type.type_anchor: declaration.extension_type
         for declaration in named.extensions
         if declaration.HasField("extension_type")
     }
-    result = named.base_schema.struct.types[0]
+    result = type_pb2.Type()
+    result.CopyFrom(named.base_schema.struct.types[0])  # the kept message stays as serialised
     for user_defined in _user_defined_types(result):
         declared = declared_types[user_defined.type_reference]
         user_defined.type_reference = declare_type(plan, uris[declared.extension_uri_reference], declared.name)
     return result
+
+
+@functools.lru_cache(maxsize=256)
+def _one_column(type: pa.DataType) -> extended_expression_pb2.ExtendedExpression:
+    """A column of type, serialised once per type (plans declare their measures' types)."""
+    return serialize([pc.field("x")], ["x"], pa.schema([("x", type)]))
 
 
 def _user_defined_types(message: Message) -> Iterator[type_pb2.Type.UserDefined]:
@@ -153,10 +161,12 @@ class PlanBuilder:
         names = [f"e{i}" for i in range(len(expressions))]
         carried = request_schema(schema)
         try:
-            used = referenced_fields(serialize(expressions, names, carried))
-            projected = referenced_fields(serialize(projections, names[len(names) - len(projections) :], carried))
+            whole = serialize(expressions, names, carried)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
             raise UncarriedTypes(str(error)) from None
+        read = [referenced_fields(referred) for referred in whole.referred_expr]
+        used = set().union(*read)
+        projected = set().union(*read[len(expressions) - len(projections) :])
         if not all(is_carried(schema.field(i)) for i in used):
             raise UncarriedTypes("the query reads a column Substrait cannot carry")
         if any(carried.field(i).type != schema.field(i).type for i in projected):

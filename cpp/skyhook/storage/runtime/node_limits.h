@@ -35,6 +35,9 @@ struct NodeLimits {
   // Freed large blocks kept for the next calls, in the whole process
   // (retaining_memory_pool.h; read once, at the first call).
   int64_t retained_memory_bytes;
+  // Object files the embedded store's process keeps mapped across calls, in
+  // bytes (cpp/adapters/embedded/mapped_objects.h; read once, at the first call).
+  int64_t mapped_object_bytes;
 
   static NodeLimits FromEnvironment();
 
