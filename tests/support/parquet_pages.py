@@ -72,9 +72,11 @@ def data_page_encodings(data: bytes, chunk: pq.ColumnChunkMetaData) -> list[str]
                 header["type" if field == 1 else "size"] = reader.zigzag()
             elif field in (5, 8) and kind == 12:  # data page (v2) header: its encoding
                 reader.struct(
-                    lambda inner, inner_kind: header.__setitem__("encoding", reader.zigzag())
-                    if (inner, inner_kind) == ((2 if field == 5 else 4), 5)
-                    else reader.skip(inner_kind)
+                    lambda inner, inner_kind: (
+                        header.__setitem__("encoding", reader.zigzag())
+                        if (inner, inner_kind) == ((2 if field == 5 else 4), 5)
+                        else reader.skip(inner_kind)
+                    )
                 )
             else:
                 reader.skip(kind)

@@ -17,7 +17,6 @@ namespace {
 // it per row group would cost more than checking the rows.
 constexpr int64_t kMaxDictionaryPageBytes = 64 * 1024;
 
-
 // Gathers a checked dictionary's values at the indices: Arrow's Take appends
 // value by value through a builder (a tenth of Q1's storage CPU for one-byte
 // keys); here offsets come first, then one copy per value. Indices are checked.

@@ -18,6 +18,7 @@
 
 #include "skyhook/protocol/error.h"
 #include "skyhook/storage/object/dictionary_columns.h"
+#include "skyhook/storage/object/dictionary_indices.h"
 
 namespace skyhook {
 namespace {
@@ -128,7 +129,8 @@ arrow::Status TakeDictionary(FieldColumn* column, const Physical* values, int32_
     if (length == decoded.dictionary_length) return arrow::Status::OK();
     return Corrupt("a column chunk with two dictionaries");
   }
-  if (length < 0 || (length > 0 && values == nullptr)) return Corrupt("a dictionary without values");
+  if (length < 0 || (length > 0 && values == nullptr))
+    return Corrupt("a dictionary without values");
   ARROW_ASSIGN_OR_RAISE(decoded.dictionary,
                         arrow::AllocateBuffer((int64_t{length} + 1) * sizeof(int64_t), pool));
   auto* widened = decoded.dictionary->mutable_data_as<int64_t>();
@@ -178,8 +180,8 @@ arrow::Status Decode(FieldColumn* column, int64_t begin, int64_t end, arrow::Mem
                                             indices + present, &values_read, &dictionary, &length);
       if (got > 0) ARROW_RETURN_NOT_OK(TakeDictionary(column, dictionary, length, pool));
     } else {
-      got = reader->ReadBatch(rows - read, batch_definitions, nullptr, dense + present,
-                              &values_read);
+      got =
+          reader->ReadBatch(rows - read, batch_definitions, nullptr, dense + present, &values_read);
     }
     if (got <= 0) break;
     read += got;
@@ -266,8 +268,8 @@ arrow::Status DecodeUpTo(FieldColumn* column, int64_t end, arrow::MemoryPool* po
   column->rows_decoded = end;
   if (column->decoded.values == nullptr) return arrow::Status::OK();  // the dictionary's checked
   const uint8_t* valid = column->decoded.valid ? column->decoded.valid->data() + begin : nullptr;
-  return Normalize(*column->type, column->decoded.values->mutable_data_as<int64_t>() + begin,
-                   valid, end - begin);
+  return Normalize(*column->type, column->decoded.values->mutable_data_as<int64_t>() + begin, valid,
+                   end - begin);
 }
 
 // Narrows `keep` to the first `rows` rows of `column` within `range`.

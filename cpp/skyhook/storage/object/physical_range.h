@@ -28,19 +28,7 @@ std::vector<uint8_t> KeepTable(const int64_t* dictionary, int64_t length,
                                const PhysicalRange& range);
 
 /// Narrows keep[row] to table[indices[row]]; indices were checked against the
-/// table (IndicesBelow).
+/// table (IndicesBelow, dictionary_indices.h).
 void KeepByIndex(const int32_t* indices, int64_t rows, const uint8_t* table, uint8_t* keep);
-
-/// Whether every index is below `size`, a dictionary's length: one branchless
-/// pass, as indices come from hostile pages.
-template <typename Index>
-bool IndicesBelow(const Index* indices, int64_t count, int64_t size) {
-  const auto bound = static_cast<uint64_t>(size);
-  bool inside = true;
-  for (int64_t i = 0; i < count; ++i) {
-    inside &= static_cast<uint64_t>(static_cast<int64_t>(indices[i])) < bound;
-  }
-  return inside;
-}
 
 }  // namespace skyhook

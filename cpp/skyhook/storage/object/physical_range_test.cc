@@ -1,5 +1,7 @@
 #include "skyhook/storage/object/physical_range.h"
 
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace skyhook {
@@ -37,20 +39,6 @@ TEST(PhysicalRange, KeepValuesMatchesTheRangeOnEveryValue) {
   std::vector<uint8_t> keep(values.size(), 1);
   KeepValues(values.data(), 6, range, keep.data());
   EXPECT_EQ(keep, (std::vector<uint8_t>{0, 1, 0, 1, 0, 0}));
-}
-
-TEST(PhysicalRange, IndicesBelowRejectsNegativeAndTooLargeIndices) {
-  const std::vector<int32_t> inside{0, 3, 1};
-  EXPECT_TRUE(IndicesBelow(inside.data(), 3, 4));
-  EXPECT_FALSE(IndicesBelow(inside.data(), 3, 3));
-  const std::vector<int32_t> negative{0, -1};
-  EXPECT_FALSE(IndicesBelow(negative.data(), 2, 4));
-  EXPECT_TRUE(IndicesBelow(negative.data(), 1, 4));  // only the first count
-  const std::vector<int64_t> wide{int64_t{1} << 40};
-  EXPECT_FALSE(IndicesBelow(wide.data(), 1, 4));
-  const std::vector<int8_t> narrow{-128};
-  EXPECT_FALSE(IndicesBelow(narrow.data(), 1, 200));
-  EXPECT_TRUE(IndicesBelow(narrow.data(), 0, 0));  // nothing to check, empty dictionary
 }
 
 }  // namespace
