@@ -79,11 +79,19 @@ bool IntegerStored(const parquet::ColumnDescriptor& column, const arrow::DataTyp
 // One column of a row group as Arrow sees it, widened to int64: a value per
 // row, or, for a dictionary-encoded chunk, an index per row into its values.
 struct DecodedColumn {
-  std::shared_ptr<arrow::Buffer> values;      // int64 per row (0 where null); null: indices
-  std::shared_ptr<arrow::Buffer> valid;       // uint8 per row; null: no nulls possible
-  std::shared_ptr<arrow::Buffer> indices;     // int32 per row (a null: dictionary_length)
-  std::shared_ptr<arrow::Buffer> dictionary;  // int64 per value, then a 0 for nulls
-  int64_t dictionary_length = -1;             // -1: not read yet
+  std::shared_ptr<arrow::Buffer> values;   // int64 per row (0 where null); null: indices
+  std::shared_ptr<arrow::Buffer> valid;    // uint8 per row; null: no nulls possible
+  std::shared_ptr<arrow::Buffer> indices;  // int32 per row (a null: dictionary_length)
+  // The chunk's dictionary as stored (INT32 or INT64 values), held by its reader.
+  std::shared_ptr<parquet::ColumnReader> reader;
+  const void* dictionary = nullptr;
+  bool int32_dictionary = false;
+  int64_t dictionary_length = -1;  // -1: not read yet
+
+  int64_t DictionaryValue(int32_t index) const {
+    return int32_dictionary ? static_cast<const int32_t*>(dictionary)[index]
+                            : static_cast<const int64_t*>(dictionary)[index];
+  }
 };
 
 // A field's column in one row group, decoded in order, part by part.
@@ -119,24 +127,24 @@ arrow::Status Normalize(const arrow::DataType& type, int64_t* values, const uint
   return arrow::Status::OK();
 }
 
-// Keeps the chunk's dictionary (handed out with every batch) widened and
-// normalized, once; a chunk has one.
+// Holds on to the chunk's dictionary (handed out with every batch; its reader
+// owns it), once: a chunk has one. Only the values used are widened (Keep,
+// Gather): a projection column's dictionary may be as long as the row group.
 template <typename Physical>
-arrow::Status TakeDictionary(FieldColumn* column, const Physical* values, int32_t length,
-                             arrow::MemoryPool* pool) {
+arrow::Status TakeDictionary(FieldColumn* column, const Physical* values, int32_t length) {
   auto& decoded = column->decoded;
   if (decoded.dictionary_length >= 0) {
-    if (length == decoded.dictionary_length) return arrow::Status::OK();
+    if (length == decoded.dictionary_length && values == decoded.dictionary) {
+      return arrow::Status::OK();
+    }
     return Corrupt("a column chunk with two dictionaries");
   }
-  if (length < 0 || (length > 0 && values == nullptr))
+  if (length < 0 || (length > 0 && values == nullptr)) {
     return Corrupt("a dictionary without values");
-  ARROW_ASSIGN_OR_RAISE(decoded.dictionary,
-                        arrow::AllocateBuffer((int64_t{length} + 1) * sizeof(int64_t), pool));
-  auto* widened = decoded.dictionary->mutable_data_as<int64_t>();
-  for (int32_t i = 0; i < length; ++i) widened[i] = values[i];
-  widened[length] = 0;
-  ARROW_RETURN_NOT_OK(Normalize(*column->type, widened, nullptr, length));
+  }
+  decoded.reader = column->reader;
+  decoded.dictionary = values;
+  decoded.int32_dictionary = sizeof(Physical) == sizeof(int32_t);
   decoded.dictionary_length = length;
   return arrow::Status::OK();
 }
@@ -178,7 +186,7 @@ arrow::Status Decode(FieldColumn* column, int64_t begin, int64_t end, arrow::Mem
       int32_t length = 0;
       got = reader->ReadBatchWithDictionary(rows - read, batch_definitions, nullptr,
                                             indices + present, &values_read, &dictionary, &length);
-      if (got > 0) ARROW_RETURN_NOT_OK(TakeDictionary(column, dictionary, length, pool));
+      if (got > 0) ARROW_RETURN_NOT_OK(TakeDictionary(column, dictionary, length));
     } else {
       got =
           reader->ReadBatch(rows - read, batch_definitions, nullptr, dense + present, &values_read);
@@ -193,7 +201,10 @@ arrow::Status Decode(FieldColumn* column, int64_t begin, int64_t end, arrow::Mem
   if (by_index && !IndicesBelow(indices, present, decoded.dictionary_length)) {
     return Corrupt("a dictionary index out of range in column " + column->descriptor->name());
   }
-  if (definitions == nullptr) {
+  auto* valid = definitions ? decoded.valid->mutable_data() + begin : nullptr;
+  // No nulls: every row's value is in place (a row has one level, a value per top level).
+  if (definitions == nullptr || present == rows) {
+    if (valid) std::fill(valid, valid + rows, uint8_t{1});
     if constexpr (sizeof(Physical) != sizeof(int64_t)) {
       if (!by_index) {
         for (int64_t row = 0; row < rows; ++row) values[row] = dense[row];
@@ -201,7 +212,6 @@ arrow::Status Decode(FieldColumn* column, int64_t begin, int64_t end, arrow::Mem
     }
     return arrow::Status::OK();
   }
-  auto* valid = decoded.valid->mutable_data() + begin;
   int64_t count = 0;
   for (int64_t row = 0; row < rows; ++row) {
     valid[row] = definitions[row] == max_definition;
@@ -273,18 +283,23 @@ arrow::Status DecodeUpTo(FieldColumn* column, int64_t end, arrow::MemoryPool* po
 }
 
 // Narrows `keep` to the first `rows` rows of `column` within `range`.
-void Keep(const DecodedColumn& column, const PhysicalRange& range, int64_t rows, uint8_t* keep) {
-  if (column.indices) {  // nulls' index is never kept
-    const auto table =
-        KeepTable(column.dictionary->data_as<int64_t>(), column.dictionary_length, range);
+arrow::Status Keep(const FieldColumn& field, const PhysicalRange& range, int64_t rows,
+                   uint8_t* keep) {
+  const DecodedColumn& column = field.decoded;
+  if (column.indices) {  // the range decided per dictionary value; nulls' index never kept
+    std::vector<int64_t> values(static_cast<size_t>(column.dictionary_length));
+    for (int32_t i = 0; i < column.dictionary_length; ++i) values[i] = column.DictionaryValue(i);
+    ARROW_RETURN_NOT_OK(Normalize(*field.type, values.data(), nullptr, column.dictionary_length));
+    const auto table = KeepTable(values.data(), column.dictionary_length, range);
     KeepByIndex(column.indices->data_as<int32_t>(), rows, table.data(), keep);
-    return;
+    return arrow::Status::OK();
   }
   if (column.valid) {
     const auto* valid = column.valid->data();
     for (int64_t row = 0; row < rows; ++row) keep[row] &= valid[row];
   }
   KeepValues(column.values->data_as<int64_t>(), rows, range, keep);
+  return arrow::Status::OK();
 }
 
 template <typename Out>
@@ -304,10 +319,13 @@ arrow::Result<std::shared_ptr<arrow::Array>> Gather(const DecodedColumn& column,
   ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> picked_buffer,
                         arrow::AllocateBuffer(count * sizeof(int64_t), pool));
   auto* picked = picked_buffer->mutable_data_as<int64_t>();
-  if (column.indices) {
+  if (column.indices) {  // nulls' index is past the dictionary: a 0, as in `values`
     const auto* indices = column.indices->data_as<int32_t>();
-    const auto* dictionary = column.dictionary->data_as<int64_t>();
-    for (int64_t i = 0; i < count; ++i) picked[i] = dictionary[indices[rows[i]]];
+    for (int64_t i = 0; i < count; ++i) {
+      const int32_t index = indices[rows[i]];
+      picked[i] = index < column.dictionary_length ? column.DictionaryValue(index) : 0;
+    }
+    ARROW_RETURN_NOT_OK(Normalize(*type, picked, nullptr, count));
   } else {
     const auto* values = column.values->data_as<int64_t>();
     for (int64_t i = 0; i < count; ++i) picked[i] = values[rows[i]];
@@ -384,7 +402,7 @@ arrow::Result<std::optional<ZoneSelection>> Select(parquet::arrow::FileReader* f
     if (first == nullptr) return std::nullopt;
     ARROW_RETURN_NOT_OK(DecodeUpTo(first, limits.sample_rows, pool));
     std::vector<uint8_t> keep(static_cast<size_t>(limits.sample_rows), 1);
-    Keep(first->decoded, ranges[0], limits.sample_rows, keep.data());
+    ARROW_RETURN_NOT_OK(Keep(*first, ranges[0], limits.sample_rows, keep.data()));
     int64_t kept = 0;
     for (uint8_t row : keep) kept += row;
     if (static_cast<double>(kept) > limits.max_share * static_cast<double>(limits.sample_rows)) {
@@ -399,7 +417,7 @@ arrow::Result<std::optional<ZoneSelection>> Select(parquet::arrow::FileReader* f
     ARROW_ASSIGN_OR_RAISE(auto* column, filter_column(range.field));
     if (column == nullptr) return std::nullopt;
     ARROW_RETURN_NOT_OK(DecodeUpTo(column, rows, pool));
-    Keep(column->decoded, range, rows, keep);
+    ARROW_RETURN_NOT_OK(Keep(*column, range, rows, keep));
     kept = 0;
     for (int64_t row = 0; row < rows; ++row) kept += keep[row];
     if (kept == 0) break;  // no other column needs decoding
