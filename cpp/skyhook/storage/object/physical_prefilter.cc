@@ -105,9 +105,8 @@ struct FieldColumn {
 
 // Values as Arrow's reader makes them of `type`: int8/int16 narrowed;
 // decimals beyond their precision are corrupt, as on Arrow's path
-// (object_reader.cc). `valid` (may be null) marks the values that count.
-arrow::Status Normalize(const arrow::DataType& type, int64_t* values, const uint8_t* valid,
-                        int64_t count) {
+// (object_reader.cc). Null rows hold 0, which fits any precision.
+arrow::Status Normalize(const arrow::DataType& type, int64_t* values, int64_t count) {
   if (type.id() == arrow::Type::INT8 || type.id() == arrow::Type::INT16) {
     const bool int8 = type.id() == arrow::Type::INT8;
     for (int64_t i = 0; i < count; ++i) {
@@ -120,7 +119,7 @@ arrow::Status Normalize(const arrow::DataType& type, int64_t* values, const uint
     }
     bool fits = true;
     for (int64_t i = 0; i < count; ++i) {
-      fits &= (valid && !valid[i]) || (values[i] > -limit && values[i] < limit);
+      fits &= (values[i] > -limit) & (values[i] < limit);
     }
     if (!fits) return Corrupt("a decimal exceeds its precision");
   }
@@ -232,12 +231,22 @@ arrow::Status Decode(FieldColumn* column, int64_t begin, int64_t end, arrow::Mem
   return arrow::Status::OK();
 }
 
+// Up to how large (bytes stored) a chunk's dictionary is read as indices: for
+// a filter's column, a range decided per dictionary value costs about what it
+// costs per row once the dictionary is near a row group's length (l_extendedprice:
+// ~5 bytes a row; Q6's columns well under one), so a large one is read as values.
+// A column only gathered is never expanded whole: up to the row group's values.
+int64_t MaxDictionaryBytes(bool filter, int64_t rows) {
+  return filter ? rows : rows * int64_t{sizeof(int64_t)};
+}
+
 // The column of `field` in a row group of `rows` rows, nothing decoded yet;
 // nullopt when it is not integer-stored. A chunk whose pages are all
-// dictionary-encoded is read as indices.
+// dictionary-encoded, with a dictionary of up to max_dictionary_bytes, is read as indices.
 arrow::Result<std::optional<FieldColumn>> OpenField(parquet::arrow::FileReader* file,
                                                     parquet::RowGroupReader* row_group, int field,
-                                                    int64_t rows, arrow::MemoryPool* pool) {
+                                                    int64_t rows, int64_t max_dictionary_bytes,
+                                                    arrow::MemoryPool* pool) {
   const auto& fields = file->manifest().schema_fields;
   if (field < 0 || field >= static_cast<int>(fields.size()) || !fields[field].is_leaf()) {
     return std::nullopt;
@@ -247,9 +256,8 @@ arrow::Result<std::optional<FieldColumn>> OpenField(parquet::arrow::FileReader* 
   column.descriptor = file->parquet_reader()->metadata()->schema()->Column(leaf);
   column.type = fields[field].field->type();
   if (!IntegerStored(*column.descriptor, *column.type)) return std::nullopt;
-  // A dictionary larger than the row group's values would cost more than it saves.
   if (DictionaryEncodedThroughout(*row_group->metadata()->ColumnChunk(leaf),
-                                  rows * int64_t{sizeof(int64_t)})) {
+                                  max_dictionary_bytes)) {
     // Parquet's reader checks the encodings again before it hands out indices.
     column.reader = row_group->ColumnWithExposeEncoding(leaf, parquet::ExposedEncoding::DICTIONARY);
   }
@@ -276,9 +284,8 @@ arrow::Status DecodeUpTo(FieldColumn* column, int64_t end, arrow::MemoryPool* po
                           ? Decode<parquet::Int32Type>(column, begin, end, pool)
                           : Decode<parquet::Int64Type>(column, begin, end, pool));
   column->rows_decoded = end;
-  if (column->decoded.values == nullptr) return arrow::Status::OK();  // the dictionary's checked
-  const uint8_t* valid = column->decoded.valid ? column->decoded.valid->data() + begin : nullptr;
-  return Normalize(*column->type, column->decoded.values->mutable_data_as<int64_t>() + begin, valid,
+  if (column->decoded.values == nullptr) return arrow::Status::OK();  // indices: Keep, Gather
+  return Normalize(*column->type, column->decoded.values->mutable_data_as<int64_t>() + begin,
                    end - begin);
 }
 
@@ -289,7 +296,7 @@ arrow::Status Keep(const FieldColumn& field, const PhysicalRange& range, int64_t
   if (column.indices) {  // the range decided per dictionary value; nulls' index never kept
     std::vector<int64_t> values(static_cast<size_t>(column.dictionary_length));
     for (int32_t i = 0; i < column.dictionary_length; ++i) values[i] = column.DictionaryValue(i);
-    ARROW_RETURN_NOT_OK(Normalize(*field.type, values.data(), nullptr, column.dictionary_length));
+    ARROW_RETURN_NOT_OK(Normalize(*field.type, values.data(), column.dictionary_length));
     const auto table = KeepTable(values.data(), column.dictionary_length, range);
     KeepByIndex(column.indices->data_as<int32_t>(), rows, table.data(), keep);
     return arrow::Status::OK();
@@ -325,7 +332,7 @@ arrow::Result<std::shared_ptr<arrow::Array>> Gather(const DecodedColumn& column,
       const int32_t index = indices[rows[i]];
       picked[i] = index < column.dictionary_length ? column.DictionaryValue(index) : 0;
     }
-    ARROW_RETURN_NOT_OK(Normalize(*type, picked, nullptr, count));
+    ARROW_RETURN_NOT_OK(Normalize(*type, picked, count));
   } else {
     const auto* values = column.values->data_as<int64_t>();
     for (int64_t i = 0; i < count; ++i) picked[i] = values[rows[i]];
@@ -390,7 +397,8 @@ arrow::Result<std::optional<ZoneSelection>> Select(parquet::arrow::FileReader* f
   auto filter_column = [&](int field) -> arrow::Result<FieldColumn*> {
     auto found = filter_columns.find(field);
     if (found != filter_columns.end()) return &found->second;
-    ARROW_ASSIGN_OR_RAISE(auto column, OpenField(file, reader.get(), field, rows, pool));
+    ARROW_ASSIGN_OR_RAISE(auto column, OpenField(file, reader.get(), field, rows,
+                                                 MaxDictionaryBytes(true, rows), pool));
     if (!column) return nullptr;
     return &filter_columns.emplace(field, std::move(*column)).first->second;
   };
@@ -448,7 +456,8 @@ arrow::Result<std::optional<ZoneSelection>> Select(parquet::arrow::FileReader* f
       if (found != filter_columns.end() && found->second.rows_decoded == rows) {
         column = found->second.decoded;
       } else if (found == filter_columns.end()) {
-        ARROW_ASSIGN_OR_RAISE(auto opened, OpenField(file, reader.get(), field, rows, pool));
+        ARROW_ASSIGN_OR_RAISE(auto opened, OpenField(file, reader.get(), field, rows,
+                                                     MaxDictionaryBytes(false, rows), pool));
         if (opened) {
           ARROW_RETURN_NOT_OK(DecodeUpTo(&*opened, rows, pool));
           column = opened->decoded;
