@@ -3,7 +3,10 @@ scans and aggregates whose filters compare integer-stored columns (ints, dates,
 timestamps, decimals stored as INT32/INT64) with literals, against pyarrow
 computing the same on the original table: selective, empty and everything,
 nulls, several row groups, dictionary and plain pages, mixed with conjuncts it
-does not understand, OR filters, literals that need rescaling, continuations."""
+does not understand, OR filters, literals that need rescaling, continuations;
+column chunks stored all as dictionary indices (read as indices, the filter's
+range decided per dictionary value), falling back to plain pages part way,
+and corrupt indices."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import random
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pyarrow.substrait as pas
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,8 +27,9 @@ from skyhook.rpc.reply import decode_reply
 from skyhook.rpc.requests import ScanRequest
 from skyhook.rpc.result_options import ResultOptions
 from support.assertions import assert_same_table
-from support.damage import flip_inside_a_data_page, with_int64_patched
+from support.damage import flip_inside_a_data_page, in_values, with_int64_patched
 from support.oracle import expected
+from support.parquet_pages import data_page_encodings, dictionary_throughout
 
 F = pc.field
 ROWS = 6000
@@ -251,3 +256,166 @@ def test_random_comparisons(dataset, conjuncts):
         filter = term if filter is None else filter & term
     columns = ["i16", "dec64", "s", "d"]
     assert_same_table(dataset.to_table(columns=columns, filter=filter, pushdown=True), expected(TABLE, columns, filter))
+
+
+def make_few_values_table(rows: int = 8000, seed: int = 3) -> pa.Table:
+    """Columns of a few distinct values each: stored as dictionary indices."""
+    rng = random.Random(seed)
+
+    def pick(values, null_rate=0.0):
+        return [None if rng.random() < null_rate else rng.choice(values) for _ in range(rows)]
+
+    days = [datetime.date(1994, 1, 1) + datetime.timedelta(days=7 * i) for i in range(300)]
+    return pa.table(
+        {
+            "q": pa.array(pick(range(1, 51)), pa.int32()),
+            "q_null": pa.array(pick(range(1, 51), 0.1), pa.int32()),
+            "n8": pa.array(pick([-128, -1, 0, 7, 127], 0.05), pa.int8()),
+            "n64": pa.array(pick([-(2**62), -5, 0, 2**40, 2**62]), pa.int64()),
+            "ship": pa.array(pick(days, 0.05), pa.date32()),
+            "disc": pa.array(pick([D(i) / 100 for i in range(11)]), pa.decimal128(15, 2)),
+            "tax": pa.array(pick([D(i) / 100 for i in range(-4, 9)], 0.1), pa.decimal128(9, 2)),
+            "key": pa.array(pick(range(10**9, 10**9 + 200)), pa.int64()),
+            "s": pa.array(pick(["a", "b", "c"], 0.1), pa.string()),
+        }
+    )
+
+
+FEW = make_few_values_table()
+FEW_FILTERS = {
+    "q6_like": (F("ship") >= pa.scalar(datetime.date(1995, 1, 1)))
+    & (F("ship") < pa.scalar(datetime.date(1996, 1, 1)))
+    & (F("disc") >= dec("0.05"))
+    & (F("disc") <= dec("0.07"))
+    & (F("q") < 24),
+    "ints_with_nulls": (F("q_null") >= 10) & (F("q_null") <= 12),
+    "narrow_ne": (F("n8") != pa.scalar(0, pa.int8())) & (F("n8") < pa.scalar(100, pa.int8())),
+    "int64_extremes": F("n64") <= pa.scalar(-5, pa.int64()),
+    "decimal_int32_nulls": F("tax") < dec("0.00", 9, 2),
+    "rescaled": F("disc") > dec("0.045", 16, 3),
+    "every_value_passes": F("disc") >= dec("0.00"),
+    "no_value_passes": F("q") > 50,
+    "nulls_never_pass": F("q_null") != 1000,
+    "one_value": F("key") == pa.scalar(10**9 + 17, pa.int64()),
+}
+
+
+def stored_chunks(store, dataset, column: str) -> list[tuple[bytes, pq.ColumnChunkMetaData]]:
+    """Each stored object's bytes with each of its chunks of the column."""
+    chunks = []
+    for partition in dataset.manifest.partitions:
+        data = store.backend.read_object(partition.object_name).to_pybytes()
+        metadata = pq.ParquetFile(pa.BufferReader(data)).metadata
+        index = metadata.schema.to_arrow_schema().get_field_index(column)
+        chunks += [(data, metadata.row_group(g).column(index)) for g in range(metadata.num_row_groups)]
+    return chunks
+
+
+@pytest.fixture(scope="module")
+def few_dataset(module_store):
+    return module_store.write_dataset("few_values", FEW, rows_per_object=3000, row_group_size=3000)
+
+
+def test_few_values_are_stored_as_dictionary_indices(module_store, few_dataset):
+    """The path the tests below take: every filter column chunk all indices,
+    with a dictionary small enough to filter on (stored bytes up to one a row)."""
+    for column in ("q", "q_null", "n8", "n64", "ship", "disc", "tax", "key"):
+        for data, chunk in stored_chunks(module_store, few_dataset, column):
+            assert dictionary_throughout(data, chunk), column
+            assert chunk.data_page_offset - chunk.dictionary_page_offset <= chunk.num_values, column
+
+
+@pytest.mark.parametrize("name", FEW_FILTERS)
+def test_dictionary_filter_columns_match_pyarrow(few_dataset, name):
+    columns = ["key", "q_null", "n8", "n64", "ship", "disc", "tax", "s"]
+    result = few_dataset.to_table(columns=columns, filter=FEW_FILTERS[name], pushdown=True)
+    assert_same_table(result, expected(FEW, columns, FEW_FILTERS[name]))
+
+
+def test_dictionary_filter_columns_aggregate_like_q6(few_dataset):
+    filter = FEW_FILTERS["q6_like"]
+    revenue = F("key") * F("disc")
+    result = few_dataset.group_by([]).aggregate([(revenue, "sum", "revenue"), ("tax", "count")], filter=filter)
+    kept = FEW.filter(filter)
+    assert result.column("revenue")[0].as_py() == pc.sum(pc.multiply(kept.column("key"), kept.column("disc"))).as_py()
+    assert result.column("tax_count")[0].as_py() == pc.count(kept.column("tax")).as_py()
+
+
+def replace_object(store, dataset, data: bytes) -> str:
+    name = dataset.manifest.partitions[0].object_name
+    store.backend.put_object(name, pa.py_buffer(data), {"skyhook.format": "parquet"})
+    return name
+
+
+def parquet_bytes(table: pa.Table, **options) -> bytes:
+    """The table as storage stores it (decimals as integers), with pyarrow's options."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, store_decimal_as_integer=True, **options)
+    return sink.getvalue().to_pybytes()
+
+
+def test_chunks_falling_back_to_plain_pages_part_way(store):
+    """A tiny dictionary page limit: each chunk's first pages are indices, the
+    rest plain (read as values, not indices), in every row group."""
+    rows = 8000
+    rng = random.Random(9)
+    table = pa.table(
+        {
+            "v": pa.array([None if rng.random() < 0.05 else rng.randint(0, 3000) for _ in range(rows)], pa.int32()),
+            "d": pa.array([D(rng.randint(-5000, 5000)) / 100 for _ in range(rows)], pa.decimal128(15, 2)),
+            "k": pa.array(range(rows), pa.int64()),
+        }
+    )
+    dataset = store.write_dataset("fallback", table, rows_per_object=rows)
+    replace_object(
+        store,
+        dataset,
+        parquet_bytes(table, row_group_size=2000, dictionary_pagesize_limit=256, data_page_size=512, compression="lz4"),
+    )
+    for column in ("v", "d", "k"):
+        for data, chunk in stored_chunks(store, dataset, column):
+            encodings = data_page_encodings(data, chunk)
+            assert encodings[0] == "RLE_DICTIONARY" and encodings[-1] == "PLAIN", (column, encodings)
+    for filter in (
+        F("v") < 40,
+        (F("d") >= dec("10.00")) & (F("d") < dec("11.00")),
+        (F("v") > 2990) & (F("k") != pa.scalar(5, pa.int64())),
+    ):
+        assert_same_table(dataset.to_table(filter=filter, pushdown=True), expected(table, None, filter))
+
+
+def test_dictionary_and_plain_row_groups_in_one_object(store):
+    """Row groups of few values (indices) and of many (plain pages) in one object."""
+    rows = 6000
+    few = [i % 7 for i in range(rows // 2)]
+    many = random.Random(2).sample(range(10**6), rows // 2)
+    table = pa.table({"v": pa.array(few + many, pa.int64()), "k": pa.array(range(rows), pa.int32())})
+    dataset = store.write_dataset("mixed_groups", table, rows_per_object=rows)
+    replace_object(store, dataset, parquet_bytes(table, row_group_size=rows // 2, dictionary_pagesize_limit=4096))
+    chunks = stored_chunks(store, dataset, "v")
+    assert [dictionary_throughout(*chunk) for chunk in chunks] == [True, False]
+    for filter in (F("v") == pa.scalar(3, pa.int64()), F("v") < pa.scalar(1000, pa.int64())):
+        assert_same_table(dataset.to_table(filter=filter, pushdown=True), expected(table, None, filter))
+
+
+@pytest.mark.parametrize("column", ["v", "p"])
+def test_dictionary_index_out_of_range_is_a_corrupt_object(store, column):
+    """An index past its dictionary, in a filter column or a gathered one: a
+    corrupt object naming the column, never a crash."""
+    rows = 6000  # a multiple of 8: the last bit-packed group holds no padding
+    table = pa.table(
+        {
+            "v": pa.array([i % 3 for i in range(rows)], pa.int64()),
+            "p": pa.array([D(i % 3) / 10 for i in range(rows)], pa.decimal128(9, 1)),
+        }
+    )
+    dataset = store.write_dataset("bad_indices", table, rows_per_object=rows)
+    original = parquet_bytes(table, compression="none", write_statistics=False)
+    metadata = pq.ParquetFile(pa.BufferReader(original)).metadata.row_group(0)
+    assert all(dictionary_throughout(original, metadata.column(i)) for i in range(2))
+    damaged = bytearray(original)
+    # Three values, two bits each: 0xFF makes four indices 3.
+    damaged[in_values(original, 0, table.schema.get_field_index(column))] = 0xFF
+    name = replace_object(store, dataset, bytes(damaged))
+    with pytest.raises(skyhook.CorruptObjectError, match=f"{name}.*dictionary index out of range in column {column}"):
+        dataset.to_table(filter=F("v") == pa.scalar(1, pa.int64()), pushdown=True)

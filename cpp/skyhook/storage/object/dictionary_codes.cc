@@ -6,6 +6,7 @@
 #include <arrow/util/bitmap_ops.h>
 
 #include "skyhook/protocol/error.h"
+#include "skyhook/storage/object/dictionary_indices.h"
 
 namespace skyhook {
 namespace {
@@ -22,13 +23,10 @@ arrow::Result<std::shared_ptr<arrow::Array>> Transpose(const arrow::ArrayData& i
   ARROW_ASSIGN_OR_RAISE(auto codes_buffer, arrow::AllocateBuffer(rows * sizeof(int32_t), pool));
   auto* codes = reinterpret_cast<int32_t*>(codes_buffer->mutable_data());
   if (valid == nullptr) {
-    bool inside = true;
-    for (int64_t row = 0; row < rows; ++row) {
-      const auto at = static_cast<uint64_t>(static_cast<int64_t>(index[row]));
-      inside &= at < size;
-      codes[row] = inside ? code_of[at] : 0;
+    if (!IndicesBelow(index, rows, static_cast<int64_t>(size))) {
+      return arrow::Status::IndexError("a dictionary index out of bounds");
     }
-    if (!inside) return arrow::Status::IndexError("a dictionary index out of bounds");
+    for (int64_t row = 0; row < rows; ++row) codes[row] = code_of[index[row]];
   } else {
     for (int64_t row = 0; row < rows; ++row) {
       codes[row] = 0;

@@ -17,29 +17,6 @@ namespace {
 // it per row group would cost more than checking the rows.
 constexpr int64_t kMaxDictionaryPageBytes = 64 * 1024;
 
-bool DictionaryEncodedThroughout(const parquet::ColumnChunkMetaData& chunk) {
-  if (!chunk.has_dictionary_page()) return false;
-  int64_t dictionary_bytes = 0;  // offsets come from hostile metadata: no signed overflow
-  if (__builtin_sub_overflow(chunk.data_page_offset(), chunk.dictionary_page_offset(),
-                             &dictionary_bytes) ||
-      dictionary_bytes <= 0 || dictionary_bytes > kMaxDictionaryPageBytes) {
-    return false;
-  }
-  bool any_data_page = false;
-  for (const auto& stats : chunk.encoding_stats()) {
-    if (stats.page_type != parquet::PageType::DATA_PAGE &&
-        stats.page_type != parquet::PageType::DATA_PAGE_V2) {
-      continue;
-    }
-    if (stats.encoding != parquet::Encoding::RLE_DICTIONARY &&
-        stats.encoding != parquet::Encoding::PLAIN_DICTIONARY) {
-      return false;  // fell back to plain pages
-    }
-    any_data_page = true;
-  }
-  return any_data_page;
-}
-
 // Gathers a checked dictionary's values at the indices: Arrow's Take appends
 // value by value through a builder (a tenth of Q1's storage CPU for one-byte
 // keys); here offsets come first, then one copy per value. Indices are checked.
@@ -108,6 +85,30 @@ arrow::Result<std::shared_ptr<arrow::Array>> Gather(const arrow::Array& dictiona
 
 }  // namespace
 
+bool DictionaryEncodedThroughout(const parquet::ColumnChunkMetaData& chunk,
+                                 int64_t max_dictionary_bytes) {
+  if (!chunk.has_dictionary_page()) return false;
+  int64_t dictionary_bytes = 0;  // offsets come from hostile metadata: no signed overflow
+  if (__builtin_sub_overflow(chunk.data_page_offset(), chunk.dictionary_page_offset(),
+                             &dictionary_bytes) ||
+      dictionary_bytes <= 0 || dictionary_bytes > max_dictionary_bytes) {
+    return false;
+  }
+  bool any_data_page = false;
+  for (const auto& stats : chunk.encoding_stats()) {
+    if (stats.page_type != parquet::PageType::DATA_PAGE &&
+        stats.page_type != parquet::PageType::DATA_PAGE_V2) {
+      continue;
+    }
+    if (stats.encoding != parquet::Encoding::RLE_DICTIONARY &&
+        stats.encoding != parquet::Encoding::PLAIN_DICTIONARY) {
+      return false;  // fell back to plain pages
+    }
+    any_data_page = true;
+  }
+  return any_data_page;
+}
+
 std::vector<int> SmallDictionaryLeaves(const parquet::FileMetaData& metadata,
                                        const parquet::arrow::SchemaManifest& manifest,
                                        const arrow::Schema& schema) {
@@ -124,7 +125,8 @@ std::vector<int> SmallDictionaryLeaves(const parquet::FileMetaData& metadata,
     if (leaf < 0 || leaf >= metadata.num_columns()) continue;
     bool small = metadata.num_row_groups() > 0;
     for (int group = 0; small && group < metadata.num_row_groups(); ++group) {
-      small = DictionaryEncodedThroughout(*metadata.RowGroup(group)->ColumnChunk(leaf));
+      small = DictionaryEncodedThroughout(*metadata.RowGroup(group)->ColumnChunk(leaf),
+                                          kMaxDictionaryPageBytes);
     }
     if (small) leaves.push_back(leaf);
   }

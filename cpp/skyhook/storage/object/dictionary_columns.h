@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -10,6 +11,11 @@
 #include <parquet/metadata.h>
 
 namespace skyhook {
+
+/// Whether every data page of a column chunk is dictionary-encoded (from its
+/// encoding statistics), with a dictionary page of at most max_dictionary_bytes.
+bool DictionaryEncodedThroughout(const parquet::ColumnChunkMetaData& chunk,
+                                 int64_t max_dictionary_bytes);
 
 /// The Parquet leaves of text columns stored with small dictionaries in every
 /// row group: decoded as dictionaries and gathered into plain arrays from them

@@ -4,6 +4,8 @@
 // INT32/INT64). The rows it keeps are a superset of the filter's (conjuncts it
 // does not understand are ignored; the caller still applies the filter), and
 // only they are gathered, so wide decimals are built and filtered for matches only.
+// Dictionary-encoded column chunks are read as indices: a filter's range is
+// decided once per dictionary value, and gathered rows take their values from it.
 #pragma once
 
 #include <cstdint>
@@ -17,20 +19,13 @@
 #include <arrow/record_batch.h>
 #include <arrow/result.h>
 
+#include "skyhook/storage/object/physical_range.h"
+
 namespace parquet::arrow {
 class FileReader;
 }
 
 namespace skyhook {
-
-/// The values of an object's field a filter allows, in the field's integer
-/// domain (a decimal's unscaled value, a date's days): nulls never pass.
-struct PhysicalRange {
-  int field = 0;  // the object's field
-  int64_t low = INT64_MIN;
-  int64_t high = INT64_MAX;
-  std::vector<int64_t> excluded;  // values of `!=` conjuncts
-};
 
 /// When a selection costs more than it saves: the zone is read plainly.
 struct SelectionLimits {
