@@ -100,6 +100,7 @@ struct FieldColumn {
   const parquet::ColumnDescriptor* descriptor = nullptr;
   std::shared_ptr<arrow::DataType> type;
   DecodedColumn decoded;  // room for every row of the row group
+  int64_t rows = 0;       // of the row group
   int64_t rows_decoded = 0;
 };
 
@@ -127,8 +128,8 @@ arrow::Status Normalize(const arrow::DataType& type, int64_t* values, int64_t co
 }
 
 // Holds on to the chunk's dictionary (handed out with every batch; its reader
-// owns it), once: a chunk has one. Only the values used are widened (Keep,
-// Gather): a projection column's dictionary may be as long as the row group.
+// owns it), once: a chunk has one. A projection column's values are widened
+// only where used (Gather); a filter column's whole dictionary once (Keep).
 template <typename Physical>
 arrow::Status TakeDictionary(FieldColumn* column, const Physical* values, int32_t length) {
   auto& decoded = column->decoded;
@@ -140,6 +141,12 @@ arrow::Status TakeDictionary(FieldColumn* column, const Physical* values, int32_
   }
   if (length < 0 || (length > 0 && values == nullptr)) {
     return Corrupt("a dictionary without values");
+  }
+  // A chunk's dictionary holds values of its rows; a longer one is crafted,
+  // and would size Keep's widened copy, which is not the call's memory.
+  if (length > column->rows) {
+    return Corrupt("a dictionary of more values than its row group has rows, in column " +
+                   column->descriptor->name());
   }
   decoded.reader = column->reader;
   decoded.dictionary = values;
@@ -252,6 +259,7 @@ arrow::Result<std::optional<FieldColumn>> OpenField(parquet::arrow::FileReader* 
     return std::nullopt;
   }
   FieldColumn column;
+  column.rows = rows;
   const int leaf = fields[field].column_index;
   column.descriptor = file->parquet_reader()->metadata()->schema()->Column(leaf);
   column.type = fields[field].field->type();
