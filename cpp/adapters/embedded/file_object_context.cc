@@ -207,6 +207,11 @@ arrow::Status FileObjectContext::Replace(uint64_t keep, const arrow::Buffer& tai
   ARROW_ASSIGN_OR_RAISE(auto temporary, TemporaryFile::Create(path_));
   if (keep > 0) {
     ARROW_ASSIGN_OR_RAISE(auto kept, Read(0, keep));
+    // Sized by a stat of the path, read from the mapping: another writer's
+    // replacement in between must not leave a shifted tail or zeros.
+    if (static_cast<uint64_t>(kept->size()) != keep) {
+      return Conflict(path_, "another writer replaced it");
+    }
     ARROW_RETURN_NOT_OK(temporary->Write(kept->data(), static_cast<uint64_t>(kept->size())));
   }
   ARROW_RETURN_NOT_OK(temporary->Write(tail.data(), static_cast<uint64_t>(tail.size())));

@@ -81,6 +81,17 @@ TEST_F(FileObjectContextTest, ReadersKeepTheBytesTheyMapped) {
   EXPECT_EQ(mapped->ToString(), "bytes a reader maps");
 }
 
+TEST_F(FileObjectContextTest, AnAppendOverAnotherWritersReplacementIsAConflict) {
+  auto appender = Object("a");
+  ASSERT_TRUE(appender.WriteFull(arrow::Buffer("short")).ok());
+  EXPECT_EQ(Contents(appender), "short");  // mapped: the 5 bytes
+  ASSERT_TRUE(Object("a").WriteFull(arrow::Buffer("a longer version")).ok());
+  auto appended = appender.Append(arrow::Buffer("!"));
+  EXPECT_EQ(CodeOf(appended), ErrorCode::kConflict) << appended.ToString();
+  auto reader = Object("a");
+  EXPECT_EQ(Contents(reader), "a longer version");  // nothing of the append was written
+}
+
 TEST_F(FileObjectContextTest, XattrsBelongToTheObjectAndSurviveWrites) {
   auto object = Object("a");
   ASSERT_TRUE(object.SetXattr("format", "parquet").ok());  // creates an empty object
