@@ -5,12 +5,15 @@
 namespace skyhook {
 
 arrow::Status CappedMemoryPool::Reserve(int64_t size) {
-  int64_t now = allocated_.fetch_add(size) + size;
-  if (size > 0 && now > cap_) {
-    allocated_.fetch_sub(size);
-    return Error(ErrorCode::kLimitExceeded, "the call needs more than the node's limit of ",
-                 cap_ >> 20, " MiB of memory");
-  }
+  // Compared before it is added, as NodeMemory::Reserve: a huge size cannot wrap the count.
+  int64_t now = allocated_.load();
+  do {
+    if (size > 0 && size > cap_ - now) {
+      return Error(ErrorCode::kLimitExceeded, "the call needs more than the node's limit of ",
+                   cap_ >> 20, " MiB of memory");
+    }
+  } while (!allocated_.compare_exchange_weak(now, now + size));
+  now += size;
   auto node = node_->Reserve(size, node_cap_);
   if (!node.ok()) {
     allocated_.fetch_sub(size);

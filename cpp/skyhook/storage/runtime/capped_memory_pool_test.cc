@@ -51,5 +51,18 @@ TEST(CappedMemoryPool, CallsTogetherStayWithinTheNodeCap) {
   EXPECT_EQ(node.held(), 0);
 }
 
+TEST(CappedMemoryPool, AHugeRequestIsRefusedWithoutWrappingTheCounts) {
+  NodeMemory node;
+  CappedMemoryPool pool(arrow::default_memory_pool(), 64 * kKiB, &node, 128 * kKiB);
+  uint8_t* held = nullptr;
+  ASSERT_TRUE(pool.Allocate(16 * kKiB, 64, &held).ok());
+  uint8_t* huge = nullptr;
+  EXPECT_EQ(CodeOf(pool.Allocate(INT64_MAX - 8, 64, &huge)), ErrorCode::kLimitExceeded);
+  EXPECT_EQ(CodeOf(node.Reserve(INT64_MAX - 8, 128 * kKiB)), ErrorCode::kLimitExceeded);
+  EXPECT_EQ(pool.bytes_allocated(), 16 * kKiB);
+  EXPECT_EQ(node.held(), 16 * kKiB);
+  pool.Free(held, 16 * kKiB, 64);
+}
+
 }  // namespace
 }  // namespace skyhook

@@ -10,13 +10,20 @@ NodeMemory* NodeMemory::Process() {
 }
 
 arrow::Status NodeMemory::Reserve(int64_t size, int64_t limit) {
-  int64_t now = held_.fetch_add(size) + size;
-  if (size > 0 && now > limit) {
-    held_.fetch_sub(size);
-    return Error(ErrorCode::kLimitExceeded,
-                 "the node's calls together need more than its limit of ", limit >> 20,
-                 " MiB of memory");
+  if (size <= 0) {
+    held_.fetch_add(size);
+    return arrow::Status::OK();
   }
+  // Compared before it is added: a refused request never shows in the count
+  // that concurrent calls check, and a huge size cannot wrap it.
+  int64_t held = held_.load();
+  do {
+    if (size > limit - held) {
+      return Error(ErrorCode::kLimitExceeded,
+                   "the node's calls together need more than its limit of ", limit >> 20,
+                   " MiB of memory");
+    }
+  } while (!held_.compare_exchange_weak(held, held + size));
   return arrow::Status::OK();
 }
 
