@@ -79,12 +79,19 @@ def to_substrait(
 def filter_for_storage(filter: pc.Expression, schema: pa.Schema) -> tuple[bytes | None, set[str]]:
     """to_substrait([filter], ["filter"], schema, is_filter=True) and
     filter_columns(filter, schema) from one serialization (a query needs both)."""
-    try:
-        message = _serialize([filter], ["filter"], request_schema(schema))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+    message = _filter_message(filter, schema)
+    if message is None:
         return None, set(schema.names)
     read = _read_fields(message, schema)
     return _for_storage(message, read, filters=1), {field.name for field in read}
+
+
+def _filter_message(filter: pc.Expression, schema: pa.Schema) -> ExtendedExpression | None:
+    """The filter serialised as a request carries it; None when pyarrow cannot."""
+    try:
+        return _serialize([filter], ["filter"], request_schema(schema))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
 
 
 def _for_storage(message: ExtendedExpression, read: list[pa.Field], filters: int) -> bytes | None:
@@ -173,11 +180,8 @@ def _within_storage_limits(serialized: ExtendedExpression) -> bool:
 def filter_columns(filter: pc.Expression, schema: pa.Schema) -> set[str]:
     """The names of the columns filter reads (a validated filter); every
     column when pyarrow cannot tell (Substrait cannot name what it reads)."""
-    try:
-        message = _serialize([filter], ["filter"], request_schema(schema))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return set(schema.names)
-    return {field.name for field in _read_fields(message, schema)}
+    message = _filter_message(filter, schema)
+    return set(schema.names) if message is None else {field.name for field in _read_fields(message, schema)}
 
 
 def unbound(expression: pc.Expression) -> pc.Expression:
