@@ -205,7 +205,8 @@ TEST(PageChecksums, AChunkIsVerifiedOncePerUnchangedObject) {
       parquet::ParquetFileReader::Open(std::make_shared<arrow::io::BufferReader>(file))->metadata();
   auto checksums = PageChecksums::Make(metadata).ValueOrDie();
   auto chunk = metadata->RowGroup(1)->ColumnChunk(0);
-  const int64_t start = chunk->data_page_offset();
+  const int64_t start =
+      chunk->has_dictionary_page() ? chunk->dictionary_page_offset() : chunk->data_page_offset();
   const int64_t length = chunk->total_compressed_size();
   for (bool kept : {true, false}) {
     VerifiedChunks verified;
