@@ -74,6 +74,22 @@ def test_an_object_rewritten_in_place_is_read_anew(two):
     assert_same_table(_scan(store, "a"), _current(b))
 
 
+def test_a_page_damaged_in_place_after_a_scan_is_found(two):
+    """Chunks verified through a kept mapping are not verified again while the
+    file is unchanged; a file changed in place is mapped, and verified, anew."""
+    store, a, _ = two
+    with pq.ParquetFile(a) as parquet:
+        chunk = parquet.metadata.row_group(0).column(1)
+        at = (chunk.dictionary_page_offset or chunk.data_page_offset) + chunk.total_compressed_size - 4
+    with open(a, "r+b") as target:  # one byte of a value of v, same size
+        target.seek(at)
+        byte = target.read(1)
+        target.seek(at)
+        target.write(bytes([byte[0] ^ 0x10]))
+    with pytest.raises(skyhook.CorruptObjectError, match="checksum|CRC|crc"):
+        _scan(store, "a")
+
+
 def test_an_object_truncated_in_place_fails_cleanly(two):
     store, a, _ = two
     os.truncate(a, os.path.getsize(a) // 2)  # a kept mapping of the whole file would fault (SIGBUS)

@@ -169,7 +169,9 @@ arrow::Status Conflict(const std::string& path, const std::string& why) {
 
 arrow::Result<std::shared_ptr<arrow::io::MemoryMappedFile>> FileObjectContext::Mapped() {
   if (!file_) {
-    ARROW_ASSIGN_OR_RAISE(file_, MappedObjects::Process()->Open(path_));
+    ARROW_ASSIGN_OR_RAISE(auto mapped, MappedObjects::Process()->Open(path_));
+    file_ = std::move(mapped.file);
+    verified_ = std::move(mapped.verified);
   }
   return file_;
 }
@@ -219,6 +221,7 @@ arrow::Status FileObjectContext::Replace(uint64_t keep, const arrow::Buffer& tai
   ARROW_RETURN_NOT_OK(temporary->CopyXattrs());
   ARROW_RETURN_NOT_OK(temporary->Commit());
   file_.reset();  // the next read maps the new file
+  verified_.reset();
   return arrow::Status::OK();
 }
 
@@ -240,6 +243,7 @@ arrow::Status FileObjectContext::ReplaceObject(const arrow::Buffer& data,
   }
   ARROW_RETURN_NOT_OK(temporary->Commit());
   file_.reset();  // the next read maps the new file
+  verified_.reset();
   return arrow::Status::OK();
 }
 

@@ -40,6 +40,7 @@ class FileObjectContext : public MutableObjectContext {
   arrow::Status RemoveOmap(const std::string& key) override;
   arrow::Status UpdateOmap(const std::vector<std::string>& remove,
                            const std::map<std::string, std::string>& set) override;
+  VerifiedChunks* verified_chunks() override { return verified_.get(); }
 
  private:
   arrow::Result<std::shared_ptr<arrow::io::MemoryMappedFile>> Mapped();
@@ -54,6 +55,7 @@ class FileObjectContext : public MutableObjectContext {
   std::string path_;
   std::string omap_database_;
   std::shared_ptr<arrow::io::MemoryMappedFile> file_;
+  std::shared_ptr<VerifiedChunks> verified_;  // the kept mapping's (mapped_objects.h)
   std::unique_ptr<OmapDatabase> omap_;
 };
 

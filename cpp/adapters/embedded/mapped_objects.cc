@@ -23,8 +23,7 @@ MappedObjects* MappedObjects::Process() {
   return process;
 }
 
-arrow::Result<std::shared_ptr<arrow::io::MemoryMappedFile>> MappedObjects::Open(
-    const std::string& path) {
+arrow::Result<MappedObject> MappedObjects::Open(const std::string& path) {
   if (max_bytes_ > 0) {
     struct stat status{};
     const bool exists = stat(path.c_str(), &status) == 0;
@@ -33,7 +32,7 @@ arrow::Result<std::shared_ptr<arrow::io::MemoryMappedFile>> MappedObjects::Open(
     if (found != mappings_.end()) {
       if (exists && found->second.identity == Of(status)) {
         recent_.splice(recent_.begin(), recent_, found->second.recent);
-        return found->second.file;
+        return MappedObject{found->second.file, found->second.verified};
       }
       Drop(found);
     }
@@ -45,14 +44,15 @@ arrow::Result<std::shared_ptr<arrow::io::MemoryMappedFile>> MappedObjects::Open(
   ARROW_ASSIGN_OR_RAISE(int64_t mapped, file->GetSize());
   // Kept only if the file still has the mapping's size: its identity is read after it was mapped.
   if (max_bytes_ > 0 && fstat(file->file_descriptor(), &status) == 0 && status.st_size == mapped) {
-    Keep(path, Of(status), file);
+    return MappedObject{file, Keep(path, Of(status), file)};
   }
-  return file;
+  return MappedObject{std::move(file), nullptr};
 }
 
-void MappedObjects::Keep(const std::string& path, const Identity& identity,
-                         std::shared_ptr<arrow::io::MemoryMappedFile> file) {
-  if (identity.size > max_bytes_) return;
+std::shared_ptr<VerifiedChunks> MappedObjects::Keep(
+    const std::string& path, const Identity& identity,
+    std::shared_ptr<arrow::io::MemoryMappedFile> file) {
+  if (identity.size > max_bytes_) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = mappings_.find(path);
   if (found != mappings_.end()) Drop(found);  // another call mapped it meanwhile
@@ -68,8 +68,10 @@ void MappedObjects::Keep(const std::string& path, const Identity& identity,
     Drop(mappings_.find(recent_.back()));
   }
   recent_.push_front(path);
-  mappings_.emplace(path, Mapping{identity, std::move(file), recent_.begin()});
+  auto verified = std::make_shared<VerifiedChunks>();
+  mappings_.emplace(path, Mapping{identity, std::move(file), verified, recent_.begin()});
   bytes_ += identity.size;
+  return verified;
 }
 
 void MappedObjects::Drop(std::unordered_map<std::string, Mapping>::iterator mapping) {

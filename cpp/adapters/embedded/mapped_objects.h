@@ -6,7 +6,8 @@
 // call only when the file now at the path is the one it maps, unchanged:
 // same device and inode (the kept mapping holds the inode, so its number is
 // not reused), size, mtime and ctime. A file changed in any of these is mapped
-// anew; one truncated under a kept mapping is never read through it.
+// anew; one truncated under a kept mapping is never read through it. A kept
+// mapping also keeps the column chunks verified through it (verified_chunks.h).
 #pragma once
 
 #include <sys/stat.h>
@@ -21,7 +22,16 @@
 #include <arrow/io/file.h>
 #include <arrow/result.h>
 
+#include "skyhook/storage/object/verified_chunks.h"
+
 namespace skyhook {
+
+/// A read-only mapping of an object file, and the chunks verified through it
+/// while it is kept (nullptr for a mapping of this call only).
+struct MappedObject {
+  std::shared_ptr<arrow::io::MemoryMappedFile> file;
+  std::shared_ptr<VerifiedChunks> verified;
+};
 
 class MappedObjects {
  public:
@@ -36,7 +46,7 @@ class MappedObjects {
 
   /// A read-only mapping of the file now at `path`: a kept one if it maps that
   /// very file, unchanged, otherwise a new one (kept if it fits).
-  arrow::Result<std::shared_ptr<arrow::io::MemoryMappedFile>> Open(const std::string& path);
+  arrow::Result<MappedObject> Open(const std::string& path);
 
   int64_t mapped_bytes() const;
   size_t mappings() const;
@@ -53,12 +63,14 @@ class MappedObjects {
   struct Mapping {
     Identity identity;
     std::shared_ptr<arrow::io::MemoryMappedFile> file;
+    std::shared_ptr<VerifiedChunks> verified;
     std::list<std::string>::iterator recent;  // its place in recent_
   };
 
   static Identity Of(const struct stat& status);
-  void Keep(const std::string& path, const Identity& identity,
-            std::shared_ptr<arrow::io::MemoryMappedFile> file);
+  /// The kept mapping's verified chunks; nullptr when it is too large to keep.
+  std::shared_ptr<VerifiedChunks> Keep(const std::string& path, const Identity& identity,
+                                       std::shared_ptr<arrow::io::MemoryMappedFile> file);
   void Drop(std::unordered_map<std::string, Mapping>::iterator mapping);
 
   const int64_t max_bytes_;

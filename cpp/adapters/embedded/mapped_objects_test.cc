@@ -43,7 +43,7 @@ class MappedObjectsTest : public testing::Test {
   }
 
   static std::string Contents(MappedObjects& mapped, const std::string& path) {
-    auto file = mapped.Open(path).ValueOrDie();
+    auto file = mapped.Open(path).ValueOrDie().file;
     return file->ReadAt(0, file->GetSize().ValueOrDie()).ValueOrDie()->ToString();
   }
 
@@ -54,8 +54,25 @@ TEST_F(MappedObjectsTest, AnUnchangedFileKeepsItsMapping) {
   MappedObjects mapped(1 << 20);
   auto path = Write("a", "first version");
   auto first = mapped.Open(path).ValueOrDie();
-  EXPECT_EQ(mapped.Open(path).ValueOrDie(), first);
+  auto again = mapped.Open(path).ValueOrDie();
+  EXPECT_EQ(again.file, first.file);
+  ASSERT_NE(first.verified, nullptr);
+  EXPECT_EQ(again.verified, first.verified);  // chunks verified through it stay verified
   EXPECT_EQ(mapped.mapped_bytes(), 13);
+}
+
+TEST_F(MappedObjectsTest, ChunksVerifiedGoWithTheirMapping) {
+  MappedObjects mapped(1 << 20);
+  auto path = Write("a", "first version");
+  auto first = mapped.Open(path).ValueOrDie();
+  first.verified->Add(0, 5);
+  Replace("a", "other version");  // same size: another file
+  auto other = mapped.Open(path).ValueOrDie();
+  ASSERT_NE(other.verified, nullptr);
+  EXPECT_FALSE(other.verified->Contains(0, 5));
+  EXPECT_TRUE(first.verified->Contains(0, 5));  // the old mapping's, still held by its calls
+  // A mapping too large to keep verifies every read again.
+  EXPECT_EQ(MappedObjects(4).Open(path).ValueOrDie().verified, nullptr);
 }
 
 TEST_F(MappedObjectsTest, AFileRenamedOverIsMappedAnew) {
@@ -104,8 +121,8 @@ TEST_F(MappedObjectsTest, KeepsAtMostItsBytesAndMappings) {
   for (const auto& path : paths) ASSERT_TRUE(mapped.Open(path).ok());
   EXPECT_EQ(mapped.mappings(), 2u);  // the two most recent
   EXPECT_EQ(mapped.mapped_bytes(), 80);
-  auto newest = mapped.Open(paths[4]).ValueOrDie();
-  EXPECT_EQ(mapped.Open(paths[4]).ValueOrDie(), newest);
+  auto newest = mapped.Open(paths[4]).ValueOrDie().file;
+  EXPECT_EQ(mapped.Open(paths[4]).ValueOrDie().file, newest);
   // Larger than the bound: served, not kept.
   EXPECT_EQ(Contents(mapped, Write("big", std::string(101, 'b'))), std::string(101, 'b'));
   EXPECT_EQ(mapped.mapped_bytes(), 80);
@@ -121,7 +138,8 @@ TEST_F(MappedObjectsTest, ZeroBytesKeepsNothing) {
   MappedObjects mapped(0);
   auto path = Write("a", "bytes");
   auto first = mapped.Open(path).ValueOrDie();
-  EXPECT_NE(mapped.Open(path).ValueOrDie(), first);
+  EXPECT_NE(mapped.Open(path).ValueOrDie().file, first.file);
+  EXPECT_EQ(first.verified, nullptr);
   EXPECT_EQ(mapped.mappings(), 0u);
 }
 

@@ -36,7 +36,7 @@ from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, ObjectNotFoundError
 from skyhook.execution.column_objects import column_view, holding, layout
 from skyhook.execution.cost import bytes_read
-from skyhook.execution.placement import Placement, PlacementPolicy, at_client
+from skyhook.execution.placement import Placement, PlacementPolicy, at_client, reply_bound_by_object
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.execution.scan_execution import ScanExecution
 from skyhook.execution.workload_log import record_query
@@ -100,7 +100,8 @@ class AggregateExecution:
         self.query = query
         self.use_threads = use_threads
         compression = checked_compression(reply_compression, source.backend.reply_compression)
-        self.policy = PlacementPolicy(pushdown, pushdown_threshold, compression, reply_within_object)
+        within_object = reply_bound_by_object(reply_within_object, source.backend)
+        self.policy = PlacementPolicy(pushdown, pushdown_threshold, compression, within_object)
         self.pushback_limits = PushbackLimits(max_in_flight=max_in_flight, max_slice_cpu_ns=max_slice_cpu_ns)
         schema = source.schema
         self.output_schema = query.output_schema(schema)

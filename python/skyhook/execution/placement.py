@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TypeVar
 
+from skyhook.backends.base import MethodCaller
 from skyhook.backends.parallel import ordered_map
 from skyhook.errors import InvalidRequestError
 from skyhook.execution.cost import PUSHDOWN_THRESHOLDS, Prediction
@@ -121,6 +122,14 @@ class PlacementPolicy:
             f"{basis}: reply/object bytes {ratio:.3f} {'<=' if pushdown else '>'} {self.threshold}: "
             f"{'pushdown' if pushdown else 'plain reads'} for {_which(objects)}",
         )
+
+
+def reply_bound_by_object(requested: bool | None, backend: MethodCaller) -> bool | None:
+    """Whether storage pushes back a reply that would pass its object's size:
+    as requested; a backend in the client's process keeps such replies (they
+    cross no link, so the plain read they would be pushed back to saves
+    nothing and storage's work would be lost)."""
+    return False if requested is None and backend.runs_in_process else requested
 
 
 def _which(objects: int) -> str:

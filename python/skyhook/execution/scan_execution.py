@@ -22,7 +22,7 @@ from skyhook.execution.column_objects import column_view, holding, layout, zippe
 from skyhook.execution.cost import bytes_read, decoded_bytes, predicted_reply_ratio
 from skyhook.execution.link_cost import Work
 from skyhook.execution.observed_rates import rates_of
-from skyhook.execution.placement import Decision, PlacementPolicy, at_client
+from skyhook.execution.placement import Decision, PlacementPolicy, at_client, reply_bound_by_object
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.execution.workload_log import record_query
 from skyhook.plan.carried_types import as_dataset_types, is_carried
@@ -131,7 +131,8 @@ class ScanExecution:
         self.use_threads = use_threads
         compression = checked_compression(reply_compression, source.backend.reply_compression)
         self.rates = rates_of(source.backend)
-        self.policy = PlacementPolicy(pushdown, pushdown_threshold, compression, reply_within_object, self.rates)
+        within_object = reply_bound_by_object(reply_within_object, source.backend)
+        self.policy = PlacementPolicy(pushdown, pushdown_threshold, compression, within_object, self.rates)
         self.max_result_bytes = max_result_bytes
         self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
         self._filter_substrait, self._filter_reads = (

@@ -12,6 +12,8 @@
 #include <arrow/result.h>
 #include <arrow/status.h>
 
+#include "skyhook/storage/object/verified_chunks.h"
+
 namespace skyhook {
 
 class ObjectContext {
@@ -31,6 +33,10 @@ class ObjectContext {
   /// The omap's value of `key`, or nullopt when it has none. Readers may use
   /// it too: statistics and indexes live there (storage/secondary/).
   virtual arrow::Result<std::optional<std::string>> GetOmap(const std::string& key) = 0;
+
+  /// The chunks of this object verified while its bytes are known unchanged
+  /// (verified_chunks.h), or nullptr: then every chunk read is verified.
+  virtual VerifiedChunks* verified_chunks() { return nullptr; }
 };
 
 }  // namespace skyhook

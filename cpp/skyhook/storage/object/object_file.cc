@@ -64,7 +64,7 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadAt(int64_t positio
   }
   // Checked on every read, cached or not: a small read kept before the
   // checksums were known (a footer) may be what a corrupt footer calls a chunk.
-  if (checksums_ != nullptr) ARROW_RETURN_NOT_OK(checksums_->Check(position, *buffer));
+  if (checksums_ != nullptr) ARROW_RETURN_NOT_OK(Verify(position, *buffer));
   if (cached != small_reads_.end()) return buffer;
   // Footers are read again by every reader opened on the file (a check, then
   // Arrow's reader once per column set): keep small reads, read them once.
@@ -73,6 +73,16 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadAt(int64_t positio
     small_read_bytes_ += length;
   }
   return buffer;
+}
+
+arrow::Status ObjectFile::Verify(int64_t position, const arrow::Buffer& bytes) {
+  VerifiedChunks* verified = object_->verified_chunks();
+  const bool chunk = verified != nullptr && checksums_->IsChunk(position, bytes.size());
+  const uint64_t offset = start_ + static_cast<uint64_t>(position);  // in the object
+  if (chunk && verified->Contains(offset, bytes.size())) return arrow::Status::OK();
+  ARROW_RETURN_NOT_OK(checksums_->Check(position, bytes));
+  if (chunk) verified->Add(offset, bytes.size());
+  return arrow::Status::OK();
 }
 
 arrow::Result<int64_t> ObjectFile::ReadAt(int64_t position, int64_t nbytes, void* out) {

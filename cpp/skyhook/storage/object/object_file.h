@@ -59,6 +59,10 @@ class ObjectFile : public arrow::io::RandomAccessFile {
   ObjectFile(ObjectContext* object, uint64_t start, int64_t size)
       : object_(object), start_(start), size_(size) {}
 
+  /// bytes read at position checked against checksums_, unless the object
+  /// already saw them verified as that chunk (verified_chunks.h).
+  arrow::Status Verify(int64_t position, const arrow::Buffer& bytes);
+
   static constexpr int64_t kSmallRead = 64 * 1024;
   static constexpr int64_t kSmallReadsKept = 256 * 1024;
 

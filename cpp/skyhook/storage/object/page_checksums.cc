@@ -271,15 +271,21 @@ arrow::Result<std::shared_ptr<const PageChecksums>> PageChecksums::Make(
   return std::shared_ptr<const PageChecksums>(std::move(checksums));
 }
 
-arrow::Status PageChecksums::Check(int64_t position, const arrow::Buffer& bytes) const {
-  const int64_t length = bytes.size();
-  if (length == 0 || position >= end_ || position + length <= first_) return arrow::Status::OK();
+const PageChecksums::Chunk* PageChecksums::Find(int64_t position, int64_t length) const {
   auto chunk = std::lower_bound(chunks_.begin(), chunks_.end(), std::make_pair(position, length),
                                 [](const Chunk& chunk, const std::pair<int64_t, int64_t>& read) {
                                   return chunk.start != read.first ? chunk.start < read.first
                                                                    : chunk.length < read.second;
                                 });
-  if (chunk == chunks_.end() || chunk->start != position || chunk->length != length) {
+  if (chunk == chunks_.end() || chunk->start != position || chunk->length != length) return nullptr;
+  return &*chunk;
+}
+
+arrow::Status PageChecksums::Check(int64_t position, const arrow::Buffer& bytes) const {
+  const int64_t length = bytes.size();
+  if (length == 0 || position >= end_ || position + length <= first_) return arrow::Status::OK();
+  const Chunk* chunk = Find(position, length);
+  if (chunk == nullptr) {
     return Error(ErrorCode::kCorruptObject,
                  "object is not a readable Parquet partition: a read of ", length, " bytes at ",
                  position, " is not one column chunk, so its page checksums cannot be verified");

@@ -41,6 +41,9 @@ class PageChecksums {
   /// and row group.
   arrow::Status Check(int64_t position, const arrow::Buffer& bytes) const;
 
+  /// [position, position + length) is exactly one column chunk.
+  bool IsChunk(int64_t position, int64_t length) const { return Find(position, length) != nullptr; }
+
  private:
   struct Chunk {
     int64_t start;
@@ -48,6 +51,8 @@ class PageChecksums {
     int row_group;
     int column;
   };
+
+  const Chunk* Find(int64_t position, int64_t length) const;
 
   explicit PageChecksums(std::shared_ptr<parquet::FileMetaData> metadata)
       : metadata_(std::move(metadata)) {}

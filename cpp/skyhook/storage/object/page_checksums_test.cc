@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "skyhook/protocol/error.h"
+#include "skyhook/storage/object/object_file.h"
 
 namespace skyhook {
 namespace {
@@ -171,6 +172,57 @@ TEST(PageChecksums, ChecksExactlyTheChunksArrowReads) {
     }
     // The footer lies outside the chunks.
     EXPECT_TRUE(checksums->Check(file->size() - 8, *SliceBuffer(file, file->size() - 8, 8)).ok());
+  }
+}
+
+// An object whose bytes a test changes behind the reader's back, as a kept
+// mapping's adapter would never let happen unseen.
+class ChangingObject : public ObjectContext {
+ public:
+  ChangingObject(std::string bytes, VerifiedChunks* verified)
+      : bytes_(std::move(bytes)), verified_(verified) {}
+  std::string& bytes() { return bytes_; }
+  arrow::Result<uint64_t> Size() override { return bytes_.size(); }
+  arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset, uint64_t length) override {
+    return std::make_shared<arrow::Buffer>(bytes_.substr(offset, length));
+  }
+  arrow::Result<std::optional<std::string>> GetXattr(const std::string&) override {
+    return std::nullopt;
+  }
+  arrow::Result<std::optional<std::string>> GetOmap(const std::string&) override {
+    return std::nullopt;
+  }
+  VerifiedChunks* verified_chunks() override { return verified_; }
+
+ private:
+  std::string bytes_;
+  VerifiedChunks* verified_;
+};
+
+TEST(PageChecksums, AChunkIsVerifiedOncePerUnchangedObject) {
+  auto file = WrittenFile(false);
+  auto metadata =
+      parquet::ParquetFileReader::Open(std::make_shared<arrow::io::BufferReader>(file))->metadata();
+  auto checksums = PageChecksums::Make(metadata).ValueOrDie();
+  auto chunk = metadata->RowGroup(1)->ColumnChunk(0);
+  const int64_t start =
+      chunk->has_dictionary_page() ? chunk->dictionary_page_offset() : chunk->data_page_offset();
+  const int64_t length = chunk->total_compressed_size();
+  for (bool kept : {true, false}) {
+    VerifiedChunks verified;
+    ChangingObject object(file->ToString(), kept ? &verified : nullptr);
+    auto view = ObjectFile::Open(&object).ValueOrDie();
+    view->VerifyPages(checksums);
+    ASSERT_TRUE(view->ReadAt(start, length).ok());
+    EXPECT_EQ(verified.Contains(start, length), kept);
+    EXPECT_FALSE(verified.Contains(start + 1, length - 1));
+    object.bytes()[start + length - 2] ^= 0x04;  // damaged where the adapter cannot see it
+    auto again = ObjectFile::Open(&object).ValueOrDie();
+    again->VerifyPages(checksums);
+    // Kept: verified once, not again; otherwise the damage is found.
+    EXPECT_EQ(again->ReadAt(start, length).ok(), kept);
+    // Whether a read is a chunk is still the footer's to say.
+    EXPECT_EQ(CodeOf(again->ReadAt(start + 1, length - 1).status()), ErrorCode::kCorruptObject);
   }
 }
 
