@@ -51,8 +51,8 @@ class DecodedRequests {
     auto value = std::make_shared<const Value>(std::move(*decoded));
     if (static_cast<int64_t>(key.size()) * 10 > kMaxBytes) return value;
     std::lock_guard<std::mutex> lock(mutex_);
-    while (!entries_.empty() &&
-           (entries_.size() >= kMaxEntries || bytes_ + static_cast<int64_t>(key.size()) > kMaxBytes)) {
+    while (!entries_.empty() && (entries_.size() >= kMaxEntries ||
+                                 bytes_ + static_cast<int64_t>(key.size()) > kMaxBytes)) {
       EvictLeastRecent();
     }
     auto [entry, inserted] = entries_.emplace(std::string(key), Entry{value, ++clock_});

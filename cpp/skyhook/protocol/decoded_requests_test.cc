@@ -97,9 +97,8 @@ TEST(DecodedRequests, ConcurrentCallsShareValues) {
     threads.emplace_back([&, t]() {
       for (int i = 0; i < 2000; ++i) {
         const std::string key = "k" + std::to_string((i * 7 + t) % 100);
-        auto value = cache.GetOrDecode(key, [&]() -> arrow::Result<std::string> {
-          return "decoded:" + key;
-        });
+        auto value = cache.GetOrDecode(
+            key, [&]() -> arrow::Result<std::string> { return "decoded:" + key; });
         if (!value.ok() || **value != "decoded:" + key) ++wrong[t];
       }
     });

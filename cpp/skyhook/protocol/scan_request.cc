@@ -38,10 +38,9 @@ arrow::Result<std::optional<arrow::engine::BoundExpressions>> DecodeExpressions(
   if (!serialized) return std::nullopt;
   std::string key(1, static_cast<char>(role));  // a filter's bytes are checked as a filter
   key.append(std::string_view(**serialized));
-  ARROW_ASSIGN_OR_RAISE(
-      auto decoded,
-      DecodedRequests<CheckedExpressions>::Process()->GetOrDecode(
-          key, [&]() { return CheckAndDeserialize(**serialized, field, role); }));
+  ARROW_ASSIGN_OR_RAISE(auto decoded,
+                        DecodedRequests<CheckedExpressions>::Process()->GetOrDecode(
+                            key, [&]() { return CheckAndDeserialize(**serialized, field, role); }));
   *nodes += decoded->nodes;
   return decoded->expressions;
 }

@@ -258,8 +258,7 @@ std::optional<ScanZones> EveryZone(const ObjectReader& reader) {
 arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, ObjectReader* reader,
                                                       const arrow::engine::BoundExpressions& filter,
                                                       const std::vector<PhysicalRange>& ranges,
-                                                      bool ranges_whole,
-                                                      CallResources* resources) {
+                                                      bool ranges_whole, CallResources* resources) {
   const auto& object_schema = *reader->schema();
   const auto& bound_schema = *filter.schema;
   const auto& expression = filter.named_expressions[0].expression;
@@ -439,7 +438,8 @@ arrow::Result<FilteredRows> FilteredRows::Open(ObjectContext* object, ObjectRead
     bool whole = false;
     auto ranges = PhysicalRanges(filter->named_expressions[0].expression, *filter->schema,
                                  *reader->schema(), &whole);
-    ARROW_ASSIGN_OR_RAISE(auto plan, PlanScanZones(object, reader, *filter, ranges, whole, resources));
+    ARROW_ASSIGN_OR_RAISE(auto plan,
+                          PlanScanZones(object, reader, *filter, ranges, whole, resources));
     if (!reader->SelectsZones()) ranges.clear();  // no pre-filter
     if (!plan && !ranges.empty()) plan = EveryZone(*reader);
     if (plan) {

@@ -44,8 +44,7 @@ struct ScanZones {
 arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, ObjectReader* reader,
                                                       const arrow::engine::BoundExpressions& filter,
                                                       const std::vector<PhysicalRange>& ranges,
-                                                      bool ranges_whole,
-                                                      CallResources* resources);
+                                                      bool ranges_whole, CallResources* resources);
 
 /// The planned rows, batch by batch, from row start_row of the object on.
 class ZoneBatches {
