@@ -2,6 +2,7 @@
 
 #include <arrow/engine/substrait/serde.h>
 
+#include "skyhook/protocol/decoded_requests.h"
 #include "skyhook/protocol/error.h"
 #include "skyhook/protocol/frame.h"
 #include "skyhook/substrait/request_check.h"
@@ -11,20 +12,37 @@ namespace {
 
 using substrait_check::ExpressionRole;
 
-// Adds the expressions' nodes to *nodes.
-arrow::Result<std::optional<arrow::engine::BoundExpressions>> DecodeExpressions(
-    const HeaderReader& header, const std::string& field, ExpressionRole role, int64_t* nodes) {
-  ARROW_ASSIGN_OR_RAISE(auto serialized, header.Binary(field));
-  if (!serialized) return std::nullopt;
-  auto checked = substrait_check::CheckExtendedExpression(std::string_view(**serialized), role);
+// An expression message checked and decoded: a pure function of its bytes and role.
+struct CheckedExpressions {
+  arrow::engine::BoundExpressions expressions;
+  int64_t nodes = 0;
+};
+
+arrow::Result<CheckedExpressions> CheckAndDeserialize(const arrow::Buffer& serialized,
+                                                      const std::string& field,
+                                                      ExpressionRole role) {
+  auto checked = substrait_check::CheckExtendedExpression(std::string_view(serialized), role);
   if (!checked.ok()) return WithContext(checked.status(), "the " + field);
-  *nodes += *checked;
-  auto expressions = arrow::engine::DeserializeExpressions(**serialized);
+  auto expressions = arrow::engine::DeserializeExpressions(serialized);
   if (!expressions.ok()) {
     return Error(ErrorCode::kInvalidRequest, "cannot decode the Substrait ", field, ": ",
                  expressions.status().message());
   }
-  return std::move(*expressions);
+  return CheckedExpressions{std::move(*expressions), *checked};
+}
+
+// Adds the expressions' nodes to *nodes. A query's later calls find them kept.
+arrow::Result<std::optional<arrow::engine::BoundExpressions>> DecodeExpressions(
+    const HeaderReader& header, const std::string& field, ExpressionRole role, int64_t* nodes) {
+  ARROW_ASSIGN_OR_RAISE(auto serialized, header.Binary(field));
+  if (!serialized) return std::nullopt;
+  std::string key(1, static_cast<char>(role));  // a filter's bytes are checked as a filter
+  key.append(std::string_view(**serialized));
+  ARROW_ASSIGN_OR_RAISE(auto decoded,
+                        DecodedRequests<CheckedExpressions>::Process()->GetOrDecode(
+                            key, [&]() { return CheckAndDeserialize(**serialized, field, role); }));
+  *nodes += decoded->nodes;
+  return decoded->expressions;
 }
 
 }  // namespace

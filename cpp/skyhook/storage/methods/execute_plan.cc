@@ -10,6 +10,7 @@
 #include <arrow/util/byte_size.h>
 #include <arrow/util/future.h>
 
+#include "skyhook/protocol/decoded_requests.h"
 #include "skyhook/protocol/plan_request.h"
 #include "skyhook/storage/methods/partial_measures.h"
 #include "skyhook/storage/methods/plan_aggregate.h"
@@ -86,10 +87,13 @@ class PlanExecution {
     // The reader opens when the plan names the columns it reads (ObjectSource).
     ARROW_ASSIGN_OR_RAISE(uint64_t object_bytes, ObjectReader::ObjectSize(object));
     object_ = object;
+    // A query's later calls find its plan checked (a pure function of its bytes).
+    const std::string_view plan(*request_.plan);
     ARROW_ASSIGN_OR_RAISE(auto checked,
-                          substrait_check::CheckPlan(std::string_view(*request_.plan)));
-    options_ = resources_->Bounded(request_.result, checked.expression_nodes);
-    ARROW_ASSIGN_OR_RAISE(auto runnable, RunnablePlan(checked));
+                          DecodedRequests<substrait_check::CheckedPlan>::Process()->GetOrDecode(
+                              plan, [&]() { return substrait_check::CheckPlan(plan); }));
+    options_ = resources_->Bounded(request_.result, checked->expression_nodes);
+    ARROW_ASSIGN_OR_RAISE(auto runnable, RunnablePlan(*checked));
     int64_t position = options_.start_row;  // the first row of the object not yet consumed
     while (true) {
       ARROW_ASSIGN_OR_RAISE(auto chunk, RunChunk(*runnable));

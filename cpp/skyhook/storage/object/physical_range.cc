@@ -4,6 +4,31 @@
 
 namespace skyhook {
 
+std::optional<__int128> IntegerDomainValue(const arrow::Scalar& value) {
+  if (!value.is_valid) return std::nullopt;
+  switch (value.type->id()) {
+    case arrow::Type::INT8:
+      return static_cast<const arrow::Int8Scalar&>(value).value;
+    case arrow::Type::INT16:
+      return static_cast<const arrow::Int16Scalar&>(value).value;
+    case arrow::Type::INT32:
+      return static_cast<const arrow::Int32Scalar&>(value).value;
+    case arrow::Type::INT64:
+      return static_cast<const arrow::Int64Scalar&>(value).value;
+    case arrow::Type::DATE32:
+      return static_cast<const arrow::Date32Scalar&>(value).value;
+    case arrow::Type::TIMESTAMP:
+      return static_cast<const arrow::TimestampScalar&>(value).value;
+    case arrow::Type::DECIMAL128: {
+      const auto& decimal = static_cast<const arrow::Decimal128Scalar&>(value).value;
+      return static_cast<__int128>(static_cast<unsigned __int128>(decimal.high_bits()) << 64 |
+                                   decimal.low_bits());
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
 void KeepValues(const int64_t* values, int64_t count, const PhysicalRange& range, uint8_t* keep) {
   const int64_t low = range.low;
   const int64_t high = range.high;

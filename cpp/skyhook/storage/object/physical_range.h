@@ -6,7 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
+
+#include <arrow/scalar.h>
 
 namespace skyhook {
 
@@ -18,6 +21,10 @@ struct PhysicalRange {
   int64_t high = INT64_MAX;
   std::vector<int64_t> excluded;  // values of `!=` conjuncts
 };
+
+/// A valid value of an integer-stored type (ints, date32, timestamps) or a
+/// decimal128's unscaled value: the domain ranges are written in.
+std::optional<__int128> IntegerDomainValue(const arrow::Scalar& value);
 
 /// Narrows keep[i] to values[i] within `range`, for i < count.
 void KeepValues(const int64_t* values, int64_t count, const PhysicalRange& range, uint8_t* keep);

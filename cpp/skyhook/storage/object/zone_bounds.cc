@@ -10,13 +10,19 @@
 #include <parquet/metadata.h>
 #include <parquet/statistics.h>
 
+#include "skyhook/storage/object/physical_range.h"
+
 namespace skyhook {
 namespace {
 
 bool IsFloating(const arrow::DataType& type) { return arrow::is_floating(type.id()); }
 
-// min <= max, which also refuses NaN (no comparison with it holds).
+// min <= max, which also refuses NaN (no comparison with it holds). Integer
+// domains compare directly (a compute call costs a function lookup and a dispatch).
 bool Ordered(const std::shared_ptr<arrow::Scalar>& min, const std::shared_ptr<arrow::Scalar>& max) {
+  const auto low = IntegerDomainValue(*min);
+  const auto high = IntegerDomainValue(*max);
+  if (low && high) return *low <= *high;
   auto ordered = arrow::compute::CallFunction("less_equal", {min, max});
   if (!ordered.ok() || !ordered->is_scalar()) return false;
   const auto& value = ordered->scalar_as<arrow::BooleanScalar>();

@@ -45,12 +45,10 @@ struct DomainValue {
 
 std::optional<DomainValue> InFieldDomain(const arrow::Scalar& literal,
                                          const arrow::DataType& field) {
-  if (!literal.is_valid) return std::nullopt;
   if (field.id() == arrow::Type::DECIMAL128) {
     if (literal.type->id() != arrow::Type::DECIMAL128) return std::nullopt;
-    const auto& value = static_cast<const arrow::Decimal128Scalar&>(literal).value;
-    const __int128 unscaled = static_cast<__int128>(
-        static_cast<unsigned __int128>(value.high_bits()) << 64 | value.low_bits());
+    const auto unscaled = IntegerDomainValue(literal);
+    if (!unscaled) return std::nullopt;
     const int from = static_cast<const arrow::Decimal128Type&>(*literal.type).scale();
     const int to = static_cast<const arrow::Decimal128Type&>(field).scale();
     if (std::abs(to - from) > 38) return std::nullopt;
@@ -58,31 +56,18 @@ std::optional<DomainValue> InFieldDomain(const arrow::Scalar& literal,
     for (int digit = 0; digit < std::abs(to - from); ++digit) power *= 10;
     if (to >= from) {
       const __int128 limit = (~static_cast<unsigned __int128>(0) >> 1) / power;
-      if (unscaled > limit || unscaled < -limit) return std::nullopt;
-      return DomainValue{unscaled * power, true};
+      if (*unscaled > limit || *unscaled < -limit) return std::nullopt;
+      return DomainValue{*unscaled * power, true};
     }
-    __int128 quotient = unscaled / power;  // truncated towards zero
-    const bool exact = unscaled % power == 0;
-    if (!exact && unscaled < 0) --quotient;
+    __int128 quotient = *unscaled / power;  // truncated towards zero
+    const bool exact = *unscaled % power == 0;
+    if (!exact && *unscaled < 0) --quotient;
     return DomainValue{quotient, exact};
   }
   if (!literal.type->Equals(field)) return std::nullopt;
-  switch (field.id()) {
-    case arrow::Type::INT8:
-      return DomainValue{static_cast<const arrow::Int8Scalar&>(literal).value};
-    case arrow::Type::INT16:
-      return DomainValue{static_cast<const arrow::Int16Scalar&>(literal).value};
-    case arrow::Type::INT32:
-      return DomainValue{static_cast<const arrow::Int32Scalar&>(literal).value};
-    case arrow::Type::INT64:
-      return DomainValue{static_cast<const arrow::Int64Scalar&>(literal).value};
-    case arrow::Type::DATE32:
-      return DomainValue{static_cast<const arrow::Date32Scalar&>(literal).value};
-    case arrow::Type::TIMESTAMP:
-      return DomainValue{static_cast<const arrow::TimestampScalar&>(literal).value};
-    default:
-      return std::nullopt;
-  }
+  const auto value = IntegerDomainValue(literal);
+  if (!value) return std::nullopt;
+  return DomainValue{*value, true};
 }
 
 // A field's allowed values while conjuncts are added (wide: bounds may pass int64's).
@@ -239,10 +224,11 @@ std::map<int, ColumnTerms> ExtractColumnTerms(const Expression& filter,
 
 std::vector<PhysicalRange> PhysicalRanges(const Expression& filter,
                                           const arrow::Schema& bound_schema,
-                                          const arrow::Schema& object_schema) {
+                                          const arrow::Schema& object_schema, bool* whole) {
   std::vector<Expression> members;
   ConjunctionMembers(filter, &members);
   std::map<int, WideRange> wide;  // by the object's field
+  size_t converted = 0;
   for (const auto& member : members) {
     const auto* call = member.call();
     if (!call || !(IsComparison(call->function_name) || call->function_name == "not_equal")) {
@@ -254,8 +240,11 @@ std::vector<PhysicalRange> PhysicalRanges(const Expression& filter,
     const int column = object_schema.GetFieldIndex(bound.name());
     if (column < 0 || !object_schema.field(column)->type()->Equals(*bound.type())) continue;
     auto value = InFieldDomain(*comparison->literal, *bound.type());
-    if (value) Narrow(&wide[column], comparison->function, *value);
+    if (!value) continue;
+    Narrow(&wide[column], comparison->function, *value);
+    ++converted;
   }
+  if (whole != nullptr) *whole = converted == members.size();
   std::vector<PhysicalRange> ranges;
   for (auto& [column, range] : wide) {
     PhysicalRange physical;

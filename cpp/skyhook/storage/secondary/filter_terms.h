@@ -30,8 +30,11 @@ std::map<int, ColumnTerms> ExtractColumnTerms(const arrow::compute::Expression& 
 /// object by name and type: ints, date32, timestamps, decimal128) with a
 /// literal allow, the literal converted exactly to the field's integer domain
 /// (a decimal's rescaled to the field's scale, rounded inwards); empty when none.
+/// *whole (when given) tells whether they are the whole filter: every member
+/// of the conjunction converted, so a row matches iff each range holds its value.
 std::vector<PhysicalRange> PhysicalRanges(const arrow::compute::Expression& filter,
                                           const arrow::Schema& bound_schema,
-                                          const arrow::Schema& object_schema);
+                                          const arrow::Schema& object_schema,
+                                          bool* whole = nullptr);
 
 }  // namespace skyhook

@@ -133,6 +133,64 @@ arrow::Result<bool> ZoneMayMatch(const std::vector<std::optional<ColumnBounds>>&
   return !simplified.ok() || simplified->IsSatisfiable();  // unsure: read the zone
 }
 
+// A filter's column ranges (PhysicalRanges) by the bound field they test.
+struct FieldRanges {
+  std::vector<std::pair<int, const PhysicalRange*>> ranges;
+  bool whole = false;  // the filter is just them: they decide every zone
+};
+
+FieldRanges RangesByBoundField(const std::vector<PhysicalRange>& ranges, bool whole,
+                               const arrow::Schema& object_schema,
+                               const arrow::Schema& bound_schema) {
+  FieldRanges found;
+  found.whole = whole;
+  for (const auto& range : ranges) {
+    // PhysicalRanges found the object's field by the bound field's name.
+    const int field = bound_schema.GetFieldIndex(object_schema.field(range.field)->name());
+    if (field < 0) {
+      found.whole = false;  // bound twice under one name: Arrow's simplifier decides
+      continue;
+    }
+    found.ranges.emplace_back(field, &range);
+  }
+  return found;
+}
+
+enum class RangesVerdict { kExcluded, kMayMatch, kUndecided };
+
+// Whether the ranges leave no row of a zone (bounds per bound field): a
+// range's field all null (a comparison with null never holds), or its stated
+// [min, max] disjoint from the range. Decided in the integer domain, without
+// Arrow's general simplifier. Bounds of another type or beyond int64 (the
+// ranges' domain) leave the zone undecided: the simplifier tries it.
+RangesVerdict TestRanges(const FieldRanges& ranges,
+                         const std::vector<std::optional<ColumnBounds>>& columns, int64_t num_rows,
+                         const arrow::Schema& bound_schema) {
+  auto verdict = RangesVerdict::kMayMatch;
+  for (const auto& [field, range] : ranges.ranges) {
+    const auto& bounds = columns[static_cast<size_t>(field)];
+    if (!bounds) continue;
+    if (bounds->null_count == num_rows) return RangesVerdict::kExcluded;
+    if (bounds->min == nullptr || bounds->max == nullptr) continue;
+    const auto& type = *bound_schema.field(field)->type();
+    const auto min = IntegerDomainValue(*bounds->min);
+    const auto max = IntegerDomainValue(*bounds->max);
+    if (!bounds->min->type->Equals(type) || !bounds->max->type->Equals(type) || !min || !max ||
+        *min < INT64_MIN || *max > INT64_MAX) {
+      verdict = RangesVerdict::kUndecided;
+      continue;
+    }
+    const __int128 low = std::max<__int128>(*min, range->low);
+    const __int128 high = std::min<__int128>(*max, range->high);
+    if (low > high) return RangesVerdict::kExcluded;
+    if (low == high && std::find(range->excluded.begin(), range->excluded.end(),
+                                 static_cast<int64_t>(low)) != range->excluded.end()) {
+      return RangesVerdict::kExcluded;
+    }
+  }
+  return verdict;
+}
+
 // A zone's bounds from `analyze`'s statistics (row `row` of the batch, its
 // column `column`, found by name: a reader may hold only some of the object's columns).
 arrow::Result<std::optional<ColumnBounds>> AnalyzedBounds(const arrow::RecordBatch& statistics,
@@ -199,7 +257,8 @@ std::optional<ScanZones> EveryZone(const ObjectReader& reader) {
 
 arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, ObjectReader* reader,
                                                       const arrow::engine::BoundExpressions& filter,
-                                                      CallResources* resources) {
+                                                      const std::vector<PhysicalRange>& ranges,
+                                                      bool ranges_whole, CallResources* resources) {
   const auto& object_schema = *reader->schema();
   const auto& bound_schema = *filter.schema;
   const auto& expression = filter.named_expressions[0].expression;
@@ -232,6 +291,7 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, Obj
   if (matches && matches->rows.size() > kMaxIndexShare * static_cast<double>(total_rows)) {
     matches.reset();
   }
+  const auto field_ranges = RangesByBoundField(ranges, ranges_whole, object_schema, bound_schema);
   int64_t nodes = 0;
   const bool simplify = CheapToSimplify(expression, &nodes);
   ScanZones plan;
@@ -240,10 +300,13 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, Obj
   for (int zone = 0; zone < static_cast<int>(zone_rows.size()); ++zone) {
     ZoneToRead read{zone, first_row, zone_rows[zone], std::nullopt};
     first_row += zone_rows[zone];
-    bool keep = true;
-    if (simplify) {
-      ARROW_ASSIGN_OR_RAISE(keep, ZoneMayMatch(bounds[static_cast<size_t>(zone)], zone_rows[zone],
-                                               expression, bound_schema));
+    const auto& zone_bounds = bounds[static_cast<size_t>(zone)];
+    const auto verdict = TestRanges(field_ranges, zone_bounds, zone_rows[zone], bound_schema);
+    bool keep = verdict != RangesVerdict::kExcluded;
+    // Where the ranges are the whole filter and decided, the simplifier would add nothing.
+    if (keep && simplify && (!field_ranges.whole || verdict == RangesVerdict::kUndecided)) {
+      ARROW_ASSIGN_OR_RAISE(keep,
+                            ZoneMayMatch(zone_bounds, zone_rows[zone], expression, bound_schema));
     }
     if (matches) {
       read.rows.emplace();
@@ -372,12 +435,12 @@ arrow::Result<FilteredRows> FilteredRows::Open(ObjectContext* object, ObjectRead
   FilteredRows rows;
   rows.position_ = start_row;
   if (filter) {
-    std::vector<PhysicalRange> ranges;
-    if (reader->SelectsZones()) {
-      ranges = PhysicalRanges(filter->named_expressions[0].expression, *filter->schema,
-                              *reader->schema());
-    }
-    ARROW_ASSIGN_OR_RAISE(auto plan, PlanScanZones(object, reader, *filter, resources));
+    bool whole = false;
+    auto ranges = PhysicalRanges(filter->named_expressions[0].expression, *filter->schema,
+                                 *reader->schema(), &whole);
+    ARROW_ASSIGN_OR_RAISE(auto plan,
+                          PlanScanZones(object, reader, *filter, ranges, whole, resources));
+    if (!reader->SelectsZones()) ranges.clear();  // no pre-filter
     if (!plan && !ranges.empty()) plan = EveryZone(*reader);
     if (plan) {
       rows.zones_skipped_ = plan->zones_skipped;

@@ -18,6 +18,7 @@
 
 #include "skyhook/storage/object/object_context.h"
 #include "skyhook/storage/object/object_reader.h"
+#include "skyhook/storage/object/physical_range.h"
 #include "skyhook/storage/runtime/call_resources.h"
 
 namespace skyhook {
@@ -37,11 +38,13 @@ struct ScanZones {
 };
 
 /// The zones to read for `filter`; nullopt when no statistics or index narrow
-/// the read (the scan then reads every row). kCorruptObject when
-/// a stored value is corrupt.
+/// the read (the scan then reads every row). `ranges` are the filter's
+/// (PhysicalRanges; `ranges_whole`: they are all of it), which decide zones
+/// from their bounds directly. kCorruptObject when a stored value is corrupt.
 arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, ObjectReader* reader,
                                                       const arrow::engine::BoundExpressions& filter,
-                                                      CallResources* resources);
+                                                      const std::vector<PhysicalRange>& ranges,
+                                                      bool ranges_whole, CallResources* resources);
 
 /// The planned rows, batch by batch, from row start_row of the object on.
 class ZoneBatches {
