@@ -288,7 +288,7 @@ class ParquetObjectReader : public ObjectReader {
   std::shared_ptr<const ParsedFooter> footer_;  // holds the metadata the reader reads by
   std::shared_ptr<arrow::Schema> schema_;       // as stored (dictionaries where stored so)
   std::shared_ptr<arrow::Schema> decoded_;      // as the reader decodes it
-  std::vector<bool> kept_;                  // per field: handed out as decoded (KeepDictionaries)
+  std::vector<bool> kept_;  // per field: handed out as decoded (KeepDictionaries)
   arrow::MemoryPool* pool_;
 };
 

@@ -39,8 +39,9 @@ arrow::Result<std::shared_ptr<arrow::Schema>> DecodedSchema(
     const std::shared_ptr<parquet::FileMetaData>& metadata,
     const parquet::ArrowReaderProperties& properties, const arrow::Schema& schema) {
   parquet::arrow::FileReaderBuilder builder;
-  auto opened = builder.Open(std::make_shared<arrow::io::BufferReader>(std::make_shared<arrow::Buffer>(nullptr, 0)),
-                             parquet::ReaderProperties(), metadata);
+  auto opened = builder.Open(
+      std::make_shared<arrow::io::BufferReader>(std::make_shared<arrow::Buffer>(nullptr, 0)),
+      parquet::ReaderProperties(), metadata);
   if (!opened.ok()) return Corrupt(opened);
   auto reader = builder.properties(properties)->Build();
   if (!reader.ok()) return Corrupt(reader.status());

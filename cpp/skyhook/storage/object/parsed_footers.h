@@ -31,7 +31,7 @@ namespace skyhook {
 /// One footer's derived state; immutable once made, so calls share it (as
 /// Arrow's datasets share FileMetaData between their scan threads).
 struct ParsedFooter {
-  std::string footer;                          // the Thrift bytes, the key
+  std::string footer;                               // the Thrift bytes, the key
   std::shared_ptr<parquet::FileMetaData> metadata;  // parsed with the process's pool
   std::shared_ptr<arrow::Schema> schema;            // as stored
   std::shared_ptr<arrow::Schema> decoded;           // as the reader decodes it
