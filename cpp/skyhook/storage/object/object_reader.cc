@@ -14,16 +14,11 @@
 #include "skyhook/storage/object/column_groups_reader.h"
 #include "skyhook/storage/object/dictionary_columns.h"
 #include "skyhook/storage/object/ipc_blocks.h"
+#include "skyhook/storage/object/parsed_footers.h"
 #include "skyhook/storage/object/row_object_reader.h"
 
 namespace skyhook {
 namespace {
-
-// Parquet's footer is read as its 8-byte tail (the footer's length and the
-// magic), then exactly the footer: Arrow's default first read (64 KiB) would
-// pull most of a column extent's bytes for nothing when a scan opens every
-// column group's footer but reads one group.
-constexpr size_t kFooterReadSize = 8;
 
 arrow::Status Corrupt(const std::string& format, const arrow::Status& cause) {
   if (CodeOf(cause) != ErrorCode::kInternal) return cause;  // a node limit, say
@@ -157,52 +152,21 @@ class ParquetObjectReader : public ObjectReader {
  public:
   static arrow::Result<std::unique_ptr<ObjectReader>> Open(std::shared_ptr<ObjectFile> file,
                                                            arrow::MemoryPool* pool) {
-    parquet::ArrowReaderProperties properties;
-    properties.set_pre_buffer(false);   // pre-buffering reads on an I/O thread
-    properties.set_use_threads(false);  // storage methods run on the caller's thread
+    ARROW_ASSIGN_OR_RAISE(auto footer, ReadParquetFooter(file.get()));
+    ARROW_ASSIGN_OR_RAISE(auto parsed, ParsedFooters::Process()->Get(std::string_view(*footer)));
     parquet::ReaderProperties file_properties(pool);
-    file_properties.set_footer_read_size(kFooterReadSize);
     // A flipped bit: an error, not a wrong answer. Pages are verified under
     // Arrow, as the file reads column chunks (page_checksums.h), not by
     // Arrow's software CRC.
     file_properties.set_page_checksum_verification(false);
+    file->VerifyPages(parsed->checksums);
     parquet::arrow::FileReaderBuilder builder;
-    auto opened = builder.Open(file, file_properties);
+    auto opened = builder.Open(file, file_properties, parsed->metadata);
     if (!opened.ok()) return Corrupt("Parquet", opened);
-    ARROW_ASSIGN_OR_RAISE(auto checksums, PageChecksums::Make(builder.raw_reader()->metadata()));
-    file->VerifyPages(std::move(checksums));
-    // The schema as stored; small-dictionary text columns are decoded as
-    // dictionaries and handed out in it (dictionary_columns.h).
-    auto metadata = builder.raw_reader()->metadata();
-    std::shared_ptr<arrow::Schema> schema;
-    parquet::arrow::SchemaManifest manifest;
-    auto schema_status = parquet::arrow::SchemaManifest::Make(
-        metadata->schema(), metadata->key_value_metadata(), properties, &manifest);
-    if (schema_status.ok()) {
-      schema_status = parquet::arrow::FromParquetSchema(metadata->schema(), properties,
-                                                        metadata->key_value_metadata(), &schema);
-    }
-    if (!schema_status.ok()) return Corrupt("Parquet", schema_status);
-    auto as_dictionaries = properties;
-    for (int leaf : SmallDictionaryLeaves(*metadata, manifest, *schema)) {
-      as_dictionaries.set_read_dictionary(leaf, true);
-    }
-    ARROW_ASSIGN_OR_RAISE(auto reader, Build(&builder, pool, as_dictionaries, *schema));
-    if (reader == nullptr) {  // Arrow decodes some dictionary to another type: plainly
-      parquet::arrow::FileReaderBuilder plain_builder;
-      opened = plain_builder.Open(file, file_properties);
-      if (!opened.ok()) return Corrupt("Parquet", opened);
-      ARROW_ASSIGN_OR_RAISE(reader, Build(&plain_builder, pool, properties, *schema));
-      if (reader == nullptr) {
-        return Error(ErrorCode::kCorruptObject,
-                     "object is not a readable Parquet partition: its schema is inconsistent");
-      }
-    }
-    std::shared_ptr<arrow::Schema> decoded;
-    auto decoded_status = reader->GetSchema(&decoded);
-    if (!decoded_status.ok()) return Corrupt("Parquet", decoded_status);
-    return std::unique_ptr<ObjectReader>(new ParquetObjectReader(
-        std::move(file), std::move(reader), std::move(schema), std::move(decoded), pool));
+    auto reader = builder.memory_pool(pool)->properties(StorageReadProperties(*parsed))->Build();
+    if (!reader.ok()) return Corrupt("Parquet", reader.status());
+    return std::unique_ptr<ObjectReader>(
+        new ParquetObjectReader(std::move(file), std::move(*reader), std::move(parsed), pool));
   }
 
   std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
@@ -310,44 +274,21 @@ class ParquetObjectReader : public ObjectReader {
     return schema;
   }
 
-  // A reader whose columns are the schema's (a column stored as a dictionary
-  // stays one), or dictionaries of exactly their type (asked for by
-  // SmallDictionaryLeaves); nullptr when some column is neither.
-  static arrow::Result<std::unique_ptr<parquet::arrow::FileReader>> Build(
-      parquet::arrow::FileReaderBuilder* builder, arrow::MemoryPool* pool,
-      const parquet::ArrowReaderProperties& properties, const arrow::Schema& schema) {
-    auto reader = builder->memory_pool(pool)->properties(properties)->Build();
-    if (!reader.ok()) return Corrupt("Parquet", reader.status());
-    std::shared_ptr<arrow::Schema> decoded;
-    auto status = (*reader)->GetSchema(&decoded);
-    if (!status.ok()) return Corrupt("Parquet", status);
-    if (decoded->num_fields() != schema.num_fields()) return nullptr;
-    for (int i = 0; i < schema.num_fields(); ++i) {
-      const auto& type = *decoded->field(i)->type();
-      const auto& stored = *schema.field(i)->type();
-      if (type.Equals(stored)) continue;
-      if (type.id() != arrow::Type::DICTIONARY ||
-          !static_cast<const arrow::DictionaryType&>(type).value_type()->Equals(stored)) {
-        return nullptr;
-      }
-    }
-    return std::move(*reader);
-  }
-
   ParquetObjectReader(std::shared_ptr<ObjectFile> file,
                       std::unique_ptr<parquet::arrow::FileReader> reader,
-                      std::shared_ptr<arrow::Schema> schema, std::shared_ptr<arrow::Schema> decoded,
-                      arrow::MemoryPool* pool)
+                      std::shared_ptr<const ParsedFooter> footer, arrow::MemoryPool* pool)
       : ObjectReader(std::move(file)),
         reader_(std::move(reader)),
-        schema_(std::move(schema)),
-        decoded_(std::move(decoded)),
+        footer_(std::move(footer)),
+        schema_(footer_->schema),
+        decoded_(footer_->decoded),
         pool_(pool) {}
 
   std::unique_ptr<parquet::arrow::FileReader> reader_;
-  std::shared_ptr<arrow::Schema> schema_;   // as stored (dictionaries where stored so)
-  std::shared_ptr<arrow::Schema> decoded_;  // as the reader decodes it
-  std::vector<bool> kept_;                  // per field: handed out as decoded (KeepDictionaries)
+  std::shared_ptr<const ParsedFooter> footer_;  // holds the metadata the reader reads by
+  std::shared_ptr<arrow::Schema> schema_;       // as stored (dictionaries where stored so)
+  std::shared_ptr<arrow::Schema> decoded_;      // as the reader decodes it
+  std::vector<bool> kept_;  // per field: handed out as decoded (KeepDictionaries)
   arrow::MemoryPool* pool_;
 };
 

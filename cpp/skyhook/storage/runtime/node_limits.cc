@@ -33,6 +33,7 @@ NodeLimits NodeLimits::FromEnvironment() {
       .max_slice_cpu_ns = skyhook::FromEnvironment("SKYHOOK_MAX_SLICE_CPU_MS", 0) * 1000000,
       .retained_memory_bytes = skyhook::FromEnvironment("SKYHOOK_RETAINED_MEMORY_MB", 64) * kMiB,
       .mapped_object_bytes = skyhook::FromEnvironment("SKYHOOK_MAPPED_OBJECTS_MB", 1024) * kMiB,
+      .parsed_footer_bytes = skyhook::FromEnvironment("SKYHOOK_PARSED_FOOTERS_MB", 64) * kMiB,
   };
 }
 

@@ -38,6 +38,9 @@ struct NodeLimits {
   // Object files the embedded store's process keeps mapped across calls, in
   // bytes (cpp/adapters/embedded/mapped_objects.h; read once, at the first call).
   int64_t mapped_object_bytes;
+  // Parsed Parquet footers kept across calls, in charged bytes
+  // (storage/object/parsed_footers.h; read once, at the first call).
+  int64_t parsed_footer_bytes;
 
   static NodeLimits FromEnvironment();
 
