@@ -159,6 +159,9 @@ def test_duckdb_count_moves_little(store, lineitem, sql):
     assert duckdb.sql(sql.format("ds")).fetchall() == duckdb.sql(sql.format("local")).fetchall()
     stats = ds.last_scan.stats
     assert ds.last_scan.columns == ["l_orderkey"]  # DuckDB asks for its first column's values
+    if store.backend.runs_in_process and "where" not in sql:  # every row passes: read plainly
+        assert stats.objects_read_plain == len(ds.manifest.partitions)
+        return
     assert stats.objects_read_plain == 0
     # The differences of a sorted key: under 1 % of the Parquet objects as zstd (0.85 % here;
     # at SF 1 it was 25 % uncompressed, 1.02 % as zstd values); the embedded store's replies
@@ -171,8 +174,13 @@ def test_statistics_decide_compressed_replies_only_when_small(store, typed_table
     ds = store.write_dataset("cost", typed_table, rows_per_object=500)
     everything = ds.scanner(reply_compression="zstd")  # decoded reply about the object's size
     assert_same_table(everything.to_table(), typed_table)
-    assert "zstd unknown: sampled object 0" in str(ds.explain(reply_compression="zstd"))
-    assert everything.stats.objects_read_plain == len(ds.manifest.partitions) - 1 + everything.stats.objects_over_object
+    if store.backend.runs_in_process:  # no row to drop, no link to spare: plain reads, nothing sampled
+        assert "every row passes, in process: plain reads" in str(ds.explain(reply_compression="zstd"))
+        assert everything.stats.objects_read_plain == len(ds.manifest.partitions)
+    else:
+        assert "zstd unknown: sampled object 0" in str(ds.explain(reply_compression="zstd"))
+        plain = len(ds.manifest.partitions) - 1 + everything.stats.objects_over_object
+        assert everything.stats.objects_read_plain == plain
     tiny = ds.scanner(columns=["i8"], reply_compression="zstd", pushdown_threshold=0.5)
     assert_same_table(tiny.to_table(), typed_table.select(["i8"]))
     assert tiny.stats.cost_model.startswith("statistics: every row passes") and tiny.stats.objects_read_plain == 0

@@ -64,6 +64,15 @@ def test_all_columns_no_filter(typed_dataset, typed_table):
     assert_same_table(typed_dataset.to_table(), typed_table)
 
 
+@pytest.mark.parametrize("pushdown", [True, False, "auto"])
+@pytest.mark.parametrize("filter", [None, pc.field("i32") > 0])
+def test_no_column_still_counts_the_rows(typed_dataset, typed_table, pushdown, filter):
+    """A plain read of no column kept its row count once (pyarrow's cast of no column dropped it)."""
+    table = typed_dataset.to_table(columns=[], filter=filter, pushdown=pushdown)
+    assert table.num_columns == 0
+    assert table.num_rows == (typed_table.num_rows if filter is None else typed_table.filter(filter).num_rows)
+
+
 def test_computed_projection_runs_in_storage(typed_dataset, typed_table):
     columns = {"id": F("id"), "twice": F("i32") * 2, "late": F("d") > pa.scalar(datetime.date(1998, 1, 1))}
     filter = F("i8") > 0

@@ -56,6 +56,7 @@ class Prediction:
 
     work: Work
     basis: str  # how, for Decision reasons: "statistics: ..."
+    every_row_passes: bool = False
 
     @property
     def ratio(self) -> float:
@@ -78,7 +79,7 @@ def predicted_reply_ratio(
     read = max(1, sum(bytes_read(p, needed) for p in partitions))
     decoded = float(sum(decoded_bytes(manifest, p, needed) for p in partitions))
     if every_row_passes(manifest, filter, partitions):
-        return Prediction(Work(read, decoded, float(wanted.sum())), "statistics: every row passes")
+        return Prediction(Work(read, decoded, float(wanted.sum())), "statistics: every row passes", True)
     selectivities = object_selectivities(manifest, filter, partitions)
     if selectivities is None:
         return None

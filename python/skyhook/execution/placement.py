@@ -68,6 +68,8 @@ class PlacementPolicy:
     #: The store connection's observed rates: once they are known, estimated times decide
     #: instead of the threshold (unless the threshold was given). None: the threshold decides.
     rates: ObservedRates | None = None
+    #: Storage runs in the client's process (the embedded store).
+    in_process: bool = False
 
     def __post_init__(self) -> None:
         if self.mode not in (True, False, "auto"):
@@ -88,6 +90,10 @@ class PlacementPolicy:
         with compressed replies they decide only when even the decoded reply is
         small enough; otherwise a sample measures."""
         if self.mode is not True and self.mode is not False and prediction is not None:
+            if self.in_process and prediction.every_row_passes and self._no_link():
+                # No row to drop and no link to spare: storage would decode what the
+                # client decodes anyway, then encode it for the client to read again.
+                return Decision(False, f"{prediction.basis}, in process: plain reads for {_which(objects)}")
             estimated = self.estimate(prediction.work)
             if estimated is not None:
                 return self.by_estimate(prediction.basis, estimated, objects)
@@ -101,6 +107,10 @@ class PlacementPolicy:
         if self.mode == "auto":
             return Decision(None, f"sampled object {first_object} decides for the other {objects - 1} objects")
         return Decision(bool(self.mode), "off: pushdown" if self.mode else "off: plain reads")
+
+    def _no_link(self) -> bool:
+        """Neither a given threshold nor a given link rate asks to weigh the bytes moved."""
+        return self.rates is not None and self.rates.link_override is None
 
     def estimate(self, work: Work) -> Estimate | None:
         """Times of both paths, once the rates they need are known."""

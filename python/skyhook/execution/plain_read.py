@@ -117,7 +117,8 @@ def _decoded(
     all_columns = None if design is None or design.monolithic else [c for g in design.column_groups for c in g.columns]
     _check_schema(object_schema, stored_schema(schema, format), all_columns, name)
     try:
-        table = table.cast(pa.schema([schema.field(column) for column in table.column_names]))
+        if table.num_columns:  # casting no column would lose the row count (pyarrow's Table.cast)
+            table = table.cast(pa.schema([schema.field(column) for column in table.column_names]))
     except _ARROW_ERRORS as error:
         raise _read_error(name, error) from None
     return sum(part.size for part in parts), table, time.thread_time() - decoding

@@ -132,7 +132,9 @@ class ScanExecution:
         compression = checked_compression(reply_compression, source.backend.reply_compression)
         self.rates = rates_of(source.backend)
         within_object = reply_bound_by_object(reply_within_object, source.backend)
-        self.policy = PlacementPolicy(pushdown, pushdown_threshold, compression, within_object, self.rates)
+        self.policy = PlacementPolicy(
+            pushdown, pushdown_threshold, compression, within_object, self.rates, source.backend.runs_in_process
+        )
         self.max_result_bytes = max_result_bytes
         self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
         self._filter_substrait, self._filter_reads = (
