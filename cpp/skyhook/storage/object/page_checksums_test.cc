@@ -184,7 +184,7 @@ class ChangingObject : public ObjectContext {
   std::string& bytes() { return bytes_; }
   arrow::Result<uint64_t> Size() override { return bytes_.size(); }
   arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset, uint64_t length) override {
-    return std::make_shared<arrow::Buffer>(bytes_.substr(offset, length));
+    return arrow::Buffer::FromString(bytes_.substr(offset, length));  // owns its copy
   }
   arrow::Result<std::optional<std::string>> GetXattr(const std::string&) override {
     return std::nullopt;
