@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import datetime
 import decimal
-import functools
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -84,11 +83,7 @@ class _Converter:
     def boolean(self, node: ast.expr) -> pc.Expression:
         if isinstance(node, ast.BoolOp):
             parts = [self.boolean(value) for value in node.values]
-            combine = operator.and_ if isinstance(node.op, ast.And) else operator.or_
-            result = parts[0]
-            for part in parts[1:]:
-                result = combine(result, part)
-            return result
+            return _balanced(operator.and_ if isinstance(node.op, ast.And) else operator.or_, parts)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             return ~self.boolean(node.operand)
         if isinstance(node, ast.Compare):
@@ -135,9 +130,29 @@ class _Converter:
         elements = [right] if self.is_literal(right) else getattr(right, "elts", None)
         if not isinstance(right, (ast.List, ast.Tuple, ast.Set, ast.Constant, ast.UnaryOp)) or not elements:
             raise InvalidRequestError(f"'in' needs a list of values, e.g. flag in ('A', 'R'): {ast.unparse(right)}")
-        # SQL semantics (a null never matches), as OR-ed equalities: unlike
-        # pyarrow's is_in, that is what Substrait carries faithfully.
-        return functools.reduce(operator.or_, (self.compare(left, ast.Eq, element) for element in elements))
+        guarded = self.guarded_membership(left, elements)
+        if guarded is not None:
+            return guarded
+        # SQL semantics (a null never matches) as OR-ed equalities, for a list with a null or NaN
+        # or a value that is not a column.
+        return _balanced(operator.or_, [self.compare(left, ast.Eq, element) for element in elements])
+
+    def guarded_membership(self, left: ast.expr, elements: list[ast.expr]) -> pc.Expression | None:
+        """A column in a list of literals as DuckDB writes it, `if_else(is_valid(x), is_in(x, L),
+        null)`: SQL's semantics in any context, one node whatever L's length (storage runs it,
+        plan/substrait.py). None when the list holds a null or NaN or a value of another type."""
+        column_type = self.type_of(left)
+        if column_type is None or not all(self.is_literal(element) for element in elements):
+            return None
+        try:
+            values = [_coerce(self.literal(element), column_type) for element in elements]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, decimal.InvalidOperation):
+            return None
+        if any(value is None or not value.is_valid or _is_nan(value) for value in values):
+            return None
+        column = self.value(left)
+        in_list = pc.is_in(column, value_set=pa.array([value.as_py() for value in values], column_type))
+        return pc.if_else(column.is_valid(), in_list, pa.scalar(None, pa.bool_()))
 
     def match(self, left: ast.expr, kind: str, arguments: list[ast.expr]) -> pc.Expression:
         """BETWEEN and [I]LIKE as sql_filter.py writes them: x in between(low, high), x in like('p%')."""
@@ -207,6 +222,19 @@ class _Converter:
             return ast.literal_eval(node)
         except ValueError:
             raise InvalidRequestError(f"expected a literal value, got {ast.unparse(node)}") from None
+
+
+def _balanced(combine: Callable[[pc.Expression, pc.Expression], pc.Expression], parts: list) -> pc.Expression:
+    """parts combined as a balanced tree: pyarrow's Substrait serialization grows
+    exponentially with the depth of a chain (its extension URIs double per level)."""
+    if len(parts) == 1:
+        return parts[0]
+    half = len(parts) // 2
+    return combine(_balanced(combine, parts[:half]), _balanced(combine, parts[half:]))
+
+
+def _is_nan(value: pa.Scalar) -> bool:
+    return pa.types.is_floating(value.type) and value.as_py() != value.as_py()
 
 
 def _coerce(value: Any, type: pa.DataType) -> pa.Scalar | None:
