@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -585,8 +586,19 @@ NODE_LIMITS = (
 @cluster_app.command("up")
 def cluster_up(
     directory: ClusterDir = DEFAULT_CLUSTER_DIR,
-    osds: Annotated[int, typer.Option(help="Number of OSDs (new clusters).")] = 3,
+    osds: Annotated[
+        Optional[int], typer.Option(help="Number of OSDs (new clusters): 3, or with --hosts 1 on each host.")
+    ] = None,
     store: Annotated[str, typer.Option(help="bluestore (survives restarts) or memstore.")] = "bluestore",
+    hosts: Annotated[
+        Optional[int],
+        typer.Option(help="Emulated hosts (new clusters; root): each a network namespace, link and cgroup."),
+    ] = None,
+    host_rate: Annotated[int, typer.Option(help="Each host's link, Mbit/s (with --hosts).")] = 1000,
+    client_rate: Annotated[int, typer.Option(help="The client node's link, Mbit/s (with --hosts).")] = 1000,
+    host_cpu: Annotated[float, typer.Option(help="Each host's CPU quota in cores, 0: none (with --hosts).")] = 0.0,
+    client_cpu: Annotated[float, typer.Option(help="The client's CPU quota in cores, 0: none (with --hosts).")] = 0.0,
+    host_memory: Annotated[int, typer.Option(help="Each host's memory budget, MiB, 0: none (with --hosts).")] = 1024,
     port: Annotated[Optional[int], typer.Option(help="Monitor port (v2; v1 uses port + 1).")] = None,
     worker: Annotated[
         bool, typer.Option(help="Start the transform worker beside the OSDs (log: DIR/log/worker.log).")
@@ -609,8 +621,22 @@ def cluster_up(
         if name not in NODE_LIMITS or not value.isdigit():
             raise InvalidRequestError(f"--limit {item!r}: expected NAME=INTEGER, NAME one of {', '.join(NODE_LIMITS)}")
         limits[name] = int(value)
+    spec = None
+    if hosts is not None:
+        from skyhook.dev.hosts import HostsSpec
+
+        spec = HostsSpec(
+            hosts,
+            host_rate_mbit=host_rate,
+            client_rate_mbit=client_rate,
+            host_cpu=host_cpu,
+            client_cpu=client_cpu,
+            host_memory_mib=host_memory,
+        )
     started = time.perf_counter()
-    uri = LocalCluster(directory).up(osds=osds, store=store, port=port, node_limits=limits, worker=worker)
+    uri = LocalCluster(directory).up(
+        osds=osds or (1 if hosts else 3), store=store, port=port, node_limits=limits, worker=worker, hosts=spec
+    )
     console.print(f"cluster ready in {time.perf_counter() - started:.1f} s", style="dim")
     print(uri)
 
@@ -659,6 +685,48 @@ def cluster_start_osd(osd: int, directory: ClusterDir = DEFAULT_CLUSTER_DIR) -> 
 
     LocalCluster(directory).start_osd(osd)
     console.print(f"osd.{osd} up")
+
+
+@cluster_app.command("stop-host")
+def cluster_stop_host(
+    host: Annotated[str, typer.Argument(help="An emulated host: h0, h1, ...")],
+    directory: ClusterDir = DEFAULT_CLUSTER_DIR,
+    how: Annotated[
+        str, typer.Option(help="freeze (its processes stop where they stand) or link (cut off).")
+    ] = "freeze",
+) -> None:
+    """Stop an emulated host."""
+    from skyhook.dev.cluster import LocalCluster
+
+    LocalCluster(directory).stop_host(host, how)
+    console.print(f"{host} stopped ({how})")
+
+
+@cluster_app.command("start-host")
+def cluster_start_host(
+    host: Annotated[str, typer.Argument(help="An emulated host: h0, h1, ...")],
+    directory: ClusterDir = DEFAULT_CLUSTER_DIR,
+) -> None:
+    """Bring a stopped emulated host back."""
+    from skyhook.dev.cluster import LocalCluster
+
+    LocalCluster(directory).start_host(host)
+    console.print(f"{host} back")
+
+
+@cluster_app.command("as", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def cluster_as(
+    context: typer.Context,
+    node: Annotated[str, typer.Argument(help="client, h0, h1, ..., gateway or control.")],
+    directory: Annotated[Path, typer.Option("--cluster", help="Cluster directory.")] = DEFAULT_CLUSTER_DIR,
+) -> None:
+    """Run a command as an emulated node (its namespace, link and CPU quota): skyhook cluster as client -- CMD."""
+    from skyhook.dev.cluster import LocalCluster
+
+    if not context.args:
+        raise InvalidRequestError("give the command to run after --, e.g. skyhook cluster as client -- skyhook ls URI")
+    prefix = LocalCluster(directory).hosts().command_prefix(node)
+    raise SystemExit(subprocess.run([*prefix, *context.args]).returncode)
 
 
 @cluster_app.command("user")

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
+from skyhook.dev.hosts import CONTROL, EmulatedHosts, HostsSpec
 from skyhook.errors import SkyhookError
 
 POOL = "skyhook"
@@ -80,8 +81,18 @@ class ClusterState:
     # Where the daemons listen: loopback, or a shaped link's namespace (dev/shaped_link.py).
     address: str = "127.0.0.1"
     netns: str = ""
+    # Emulated hosts (dev/hosts.py: a HostsSpec as a dict), and the node each daemon runs on.
+    hosts: dict = field(default_factory=dict)
+    nodes: dict[str, str] = field(default_factory=dict)  # daemon name -> node (h0, h1, ..., control)
 
-    def command_prefix(self) -> list[str]:
+    def emulated_hosts(self) -> EmulatedHosts | None:
+        return EmulatedHosts(HostsSpec(**self.hosts)) if self.hosts else None
+
+    def command_prefix(self, daemon: str = "") -> list[str]:
+        """How daemon's command runs: as its emulated node, in the shaped link's namespace, or as is."""
+        emulated = self.emulated_hosts()
+        if emulated is not None:
+            return emulated.command_prefix(self.nodes.get(daemon, CONTROL))
         return ["ip", "netns", "exec", self.netns] if self.netns else []
 
 
@@ -111,12 +122,16 @@ class LocalCluster:
         address: str = "127.0.0.1",
         netns: str = "",
         worker: bool = True,
+        hosts: HostsSpec | None = None,
     ) -> str:
         """Create the cluster (first time) or start it again; returns the store URI.
         node_limits (a new cluster's) set the OSDs' skyhook limits, e.g.
         {"max_call_ms": 2000} for SKYHOOK_MAX_CALL_MS. A new cluster's daemons
         listen on address, run inside network namespace netns if one is given.
-        worker: start the transform worker beside the OSDs (if not running)."""
+        hosts (a new cluster's): emulated hosts instead (dev/hosts.py), osds OSDs
+        on each, host the failure domain; the monitor, manager and worker on a
+        control node of their own. worker: start the transform worker beside
+        the OSDs (if not running)."""
         _check_installed()
         if not SKYHOOK_CLASS.exists():
             raise ClusterError(
@@ -126,7 +141,7 @@ class LocalCluster:
         if self.exists():
             self._restart(timeout)
         else:
-            self._create(osds, store, port, timeout, node_limits or {}, address, netns)
+            self._create(osds, store, port, timeout, node_limits or {}, address, netns, hosts)
         if worker:
             self._start_worker()
         return self.uri
@@ -134,9 +149,42 @@ class LocalCluster:
     def down(self, timeout: float = 30) -> None:
         state = self._state()
         # The worker first (it needs the OSDs to stop cleanly), then the OSDs, then the rest.
+        emulated = state.emulated_hosts()
+        if emulated is not None:  # a frozen process would never see its signal
+            for node in emulated.spec.nodes:
+                emulated.thaw(node)
         for name in sorted(state.pids, key=lambda n: (n != WORKER, not n.startswith("osd"), n)):
             self._stop(state, name, signal.SIGTERM, timeout)
         self._save(state)
+        if emulated is not None:
+            emulated.down()
+
+    def hosts(self) -> EmulatedHosts:
+        """The cluster's emulated hosts (a cluster made with hosts=...)."""
+        emulated = self._state().emulated_hosts()
+        if emulated is None:
+            raise ClusterError(f"the cluster in {self.dir} has no emulated hosts (made without --hosts)")
+        return emulated
+
+    def stop_host(self, host: str, how: str = "freeze") -> None:
+        """Stops an emulated host: its processes frozen where they stand, or its link down."""
+        emulated = self.hosts()
+        if host not in emulated.spec.host_names:
+            raise ClusterError(f"there is no host {host!r}: {', '.join(emulated.spec.host_names)}")
+        if how == "freeze":
+            emulated.freeze(host)
+        elif how == "link":
+            emulated.link_down(host)
+        else:
+            raise ClusterError(f"a host stops by 'freeze' or 'link', not {how!r}")
+
+    def start_host(self, host: str) -> None:
+        """Brings a stopped host back (thawed, link up)."""
+        emulated = self.hosts()
+        if host not in emulated.spec.host_names:
+            raise ClusterError(f"there is no host {host!r}: {', '.join(emulated.spec.host_names)}")
+        emulated.link_up(host)
+        emulated.thaw(host)
 
     def stop_osd(self, osd: int, kill: bool = False, timeout: float = 30) -> None:
         state = self._state()
@@ -223,6 +271,7 @@ class LocalCluster:
         node_limits: dict[str, int],
         address: str,
         netns: str,
+        hosts: HostsSpec | None,
     ) -> None:
         if store not in ("bluestore", "memstore"):
             raise ClusterError(f"unknown object store {store!r}: use bluestore or memstore")
@@ -230,8 +279,14 @@ class LocalCluster:
             raise ClusterError("a cluster needs at least one OSD")
         if self.dir.exists() and any(self.dir.iterdir()):
             raise ClusterError(f"{self.dir} exists and is not a skyhook cluster directory")
+        if hosts is not None:
+            if netns:
+                raise ClusterError("emulated hosts have namespaces of their own: give hosts or netns, not both")
+            emulated = EmulatedHosts(hosts)
+            emulated.up()
+            address, osds = hosts.address(CONTROL), osds * hosts.hosts
         # A namespace of its own has every port free.
-        port = (port or 3300) if netns else self._free_port(port)
+        port = (port or 3300) if netns or hosts else self._free_port(port)
         for sub in ("run", "log", "mon.a", "mgr.x", "classes"):
             (self.dir / sub).mkdir(parents=True, exist_ok=True)
         state = ClusterState(
@@ -241,8 +296,9 @@ class LocalCluster:
             node_limits={f"SKYHOOK_{name.upper()}": str(int(value)) for name, value in node_limits.items()},
             address=address,
             netns=netns,
+            hosts=hosts.as_dict() if hosts else {},
         )
-        self._write_conf(state, min(3, osds))
+        self._write_conf(state, min(3, hosts.hosts if hosts else osds))
         self._tool(
             "ceph-authtool", "--create-keyring", str(self.keyring), "--gen-key", "-n", "mon.", "--cap", "mon", "allow *"
         )
@@ -322,10 +378,13 @@ class LocalCluster:
             self._tool("ceph-authtool", str(self.keyring), "--name", f"osd.{osd}", "--add-key", secret)
             (self.dir / f"osd.{osd}").mkdir()
             state.osds[str(osd)] = osd_uuid
+            if hosts is not None:  # OSDs fill host after host
+                state.nodes[f"osd.{osd}"] = hosts.host_names[(len(state.osds) - 1) * hosts.hosts // osds]
+                self._write_conf(state, min(3, hosts.hosts))
             mkfs.append(
                 subprocess.Popen(
                     [
-                        *state.command_prefix(),
+                        *state.command_prefix(f"osd.{osd}"),
                         *("ceph-osd", "-c", str(self.conf), "-i", str(osd), "--mkfs", "--osd-uuid", osd_uuid),
                     ],
                     stdout=subprocess.PIPE,
@@ -348,6 +407,14 @@ class LocalCluster:
 
     def _write_conf(self, state: ClusterState, size: int) -> None:
         d = self.dir
+        emulated = state.emulated_hosts()
+        # Each emulated host's OSDs listen on its address and place themselves under it in CRUSH.
+        osd_sections = "".join(
+            f"\n[{daemon}]\npublic addr = {emulated.spec.address(node)}\ncluster addr = {emulated.spec.address(node)}\n"
+            f"crush location = root=default host={node}\n"
+            for daemon, node in state.nodes.items()
+            if emulated is not None and daemon.startswith("osd.")
+        )
         self.conf.write_text(f"""[global]
 fsid = {state.fsid}
 mon host = [v2:{state.address}:{state.port},v1:{state.address}:{state.port + 1}]
@@ -365,7 +432,7 @@ mon data = {d}/$name
 mgr data = {d}/$name
 osd data = {d}/$name
 osd objectstore = {state.store}
-osd crush chooseleaf type = 0
+osd crush chooseleaf type = {1 if state.hosts else 0}
 osd pool default size = {size}
 osd pool default min size = 1
 osd pool default pg num = 8
@@ -394,7 +461,7 @@ auth allow insecure global id reclaim = false
 [client]
 admin socket =
 log file = {d}/log/client.log
-""")
+{osd_sections}""")
 
     def _install_classes(self) -> bool:
         """The OSDs' class directory: the distro's classes plus a copy of ours.
@@ -417,8 +484,12 @@ log file = {d}/log/client.log
 
     def _restart(self, timeout: float) -> None:
         state = self._state()
+        emulated = state.emulated_hosts()
+        if emulated is not None:
+            emulated.up()  # the network and cgroups go with `down`
         if not self._alive(state.pids.get("mon.a", 0)):
-            self._check_port_free(state.port)
+            if not (state.netns or emulated):  # a namespace of its own has its ports free
+                self._check_port_free(state.port)
             self._start(state, "mon.a", ["ceph-mon", "-i", "a"])
             self._save(state)
         self._wait_for_monitor(timeout)
@@ -459,7 +530,7 @@ log file = {d}/log/client.log
             **state.node_limits,
         }
         process = subprocess.Popen(
-            [*state.command_prefix(), *command, *(["-c", str(self.conf), "-f"] if ceph else [])],
+            [*state.command_prefix(name), *command, *(["-c", str(self.conf), "-f"] if ceph else [])],
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
