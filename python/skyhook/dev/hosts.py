@@ -32,7 +32,8 @@ from skyhook.errors import SkyhookError
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 _CONTROLLERS = ("cpu", "cpuacct", "memory", "freezer")
-_PERIOD_US = 100_000
+_PERIOD_US = 10_000
+_MIN_QUOTA_US = 1_000
 #: Nodes that are not storage hosts, and their host number on the bridge's subnet.
 CLIENT, CONTROL, GATEWAY = "client", "control", "gateway"
 _SPECIAL = {CLIENT: 2, CONTROL: 3, GATEWAY: 4}
@@ -168,8 +169,12 @@ class EmulatedHosts:
     def set_cpu(self, node: str, cores: float) -> None:
         """A CPU quota of cores (0: none)."""
         directory = self._cgroup("cpu", node)
-        (directory / "cpu.cfs_period_us").write_text(str(_PERIOD_US))
-        (directory / "cpu.cfs_quota_us").write_text(str(int(cores * _PERIOD_US) if cores > 0 else -1))
+        # A short period spreads a small quota evenly (a throttled host waits at most a
+        # period); the kernel's least quota is 1 ms.
+        period = max(_PERIOD_US, int(_MIN_QUOTA_US / cores) if cores > 0 else 0)
+        (directory / "cpu.cfs_quota_us").write_text("-1")  # the period may not pass an old quota's bounds
+        (directory / "cpu.cfs_period_us").write_text(str(period))
+        (directory / "cpu.cfs_quota_us").write_text(str(int(cores * period) if cores > 0 else -1))
 
     # -- stopping a host ------------------------------------------------------
 
