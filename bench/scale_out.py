@@ -40,11 +40,14 @@ from engine import rows_agree, same_values  # noqa: E402
 
 import skyhook  # noqa: E402
 from skyhook.dev.cluster import LocalCluster  # noqa: E402
+from skyhook.dev.gateway import Gateway, S3Endpoint  # noqa: E402
 from skyhook.dev.hosts import CLIENT, EmulatedHosts, HostsSpec  # noqa: E402
+from skyhook.dev.s3_baseline import duckdb_over_s3, publish_dataset, pyarrow_over_s3  # noqa: E402
 from skyhook.dev.tpch import COLUMNS, Q1_SQL, Q6_SQL, generate_lineitem, price_thresholds  # noqa: E402
 from skyhook.plan.aggregate import AggregateQuery  # noqa: E402
 
 DATASET = "lineitem"
+BUCKET = "bench"
 SKYHOOK_PATHS = {"pushdown": True, "plain": False, "auto": "auto"}
 SAMPLE_SECONDS = 0.1
 
@@ -83,7 +86,7 @@ class Sampler:
 
 def timed(run, sampler: Sampler) -> dict:
     before = sampler.now()
-    result = run()
+    result = run(fetch=False)
     after = sampler.now()
     cpu = {node: after["cpu"][node] - before["cpu"][node] for node in after["cpu"]}
     return {
@@ -94,7 +97,7 @@ def timed(run, sampler: Sampler) -> dict:
         "link_bytes": after["rx"] - before["rx"] + after["tx"] - before["tx"],
         "start_s": before["t"],
         "end_s": after["t"],
-        "rows": result.num_rows,
+        "rows": result if isinstance(result, int) else result.num_rows,
     }
 
 
@@ -121,15 +124,19 @@ def scan_paths(ds, baselines, columns, threshold) -> dict:
     price_type = ds.schema.field("l_extendedprice").type
     filter = pc.field("l_extendedprice") >= pa.scalar(threshold, price_type)
     paths = {
-        name: (lambda pushdown=pushdown: ds.scanner(columns=columns, filter=filter, pushdown=pushdown).to_table())
+        name: (
+            lambda pushdown=pushdown, fetch=True: ds.scanner(
+                columns=columns, filter=filter, pushdown=pushdown
+            ).to_table()
+        )
         for name, pushdown in SKYHOOK_PATHS.items()
     }
     if baselines is not None:
         local, sql = baselines
         selected = ", ".join(columns) if columns else "*"
         query = f"select {selected} from lineitem where l_extendedprice >= {threshold}"
-        paths["pyarrow_rgw"] = lambda: local.to_table(columns=columns, filter=filter)
-        paths["duckdb_rgw"] = lambda: sql.sql(query).to_arrow_table()
+        paths["pyarrow_rgw"] = lambda fetch=True: local.to_table(columns=columns, filter=filter)
+        paths["duckdb_rgw"] = lambda fetch=True: sql.sql(query, fetch)
     return paths
 
 
@@ -150,7 +157,7 @@ def aggregate_paths(ds, baselines, name: str) -> dict:
 
     paths = {
         path: (
-            lambda pushdown=pushdown: sorted_rows(
+            lambda pushdown=pushdown, fetch=True: sorted_rows(
                 ds.group_by(keys).aggregate(aggregations, filter=filter, pushdown=pushdown)
             )
         )
@@ -159,8 +166,8 @@ def aggregate_paths(ds, baselines, name: str) -> dict:
     if baselines is not None:
         local, sql = baselines
         query = AggregateQuery.make(ds.schema, keys, aggregations, filter)
-        paths["pyarrow_rgw"] = lambda: sorted_rows(query.run_locally(local))
-        paths["duckdb_rgw"] = lambda: sql.sql({"q1": Q1_SQL, "q6": Q6_SQL}[name]).to_arrow_table()
+        paths["pyarrow_rgw"] = lambda fetch=True: sorted_rows(query.run_locally(local))
+        paths["duckdb_rgw"] = lambda fetch=True: sql.sql({"q1": Q1_SQL, "q6": Q6_SQL}[name], fetch)
     return paths
 
 
@@ -179,10 +186,11 @@ def client_run(config: dict) -> dict:
         ds = store.dataset(DATASET)
         baselines = None
         if config.get("gateway"):
-            from skyhook.dev.s3_readers import duckdb_over_s3, pyarrow_over_s3
-
-            gateway = config["gateway"]
-            baselines = (pyarrow_over_s3(**gateway, schema=ds.schema), duckdb_over_s3(**gateway, view="lineitem"))
+            endpoint = S3Endpoint(**config["gateway"])
+            baselines = (
+                pyarrow_over_s3(endpoint, BUCKET, DATASET, schema=ds.schema),
+                duckdb_over_s3(endpoint, BUCKET, DATASET, view="lineitem"),
+            )
         results = {}
         for label, threshold in thresholds.items():
             for width, columns in (("3 columns", COLUMNS), ("all columns", None)):
@@ -250,14 +258,10 @@ def run_hosts(spec: HostsSpec, lineitem: Path, args: argparse.Namespace, scratch
 
 
 def publish(cluster: LocalCluster, ds: skyhook.Dataset, spec: HostsSpec) -> dict:
-    """The dataset's objects as Parquet files in an RGW bucket on the gateway node."""
-    from skyhook.dev.gateway import Gateway
-    from skyhook.dev.s3_copy import publish_dataset
-
-    gateway = Gateway(cluster)
-    endpoint = gateway.up()
-    publish_dataset(ds, **endpoint, bucket="bench", prefix=DATASET)
-    return {**endpoint, "bucket": "bench", "prefix": DATASET}
+    """The dataset's objects as Parquet files in an RGW bucket, RGW on the gateway node."""
+    endpoint = Gateway(cluster).up()
+    publish_dataset(ds, endpoint, BUCKET, DATASET)
+    return endpoint.as_dict()
 
 
 def primaries(cluster: LocalCluster, objects: list[str]) -> dict[str, int]:

@@ -21,7 +21,9 @@ import pytest
 
 import skyhook
 from skyhook.dev.cluster import LocalCluster
+from skyhook.dev.gateway import Gateway
 from skyhook.dev.hosts import CLIENT, EmulatedHosts, HostsSpec
+from skyhook.dev.s3_baseline import duckdb_over_s3, publish_dataset, pyarrow_over_s3
 from support.stores import BACKENDS
 
 pytestmark = pytest.mark.skipif(
@@ -143,6 +145,26 @@ def test_a_host_stopped_during_queries_loses_no_row(cluster: LocalCluster, datas
         assert store.dataset("hosts").count_rows() == ROWS
         report = store.fsck()
     assert report.clean, report
+
+
+def test_the_gateway_serves_the_same_rows_to_duckdb_and_pyarrow(cluster: LocalCluster, dataset, table):
+    """The S3 baseline: RGW on the gateway node, the dataset's objects as Parquet
+    files in a bucket, read by DuckDB (httpfs) and pyarrow with a filter and columns."""
+    endpoint = Gateway(cluster).up()
+    assert endpoint.url.startswith(f"http://{SPEC.address('gateway')}:")
+    files = publish_dataset(dataset, endpoint, "tests", "hosts")
+    assert len(files) == len(dataset.manifest.partitions)
+    expected = dataset.to_table(columns=["x", "s"], filter=pc.field("x") < 3000).sort_by("x")
+    read = pyarrow_over_s3(endpoint, "tests", "hosts", dataset.schema)
+    assert read.to_table(columns=["x", "s"], filter=pc.field("x") < 3000).sort_by("x").equals(expected)
+    duck = duckdb_over_s3(endpoint, "tests", "hosts", view="hosts")
+    try:
+        assert duck.sql("select x, s from hosts where x < 3000 order by x").equals(expected)
+        assert duck.sql("select x from hosts", fetch=False) == ROWS
+    finally:
+        duck.close()
+    Gateway(cluster).down()
+    assert Gateway(cluster).up() == endpoint  # the same user after a restart
 
 
 def test_spec_errors_are_clear():

@@ -153,7 +153,9 @@ class LocalCluster:
         if emulated is not None:  # a frozen process would never see its signal
             for node in emulated.spec.nodes:
                 emulated.thaw(node)
-        for name in sorted(state.pids, key=lambda n: (n != WORKER, not n.startswith("osd"), n)):
+        for name in sorted(
+            state.pids, key=lambda n: (n != WORKER and not n.startswith("rgw"), not n.startswith("osd"), n)
+        ):
             self._stop(state, name, signal.SIGTERM, timeout)
         self._save(state)
         if emulated is not None:
@@ -204,6 +206,27 @@ class LocalCluster:
         self._save(state)
         self._wait_osds_up([osd], epoch, timeout)
 
+    def start_daemon(self, name: str, command: list[str], node: str = CONTROL) -> int:
+        """Starts a Ceph daemon of this cluster (its conf given, in the foreground),
+        on an emulated node if the cluster has them; returns its PID (if already running, that)."""
+        state = self._state()
+        if self._alive(state.pids.get(name, 0)):
+            return state.pids[name]
+        state.nodes[name] = node
+        self._start(state, name, command)
+        self._save(state)
+        return state.pids[name]
+
+    def stop_daemon(self, name: str, timeout: float = 30) -> None:
+        state = self._state()
+        self._stop(state, name, signal.SIGTERM, timeout)
+        self._save(state)
+
+    def address(self, node: str = CONTROL) -> str:
+        """Where a daemon on node listens: that emulated node's address, else the cluster's."""
+        emulated = self._state().emulated_hosts()
+        return emulated.spec.address(node) if emulated is not None else self._state().address
+
     def pid(self, name: str) -> int | None:
         pid = self._state().pids.get(name)
         return pid if pid and self._alive(pid) else None
@@ -250,14 +273,15 @@ class LocalCluster:
 
     def ceph(self, *args: str, timeout: float = 30) -> str:
         """Run the ceph CLI against this cluster."""
+        return self.run_tool("ceph", "--connect-timeout", str(int(timeout)), *args, timeout=timeout)
+
+    def run_tool(self, tool: str, *args: str, timeout: float = 30) -> str:
+        """Run a Ceph command-line tool (ceph, rados, radosgw-admin) against this cluster."""
         result = subprocess.run(
-            ["ceph", "-c", str(self.conf), "--connect-timeout", str(int(timeout)), *args],
-            capture_output=True,
-            text=True,
-            timeout=timeout + 10,
+            [tool, "-c", str(self.conf), *args], capture_output=True, text=True, timeout=timeout + 10
         )
         if result.returncode != 0:
-            raise ClusterError(f"ceph {' '.join(args)} failed: {result.stderr.strip() or result.stdout.strip()}")
+            raise ClusterError(f"{tool} {' '.join(args)} failed: {result.stderr.strip() or result.stdout.strip()}")
         return result.stdout
 
     # -- creation ----------------------------------------------------------
