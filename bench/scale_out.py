@@ -11,7 +11,7 @@ prints ratios. Needs root; not part of the tests.
 
     sudo .venv/bin/python bench/scale_out.py [--hosts 4,8,16] [--scale-factor 2]
         [--host-cpu 0.1] [--client-cpu 0.1] [--client-rate 1000] [--host-rate 1000]
-        [--repeat 3] [--no-gateway] [--output bench/results/scale_out.json]
+        [--repeat 1] [--cells '1% / 3 columns,Q6'] [--no-gateway] [--output bench/results/scale_out.json]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).parent))
 from aggregates import QUERIES  # noqa: E402
-from engine import rows_agree, same_values  # noqa: E402
+from engine import same_values  # noqa: E402
 
 import skyhook  # noqa: E402
 from skyhook.dev.cluster import LocalCluster  # noqa: E402
@@ -101,9 +101,10 @@ def timed(run, sampler: Sampler) -> dict:
     }
 
 
-def measure(paths: dict, repeat: int, check, sampler: Sampler) -> dict:
-    """Every path once to warm and check answers, then interleaved runs; medians."""
-    check({name: run() for name, run in paths.items()})
+def measure(paths: dict, repeat: int, check, sampler: Sampler, fetch: bool) -> dict:
+    """Every path once to warm and check answers (fetch: whole results, else
+    row counts), then interleaved runs; medians."""
+    check({name: run(fetch=fetch) for name, run in paths.items()})
     runs: dict[str, list[dict]] = {name: [] for name in paths}
     for _ in range(repeat):
         for name, run in paths.items():
@@ -171,6 +172,12 @@ def aggregate_paths(ds, baselines, name: str) -> dict:
     return paths
 
 
+def counts_agree(results: dict) -> None:
+    counts = {name: result if isinstance(result, int) else result.num_rows for name, result in results.items()}
+    if len(set(counts.values())) != 1:
+        raise SystemExit(f"paths disagree on the number of rows: {counts}")
+
+
 def values_agree(results: dict) -> None:
     reference = results.get("duckdb_rgw", results["pushdown"])
     for name, table in results.items():
@@ -194,15 +201,19 @@ def client_run(config: dict) -> dict:
         results = {}
         for label, threshold in thresholds.items():
             for width, columns in (("3 columns", COLUMNS), ("all columns", None)):
+                cell = f"{label} / {width}"
+                if config["cells"] and cell not in config["cells"]:
+                    continue
                 paths = scan_paths(ds, baselines, columns, threshold)
-                results[f"{label} / {width}"] = measure(paths, config["repeat"], rows_agree, sampler)
-                results[f"{label} / {width}"]["auto"]["decision"] = cost_model_decision(ds, columns, threshold)
-                print(f"  {label} / {width}: " + _line(results[f"{label} / {width}"]), file=sys.stderr, flush=True)
-        for name in ("q6", "q1"):
-            results[name.upper()] = measure(
-                aggregate_paths(ds, baselines, name), config["repeat"], values_agree, sampler
-            )
-            print(f"  {name.upper()}: " + _line(results[name.upper()]), file=sys.stderr, flush=True)
+                results[cell] = measure(paths, config["repeat"], counts_agree, sampler, fetch=False)
+                results[cell]["auto"]["decision"] = cost_model_decision(ds, columns, threshold)
+                print(f"  {cell}: " + _line(results[cell]), file=sys.stderr, flush=True)
+        for name in ("Q6", "Q1"):
+            if config["cells"] and name not in config["cells"]:
+                continue
+            paths = aggregate_paths(ds, baselines, name.lower())
+            results[name] = measure(paths, config["repeat"], values_agree, sampler, fetch=True)
+            print(f"  {name}: " + _line(results[name]), file=sys.stderr, flush=True)
     return {"results": results, "samples": sampler.samples}
 
 
@@ -234,6 +245,7 @@ def run_hosts(spec: HostsSpec, lineitem: Path, args: argparse.Namespace, scratch
             "thresholds": {label: str(value) for label, value in args.thresholds.items()},
             "repeat": args.repeat,
             "gateway": gateway,
+            "cells": [cell.strip() for cell in args.cells.split(",")] if args.cells else [],
         }
         config_file = scratch / "client.json"
         config_file.write_text(json.dumps(config))
@@ -385,7 +397,8 @@ def main() -> None:
     parser.add_argument("--client-cpu", type=float, default=0.1, help="the client's CPU quota, cores")
     parser.add_argument("--host-rate", type=int, default=1000, help="each host's link, Mbit/s")
     parser.add_argument("--client-rate", type=int, default=1000, help="the client's link, Mbit/s")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=1, help="timed runs per path and cell, after one to warm")
+    parser.add_argument("--cells", help="only these cells, e.g. '1%% / 3 columns,Q6' (default: all)")
     parser.add_argument("--no-gateway", dest="gateway", action="store_false", help="leave RGW and its readers out")
     parser.add_argument("--data-dir", type=Path, default=Path("data"))
     parser.add_argument("--output", type=Path, default=Path("bench/results/scale_out.json"))
