@@ -233,7 +233,7 @@ def run_hosts(spec: HostsSpec, lineitem: Path, args: argparse.Namespace, scratch
         for node in spec.host_names:  # load without the quotas; they hold for the queries
             hosts.set_cpu(node, 0)
         with skyhook.connect(cluster.uri) as store:
-            ds = store.write_dataset(DATASET, str(lineitem), mode="overwrite")
+            ds = store.write_dataset(DATASET, str(lineitem), mode="overwrite", rows_per_object=args.rows_per_object)
             manifest = ds.manifest
             gateway = publish(cluster, ds, spec) if args.gateway else None
         for node in spec.host_names:
@@ -393,6 +393,9 @@ def main() -> None:
     parser.add_argument("--hosts", default="4,8,16", help="numbers of emulated hosts, comma separated")
     parser.add_argument("--osds-per-host", type=int, default=1)
     parser.add_argument("--scale-factor", type=float, default=2.0)
+    parser.add_argument(
+        "--rows-per-object", type=int, default=100_000, help="objects small enough that every host serves several"
+    )
     parser.add_argument("--host-cpu", type=float, default=0.1, help="each host's CPU quota, cores")
     parser.add_argument("--client-cpu", type=float, default=0.1, help="the client's CPU quota, cores")
     parser.add_argument("--host-rate", type=int, default=1000, help="each host's link, Mbit/s")

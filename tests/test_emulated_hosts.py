@@ -147,6 +147,31 @@ def test_a_host_stopped_during_queries_loses_no_row(cluster: LocalCluster, datas
     assert report.clean, report
 
 
+def test_a_host_stopped_during_a_transform_loses_nothing(cluster: LocalCluster, table):
+    """Objects rewritten in storage while h2 is frozen: the transform finishes
+    (calls to h2's OSD go to the new primary once it is marked down), every
+    row is kept, and fsck is clean after h2 returns."""
+    with skyhook.connect(cluster.uri) as store:
+        ds = store.write_dataset("moved", table, rows_per_object=25_000)
+        report: list = []
+        worker = threading.Thread(
+            target=lambda: report.append(ds.transform(skyhook.Design("ipc", column_groups="each")))
+        )
+        worker.start()
+        try:
+            time.sleep(0.5)
+            cluster.stop_host("h2")
+            time.sleep(12)
+        finally:
+            cluster.start_host("h2")
+        worker.join(180)
+        assert not worker.is_alive() and report
+        moved = store.dataset("moved")
+        assert set(moved.design().column("format").to_pylist()) == {"ipc"}
+        assert moved.to_table().sort_by("x").equals(table)
+        assert store.fsck().clean
+
+
 def test_the_gateway_serves_the_same_rows_to_duckdb_and_pyarrow(cluster: LocalCluster, dataset, table):
     """The S3 baseline: RGW on the gateway node, the dataset's objects as Parquet
     files in a bucket, read by DuckDB (httpfs) and pyarrow with a filter and columns."""
