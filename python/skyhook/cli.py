@@ -749,6 +749,36 @@ def cluster_user(
     print(cluster.user_uri(name, keyring, namespace))
 
 
+gateway_app = typer.Typer(help="The cluster's S3 gateway (RGW), for the baseline readers.", no_args_is_help=True)
+cluster_app.add_typer(gateway_app, name="gateway")
+
+
+@gateway_app.command("up")
+def gateway_up(
+    directory: ClusterDir = DEFAULT_CLUSTER_DIR,
+    port: Annotated[
+        Optional[int], typer.Option(help="Its port (default: the one it had, else 7480 or next free).")
+    ] = None,
+) -> None:
+    """Start the cluster's RGW (and its S3 user); prints the endpoint and keys as JSON."""
+    import json
+
+    from skyhook.dev.cluster import LocalCluster
+    from skyhook.dev.gateway import Gateway
+
+    print(json.dumps(Gateway(LocalCluster(directory), port).up().as_dict()))
+
+
+@gateway_app.command("down")
+def gateway_down(directory: ClusterDir = DEFAULT_CLUSTER_DIR) -> None:
+    """Stop the cluster's RGW (its buckets stay)."""
+    from skyhook.dev.cluster import LocalCluster
+    from skyhook.dev.gateway import Gateway
+
+    Gateway(LocalCluster(directory)).down()
+    console.print("gateway stopped")
+
+
 def _print_table(table: pa.Table, title: str) -> None:
     """As many leading columns as fit the terminal, cells cut at MAX_CELL_WIDTH; the rest named below."""
     cells = [[_cell(value) for value in column.to_pylist()] for column in table.columns]

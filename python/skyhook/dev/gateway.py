@@ -2,20 +2,23 @@
 baseline Ceph users run today (Parquet files in a bucket, read by DuckDB or
 pyarrow). It runs as a daemon of the cluster (stopped with it), on the
 gateway node when the cluster has emulated hosts, with one S3 user whose keys
-are kept in the cluster directory (gateway.json).
+and port are kept in the cluster directory (gateway.json).
 
     endpoint = Gateway(LocalCluster(dir)).up()   # S3Endpoint(url, access_key, secret_key)
+    before = gateway.traffic(); ...; gateway.traffic() - before   # bytes RGW served
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import secrets
 import socket
 import time
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, astuple, dataclass
+from pathlib import Path
 
 from skyhook.dev.cluster import ClusterError, LocalCluster
 from skyhook.dev.hosts import GATEWAY
@@ -24,6 +27,7 @@ NAME = "rgw.gw"
 ENTITY = f"client.{NAME}"
 USER = "skyhook"
 DEFAULT_PORT = 7480
+_PORTS_TRIED = 100
 
 
 @dataclass(frozen=True)
@@ -36,16 +40,38 @@ class S3Endpoint:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class Traffic:
+    """RGW's own counters (perf dump): what it served, whoever asked."""
+
+    requests: int
+    gets: int  # object reads, ranged or whole
+    get_bytes: int  # the bodies of those reads
+    puts: int
+    put_bytes: int
+
+    def __sub__(self, before: Traffic) -> Traffic:
+        return Traffic(*(now - then for now, then in zip(astuple(self), astuple(before))))
+
+
 class Gateway:
-    def __init__(self, cluster: LocalCluster, port: int = DEFAULT_PORT) -> None:
+    def __init__(self, cluster: LocalCluster, port: int | None = None) -> None:
+        """port None: the one it had, else 7480 or, on a loopback cluster, the next free one."""
         self.cluster = cluster
-        self.port = port
         self._keys = cluster.dir / "gateway.json"
+        self.port = port or self._saved().get("port") or self._free_port(cluster.address(GATEWAY))
 
     def up(self, timeout: float = 120) -> S3Endpoint:
         """Starts the gateway (if not running) and returns its endpoint and user."""
         address = self.cluster.address(GATEWAY)
+        running = self.cluster.pid(NAME) is not None
+        if running and self._saved().get("port") not in (None, self.port):
+            raise ClusterError(f"the gateway runs on port {self._saved()['port']}: stop it to move it")
+        if not running and not _port_free(address, self.port):
+            # Another gateway there would answer for this one.
+            raise ClusterError(f"port {self.port} of {address} is in use: give the gateway another")
         self._add_key()
+        self._save(port=self.port)
         log = self.cluster.dir / "log"
         self.cluster.start_daemon(
             NAME,
@@ -56,7 +82,7 @@ class Gateway:
                 f"--rgw_frontends=beast endpoint={address}:{self.port}",
                 f"--rgw_data={self.cluster.dir / NAME}",
                 f"--log_file={log / (NAME + '.log')}",
-                f"--admin_socket={self.cluster.dir / 'run' / (NAME + '.asok')}",
+                f"--admin_socket={self._admin_socket}",
                 # The baseline's readers ask for many ranges at once; a thread serves each.
                 "--rgw_thread_pool_size=128",
             ],
@@ -68,6 +94,31 @@ class Gateway:
 
     def down(self) -> None:
         self.cluster.stop_daemon(NAME)
+
+    def traffic(self) -> Traffic:
+        """What the running gateway has served since it started (its admin socket)."""
+        rgw = self._admin_command("perf dump")["rgw"]
+        return Traffic(rgw["req"], rgw["get"], rgw["get_b"], rgw["put"], rgw["put_b"])
+
+    @property
+    def _admin_socket(self) -> Path:
+        return self.cluster.dir / "run" / (NAME + ".asok")
+
+    def _admin_command(self, prefix: str, timeout: float = 10) -> dict:
+        """Asks the admin socket (a JSON command, NUL-terminated; a 4-byte big-endian length, then JSON)."""
+        try:
+            with socket.socket(socket.AF_UNIX) as connection:
+                connection.settimeout(timeout)
+                connection.connect(str(self._admin_socket))
+                connection.sendall(json.dumps({"prefix": prefix}).encode() + b"\0")
+                reply = b""
+                while chunk := connection.recv(1 << 16):
+                    reply += chunk
+        except OSError as error:
+            raise ClusterError(f"the gateway's admin socket did not answer {prefix!r}: {error}") from None
+        if len(reply) < 4 or len(reply) - 4 != int.from_bytes(reply[:4], "big"):
+            raise ClusterError(f"the gateway's admin socket answered {prefix!r} with {len(reply)} bytes")
+        return json.loads(reply[4:])
 
     def _add_key(self) -> None:
         """The gateway's cephx key, in the cluster's keyring (once)."""
@@ -81,9 +132,9 @@ class Gateway:
 
     def _user(self) -> tuple[str, str]:
         """The S3 user's keys, made once."""
-        if self._keys.exists():
-            keys = json.loads(self._keys.read_text())
-            return keys["access_key"], keys["secret_key"]
+        saved = self._saved()
+        if "access_key" in saved:
+            return saved["access_key"], saved["secret_key"]
         access, secret = secrets.token_hex(10).upper(), secrets.token_urlsafe(30)
         self.cluster.run_tool(
             "radosgw-admin",
@@ -94,8 +145,21 @@ class Gateway:
             f"--access-key={access}",
             f"--secret={secret}",
         )
-        self._keys.write_text(json.dumps({"access_key": access, "secret_key": secret}))
+        self._save(access_key=access, secret_key=secret)
         return access, secret
+
+    def _saved(self) -> dict:
+        return json.loads(self._keys.read_text()) if self._keys.exists() else {}
+
+    def _save(self, **values: str | int) -> None:
+        self._keys.write_text(json.dumps({**self._saved(), **values}))
+
+    @staticmethod
+    def _free_port(address: str) -> int:
+        for port in range(DEFAULT_PORT, DEFAULT_PORT + _PORTS_TRIED):
+            if _port_free(address, port):
+                return port
+        raise ClusterError(f"no free port for the gateway on {address} in {DEFAULT_PORT}..{port}")
 
     def _wait_answering(self, url: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -111,3 +175,15 @@ class Gateway:
                 if time.monotonic() > deadline:
                     raise ClusterError(f"radosgw did not answer at {url} within {timeout:.0f} s: {error}") from None
                 time.sleep(0.5)
+
+
+def _port_free(address: str, port: int) -> bool:
+    """Whether port is free at address; an address not on this namespace (an
+    emulated node's, a shaped link's) has its ports to itself."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as beast binds: TIME_WAIT is no owner
+        try:
+            probe.bind((address, port))
+        except OSError as error:
+            return error.errno == errno.EADDRNOTAVAIL
+    return True

@@ -3,7 +3,8 @@
 over S3FileSystem. Both fetch each file's footer, then only the column chunks
 they need of the row groups its statistics do not exclude. Each is set up as
 well as it can be: path-style URLs, no TLS on the private link, pyarrow with
-pre-buffering (coalesced ranged reads), DuckDB with its object cache on.
+pre-buffering (coalesced ranged reads), DuckDB caching footers; neither
+caches data, so each run reads from RGW (Gateway.traffic() counts what it served).
 
     publish_dataset(ds, endpoint, "bench", "lineitem")   # the objects, as files
     pyarrow_over_s3(endpoint, "bench", "lineitem").to_table(columns=..., filter=...)
@@ -28,7 +29,7 @@ import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from skyhook.catalog.design import DESIGN_ATTRIBUTE, ObjectDesign
+from skyhook.catalog.design import COMPRESSIONS, DEFAULT_ROW_GROUP_SIZE, DESIGN_ATTRIBUTE, ObjectDesign
 from skyhook.dataset import Dataset
 from skyhook.dev.gateway import S3Endpoint
 from skyhook.execution.dataset_objects import DatasetObjects
@@ -66,21 +67,26 @@ def publish_dataset(dataset: Dataset, endpoint: S3Endpoint, bucket: str, prefix:
     paths = []
     for partition in dataset.manifest.partitions:
         path = f"{bucket}/{prefix}/part-{partition.number:05d}.parquet"
-        design = backend.object_attribute(partition.object_name, DESIGN_ATTRIBUTE)
-        parquet = design is not None and _is_monolithic_parquet(ObjectDesign.from_bytes(design))
-        if parquet:
+        attribute = backend.object_attribute(partition.object_name, DESIGN_ATTRIBUTE)
+        design = ObjectDesign.from_bytes(attribute) if attribute is not None else None
+        if design is not None and design.format == "parquet" and design.monolithic:
             with filesystem.open_output_stream(path) as stream:
                 stream.write(backend.read_object(partition.object_name))
         else:
             _, _, table = read_partition(source, partition)
             with filesystem.open_output_stream(path) as stream:
-                pq.write_table(table, stream, write_statistics=True)
+                pq.write_table(table, stream, write_statistics=True, **_parquet_options(design))
         paths.append(path)
     return paths
 
 
-def _is_monolithic_parquet(design: ObjectDesign) -> bool:
-    return design.format == "parquet" and design.monolithic
+def _parquet_options(design: ObjectDesign | None) -> dict:
+    """The object's own row groups and codec where it names them, so the file's
+    statistics prune as finely as skyhook's Parquet objects of that design would."""
+    if design is None:
+        return {"row_group_size": DEFAULT_ROW_GROUP_SIZE}
+    codec = design.compression if design.compression in COMPRESSIONS else "snappy"  # "unknown": pyarrow's default
+    return {"row_group_size": design.row_group_size, "compression": codec}
 
 
 def pyarrow_over_s3(endpoint: S3Endpoint, bucket: str, prefix: str, schema: pa.Schema | None = None) -> pads.Dataset:
@@ -111,7 +117,10 @@ class DuckDBProcess:
         secret = ", ".join(f"{name} '{_quoted(value)}'" for name, value in {**settings, "region": REGION}.items())
         setup = [
             f"create secret rgw (type s3, {secret}, url_style 'path', use_ssl false)",
-            "set enable_object_cache = true",  # footers read once per connection
+            # Footers once per connection, as pyarrow's dataset keeps its fragments' metadata.
+            "set parquet_metadata_cache = true",
+            # Its cache of file bytes would serve repeated runs from memory, not RGW.
+            "set enable_external_file_cache = false",
             f"create view {view} as select * from read_parquet('{_quoted(files)}')",
         ]
         if threads:
@@ -165,7 +174,8 @@ for line in sys.stdin:
     try:
         rows = 0
         if "sql" in request:
-            table = connection.sql(request["sql"]).arrow()
+            relation = connection.sql(request["sql"])  # None for a statement (set ...)
+            table = relation.arrow() if relation is not None else pa.table({})
             table = table.read_all() if isinstance(table, pa.RecordBatchReader) else table
             rows = table.num_rows
             if request["out"]:
