@@ -4,8 +4,12 @@
 // transform). It also lends the client the core's one object writer
 // (EncodeObject) and its reader of any design (ObjectReader), so objects are
 // built and plainly read by the same code that storage runs.
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +17,7 @@
 
 #include <arrow/buffer.h>
 #include <arrow/c/bridge.h>
+#include <arrow/compute/expression.h>
 #include <arrow/io/memory.h>
 #include <arrow/ipc/reader.h>
 #include <arrow/ipc/writer.h>
@@ -32,6 +37,7 @@
 #include "skyhook/storage/methods/method.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/object/object_writer.h"
+#include "skyhook/storage/secondary/scan_zones.h"
 
 namespace nb = nanobind;
 
@@ -155,28 +161,57 @@ class HeldBuffer : public arrow::Buffer {
 };
 
 // The parts of an object that the client read (byte ranges and attributes):
-// reads outside them fail, as a read past an object would.
+// a read is served from the parts that cover it without a gap (a view of one,
+// else a copy), and is short where they end, as a read past an object would be.
 class ReadParts : public skyhook::ObjectContext {
  public:
   ReadParts(uint64_t size, std::optional<std::string> design, std::optional<std::string> format)
       : size_(size), design_(std::move(design)), format_(std::move(format)) {}
 
   void Add(uint64_t offset, std::shared_ptr<arrow::Buffer> bytes) {
-    parts_.emplace_back(offset, std::move(bytes));
+    auto place =
+        std::upper_bound(parts_.begin(), parts_.end(), offset,
+                         [](uint64_t start, const Part& part) { return start < part.first; });
+    parts_.emplace(place, offset, std::move(bytes));
   }
 
   arrow::Result<uint64_t> Size() override { return size_; }
 
   arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset, uint64_t length) override {
-    for (const auto& [start, bytes] : parts_) {
-      const auto end = start + static_cast<uint64_t>(bytes->size());
-      if (offset >= start && (offset < end || (offset == end && length == 0))) {
-        const uint64_t available = std::min(length, end - offset);
-        return arrow::SliceBuffer(bytes, static_cast<int64_t>(offset - start),
-                                  static_cast<int64_t>(available));
-      }
+    // The parts that hold [offset, covered), in order; each starts within the one before.
+    std::vector<const Part*> covering;
+    uint64_t covered = offset;
+    bool touched = false;  // a part starts or ends at offset: an empty read is served
+    for (const auto& part : parts_) {
+      if (part.first > covered) break;  // a gap: no later part starts sooner
+      const uint64_t end = part.first + static_cast<uint64_t>(part.second->size());
+      touched = touched || end >= offset;
+      if (end <= covered) continue;
+      covering.push_back(&part);
+      covered = end;
+      if (covered - offset >= length) break;
     }
-    return arrow::Status::IOError("bytes at ", offset, " of the object were not read");
+    if (length == 0 && touched) return std::make_shared<arrow::Buffer>(nullptr, 0);
+    if (covering.empty()) {
+      return arrow::Status::IOError("bytes at ", offset, " of the object were not read");
+    }
+    const uint64_t available = std::min(length, covered - offset);
+    const Part& first = *covering.front();
+    if (first.first + static_cast<uint64_t>(first.second->size()) >= offset + available) {
+      return arrow::SliceBuffer(first.second, static_cast<int64_t>(offset - first.first),
+                                static_cast<int64_t>(available));
+    }
+    ARROW_ASSIGN_OR_RAISE(auto joined, arrow::AllocateBuffer(static_cast<int64_t>(available)));
+    uint64_t position = offset;
+    for (const Part* part : covering) {
+      const uint64_t end =
+          std::min(offset + available, part->first + static_cast<uint64_t>(part->second->size()));
+      if (end <= position) continue;
+      std::memcpy(joined->mutable_data() + (position - offset),
+                  part->second->data() + (position - part->first), end - position);
+      position = end;
+    }
+    return std::shared_ptr<arrow::Buffer>(std::move(joined));
   }
 
   arrow::Result<std::optional<std::string>> GetXattr(const std::string& name) override {
@@ -191,9 +226,11 @@ class ReadParts : public skyhook::ObjectContext {
   }
 
  private:
+  using Part = std::pair<uint64_t, std::shared_ptr<arrow::Buffer>>;
+
   uint64_t size_;
   std::optional<std::string> design_, format_;
-  std::vector<std::pair<uint64_t, std::shared_ptr<arrow::Buffer>>> parts_;
+  std::vector<Part> parts_;  // by offset
 };
 
 arrow::Result<std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::Buffer>>> Encode(
@@ -226,27 +263,85 @@ std::pair<nb::bytes, nb::bytes> EncodeObject(nb::bytes stream, nb::bytes design)
   return {ToBytes(*object), ToBytes(*attribute)};
 }
 
-// The object's schema as opened and its batches, decoded here (so every error
-// carries its code); the batches may be views of the parts read.
-arrow::Result<std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::RecordBatchReader>>>
-Decode(ReadParts* object, const std::optional<std::vector<std::string>>& columns) {
-  ARROW_ASSIGN_OR_RAISE(auto reader,
-                        skyhook::ObjectReader::Open(object, arrow::default_memory_pool(),
-                                                    columns ? &*columns : nullptr));
-  auto schema = reader->schema();
+// The indices of the schema's fields among columns (all when none given).
+std::vector<int> FieldsAmong(const arrow::Schema& schema,
+                             const std::optional<std::vector<std::string>>& columns) {
   std::vector<int> fields;
-  for (int index = 0; index < schema->num_fields(); ++index) {
-    const auto& name = schema->field(index)->name();
+  for (int index = 0; index < schema.num_fields(); ++index) {
+    const auto& name = schema.field(index)->name();
     if (!columns || std::find(columns->begin(), columns->end(), name) != columns->end()) {
       fields.push_back(index);
     }
   }
-  ARROW_ASSIGN_OR_RAISE(auto batches, reader->ReadFields(fields, 64 * 1024));
+  return fields;
+}
+
+// The object's schema as opened and its batches, decoded here (so every error
+// carries its code); the batches may be views of the parts read. With
+// row_groups (ascending), only those zones are decoded.
+arrow::Result<std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::RecordBatchReader>>>
+Decode(ReadParts* object, const std::optional<std::vector<std::string>>& columns,
+       const std::optional<std::vector<int>>& row_groups) {
+  if (row_groups && !std::is_sorted(row_groups->begin(), row_groups->end(), std::less_equal<>())) {
+    return skyhook::Error(skyhook::ErrorCode::kInvalidRequest,
+                          "the row groups to read are not ascending");
+  }
+  ARROW_ASSIGN_OR_RAISE(auto reader,
+                        skyhook::ObjectReader::Open(object, arrow::default_memory_pool(),
+                                                    columns ? &*columns : nullptr));
+  auto schema = reader->schema();
+  const auto fields = FieldsAmong(*schema, columns);
+  constexpr int64_t kBatchRows = 64 * 1024;
+  ARROW_ASSIGN_OR_RAISE(auto batches, row_groups
+                                          ? reader->ReadZones(fields, kBatchRows, *row_groups)
+                                          : reader->ReadFields(fields, kBatchRows));
   ARROW_ASSIGN_OR_RAISE(auto decoded, batches->ToRecordBatches());
   ARROW_ASSIGN_OR_RAISE(auto object_schema, arrow::ipc::SerializeSchema(*schema));
   ARROW_ASSIGN_OR_RAISE(auto stream,
                         arrow::RecordBatchReader::Make(std::move(decoded), batches->schema()));
   return std::make_pair(object_schema, stream);
+}
+
+using ByteRanges = std::vector<std::pair<uint64_t, uint64_t>>;
+using ReadPlan = std::optional<std::pair<std::vector<int>, ByteRanges>>;
+
+// A filter the client serialized (arrow::compute::Serialize: pyarrow pickles
+// expressions so) bound to the dataset's schema; nullopt when it cannot be:
+// then no zone is excluded.
+std::optional<arrow::compute::Expression> BoundFilter(const std::shared_ptr<arrow::Buffer>& filter,
+                                                      const arrow::Schema& schema) {
+  auto expression = arrow::compute::Deserialize(filter);
+  if (!expression.ok()) return std::nullopt;
+  auto bound = expression->Bind(schema);
+  if (!bound.ok()) return std::nullopt;
+  return std::move(*bound);
+}
+
+// The zones of the object (from the parts read: its footer) that a plain read
+// decodes, and the byte ranges it reads for them: only those the footer's
+// statistics leave the filter able to match. nullopt when the reader cannot
+// tell the ranges (formats other than Parquet, column groups).
+arrow::Result<ReadPlan> Plan(ReadParts* object,
+                             const std::optional<std::vector<std::string>>& columns,
+                             const std::shared_ptr<arrow::Buffer>& filter,
+                             const std::shared_ptr<arrow::Buffer>& schema) {
+  ARROW_ASSIGN_OR_RAISE(auto reader,
+                        skyhook::ObjectReader::Open(object, arrow::default_memory_pool(),
+                                                    columns ? &*columns : nullptr));
+  std::vector<int> zones(static_cast<size_t>(std::max(0, reader->num_zones())));
+  std::iota(zones.begin(), zones.end(), 0);
+  if (filter != nullptr) {
+    arrow::io::BufferReader schema_stream(schema);
+    arrow::ipc::DictionaryMemo memo;
+    ARROW_ASSIGN_OR_RAISE(auto dataset_schema, arrow::ipc::ReadSchema(&schema_stream, &memo));
+    if (auto bound = BoundFilter(filter, *dataset_schema)) {
+      ARROW_ASSIGN_OR_RAISE(zones,
+                            skyhook::ZonesStatedBoundsAllow(reader.get(), *bound, *dataset_schema));
+    }
+  }
+  auto ranges = reader->ZoneRanges(FieldsAmong(*reader->schema(), columns), zones);
+  if (!ranges) return std::nullopt;
+  return std::make_pair(std::move(zones), std::move(*ranges));
 }
 
 // An Arrow C stream in a capsule (the PyCapsule interface pyarrow imports);
@@ -262,27 +357,51 @@ nb::capsule StreamCapsule(const std::shared_ptr<arrow::RecordBatchReader>& batch
   });
 }
 
-std::pair<nb::bytes, nb::capsule> ReadObject(uint64_t size, std::optional<nb::bytes> design,
-                                             std::optional<nb::bytes> format, nb::list parts,
-                                             std::optional<std::vector<std::string>> columns) {
-  auto text = [](const std::optional<nb::bytes>& value) -> std::optional<std::string> {
-    if (!value) return std::nullopt;
-    return std::string(value->c_str(), value->size());
-  };
-  ReadParts object(size, text(design), text(format));
+std::optional<std::string> Text(const std::optional<nb::bytes>& value) {
+  if (!value) return std::nullopt;
+  return std::string(value->c_str(), value->size());
+}
+
+void AddParts(ReadParts* object, nb::list parts) {
   for (nb::handle part : parts) {
     auto pair = nb::cast<nb::tuple>(part);
-    object.Add(nb::cast<uint64_t>(pair[0]), std::make_shared<HeldBuffer>(pair[1]));
+    object->Add(nb::cast<uint64_t>(pair[0]), std::make_shared<HeldBuffer>(pair[1]));
   }
+}
+
+std::pair<nb::bytes, nb::capsule> ReadObject(uint64_t size, std::optional<nb::bytes> design,
+                                             std::optional<nb::bytes> format, nb::list parts,
+                                             std::optional<std::vector<std::string>> columns,
+                                             std::optional<std::vector<int>> row_groups) {
+  ReadParts object(size, Text(design), Text(format));
+  AddParts(&object, parts);
   arrow::Result<
       std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::RecordBatchReader>>>
       read;
   {
     nb::gil_scoped_release release;
-    read = Decode(&object, columns);
+    read = Decode(&object, columns, row_groups);
   }
   auto [schema, batches] = Checked(std::move(read));
   return {ToBytes(*schema), StreamCapsule(batches)};
+}
+
+ReadPlan PlanRead(uint64_t size, std::optional<nb::bytes> design, std::optional<nb::bytes> format,
+                  nb::list parts, std::optional<std::vector<std::string>> columns,
+                  std::optional<nb::bytes> filter, nb::bytes schema) {
+  ReadParts object(size, Text(design), Text(format));
+  AddParts(&object, parts);
+  auto buffer = [](const nb::bytes& bytes) {
+    return arrow::Buffer::FromString(std::string(bytes.c_str(), bytes.size()));
+  };
+  auto filter_buffer = filter ? buffer(*filter) : nullptr;
+  auto schema_buffer = buffer(schema);
+  arrow::Result<ReadPlan> plan;
+  {
+    nb::gil_scoped_release release;
+    plan = Plan(&object, columns, filter_buffer, schema_buffer);
+  }
+  return Checked(std::move(plan));
 }
 
 std::vector<std::string> MethodNames() {
@@ -310,8 +429,17 @@ NB_MODULE(_embedded, m) {
         "returns (object bytes, the design built). Failures: ValueError(code, message).");
   m.def("read_object", &ReadObject, nb::arg("size"), nb::arg("design").none(),
         nb::arg("format").none(), nb::arg("parts"), nb::arg("columns").none(),
+        nb::arg("row_groups").none() = nb::none(),
         "Decode an object of size bytes from the parts read [(offset, buffer)] and its "
-        "attributes; columns: only these (None: all). Returns (the object's schema as "
-        "opened, as an Arrow IPC schema; the columns, as an Arrow C stream capsule). "
+        "attributes; columns: only these (None: all); row_groups: only these zones, "
+        "ascending (None: all). Returns (the object's schema as opened, as an Arrow IPC "
+        "schema; the columns, as an Arrow C stream capsule). "
         "Failures: ValueError(code, message).");
+  m.def("plan_read", &PlanRead, nb::arg("size"), nb::arg("design").none(), nb::arg("format").none(),
+        nb::arg("parts"), nb::arg("columns").none(), nb::arg("filter").none(), nb::arg("schema"),
+        "What a plain read of an object reads, from the parts read so far (its footer): "
+        "(the row groups that filter, a serialized pyarrow expression on the dataset's "
+        "schema, may match by the footer's statistics; the byte ranges [(offset, length)] "
+        "of columns in them), or None when the object's format cannot tell (only Parquet "
+        "in one extent can). Failures: ValueError(code, message).");
 }

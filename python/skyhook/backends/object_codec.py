@@ -5,13 +5,17 @@ the reader that storage scans run (cpp/skyhook/storage/object/)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from skyhook import _embedded
 from skyhook.errors import OutOfMemoryError, SkyhookError, StorageError
 from skyhook.rpc.error_codes import ERROR_BY_CODE
+
+T = TypeVar("T")
 
 
 def encode_object(table: pa.Table, requested_design: bytes) -> tuple[pa.Buffer, bytes]:
@@ -34,17 +38,51 @@ def decode_object(
     parts: Sequence[tuple[int, pa.Buffer]],
     columns: Sequence[str] | None,
     context: str,
+    row_groups: Sequence[int] | None = None,
 ) -> tuple[pa.Schema, pa.Table]:
     """(the schema of the object's fields as opened, a table of the columns asked
     for) of an object of size bytes from its attributes and the byte ranges read:
-    all of it, or the extents of the column groups holding columns."""
+    all of it, the extents of the column groups holding columns, or (row_groups:
+    only these, ascending) what plan_read asked for."""
+    read = (size, design, format, list(parts), None if columns is None else list(columns))
+    groups = None if row_groups is None else list(row_groups)
+    schema, stream = _core(_embedded.read_object, context, *read, groups)
+    return pa.ipc.read_schema(pa.py_buffer(schema)), pa.RecordBatchReader.from_stream(_CapsuleStream(stream)).read_all()
+
+
+def plan_read(
+    size: int,
+    design: bytes | None,
+    format: bytes | None,
+    parts: Sequence[tuple[int, pa.Buffer]],
+    columns: Sequence[str] | None,
+    filter: pc.Expression | None,
+    schema: pa.Schema,
+    context: str,
+) -> tuple[list[int], list[tuple[int, int]]] | None:
+    """(the row groups filter may match by the footer's statistics, the byte
+    ranges of columns in them) of a Parquet object in one extent, from the
+    parts read so far (its footer), as storage decides them; None for objects
+    of other designs."""
+    read = (size, design, format, list(parts), None if columns is None else list(columns))
+    serialized = None if filter is None else _serialized(filter)
+    return _core(_embedded.plan_read, context, *read, serialized, schema.serialize().to_pybytes())
+
+
+def _core(function: Callable[..., T], context: str, *arguments: object) -> T:
+    """A call of the core's reader, its failures as skyhook errors about context."""
     try:
-        schema, stream = _embedded.read_object(
-            size, design, format, list(parts), None if columns is None else list(columns)
-        )
+        return function(*arguments)
     except (ValueError, MemoryError) as error:
         raise _skyhook_error(error, context) from None
-    return pa.ipc.read_schema(pa.py_buffer(schema)), pa.RecordBatchReader.from_stream(_CapsuleStream(stream)).read_all()
+
+
+def _serialized(filter: pc.Expression) -> bytes:
+    """Arrow's own serialization of an expression (arrow::compute::Serialize,
+    what pyarrow pickles it as), which the core reads back exactly: Substrait
+    could not carry every type and function a plain read's filter may use."""
+    _, (buffer,) = filter.__reduce__()
+    return buffer.to_pybytes()
 
 
 class _CapsuleStream:

@@ -24,12 +24,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from skyhook.catalog.manifest import Manifest, Partition
-from skyhook.execution.cost import bytes_read, column_bytes
+from skyhook.execution.cost import FOOTER_BYTES_PER_CHUNK, bytes_read, column_bytes
 from skyhook.execution.workload_log import QueryRecord
-
-#: The Parquet footer's bytes per column chunk (its metadata and statistics;
-#: about 120 measured), read whole by every scan of an object.
-FOOTER_BYTES_PER_CHUNK = 128
 
 #: A zone whose pre-filter keeps more than this share of its rows is read
 #: whole, and so is every later zone of the scan (scan_zones.cc, kMaxSelectedShare).

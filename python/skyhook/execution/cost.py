@@ -10,8 +10,9 @@ statistics from storage (histograms), the filter's estimated selectivity on
 each object (selectivity.py) times those sizes does; otherwise the first object
 is pushed down as a sample and its reply-to-object size ratio decides the rest.
 An object whose design keeps its columns in several groups is read only in the
-extents of the groups that hold the needed columns, and a partition in column
-objects only in the objects holding them: those are its bytes.
+extents of the groups that hold the needed columns, one Parquet file in one
+extent only in its footer and the needed columns' chunks, and a partition in
+column objects only in the objects holding them: those are its bytes.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from skyhook.catalog.manifest_memo import per_manifest
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.execution.column_objects import opened
 from skyhook.execution.link_cost import Work
+from skyhook.execution.parquet_ranges import TAIL_BYTES
 from skyhook.execution.selectivity import estimated_selectivities
 from skyhook.plan.expressions import columns_read, filter_columns
 
@@ -39,6 +41,10 @@ from skyhook.plan.expressions import columns_read, filter_columns
 #: 3 columns of 25 % of the rows (pushdown about as fast as plain reads): reply/object
 #: 0.251 uncompressed, 0.095 lz4, 0.056 zstd.
 PUSHDOWN_THRESHOLDS = {"none": 0.25, "lz4": 0.10, "zstd": 0.05}
+
+#: The Parquet footer's bytes per column chunk (its metadata and statistics;
+#: about 120 measured), read whole by every read of an object.
+FOOTER_BYTES_PER_CHUNK = 128
 
 
 def every_row_passes(manifest: Manifest, filter: pc.Expression | None, partitions: list[Partition]) -> bool:
@@ -56,12 +62,14 @@ class Prediction:
 
     work: Work
     basis: str  # how, for Decision reasons: "statistics: ..."
+    #: The objects' bytes, Parquet files whole (what PUSHDOWN_THRESHOLDS were measured against).
+    object_bytes: float
     every_row_passes: bool = False
 
     @property
     def ratio(self) -> float:
-        """Decoded reply bytes over the bytes read."""
-        return self.work.reply_decoded / max(1.0, self.work.object_bytes)
+        """Decoded reply bytes over the objects' bytes."""
+        return self.work.reply_decoded / max(1.0, self.object_bytes)
 
 
 def predicted_reply_ratio(
@@ -76,10 +84,11 @@ def predicted_reply_ratio(
     # Decoded bytes of the wanted columns, per partition (ingest statistics).
     wanted = np.array([decoded_bytes(manifest, p, names) for p in partitions], dtype=np.float64)
     needed = columns_read(manifest.schema, columns, filter)
-    read = max(1, sum(bytes_read(p, needed) for p in partitions))
+    read = max(1, sum(bytes_read(p, needed, manifest) for p in partitions))
+    whole = max(1, sum(bytes_read(p, needed) for p in partitions))
     decoded = float(sum(decoded_bytes(manifest, p, needed) for p in partitions))
     if every_row_passes(manifest, filter, partitions):
-        return Prediction(Work(read, decoded, float(wanted.sum())), "statistics: every row passes", True)
+        return Prediction(Work(read, decoded, float(wanted.sum())), "statistics: every row passes", whole, True)
     selectivities = object_selectivities(manifest, filter, partitions)
     if selectivities is None:
         return None
@@ -88,6 +97,7 @@ def predicted_reply_ratio(
     return Prediction(
         Work(read, decoded, float((selectivities * wanted).sum())),
         f"statistics: estimated selectivity {kept:.3f} (object histograms)",
+        whole,
     )
 
 
@@ -123,11 +133,34 @@ def object_selectivities(
     return estimated_selectivities(manifest.schema, filter, statistics, rows)
 
 
-def bytes_read(partition: Partition, columns: list[str] | None) -> int:
+def bytes_read(partition: Partition, columns: list[str] | None, manifest: Manifest | None = None) -> int:
     """The bytes of a partition that a read of columns (None: all) reads: of
     each object it opens (with column objects, only those holding the
-    columns), the extents of the column groups that hold them, or the whole object."""
-    return sum(
-        size if design.monolithic else sum(group.length for group in design.groups_holding(held))
-        for design, size, held in opened(partition, columns)
-    )
+    columns), the extents of the column groups that hold them, or the whole
+    object; given the manifest, of a Parquet object in one extent its tail
+    (the footer) and the columns' chunks, as a plain read reads them."""
+    total = 0
+    for design, size, held in opened(partition, columns):
+        if manifest is not None and held is not None and design.monolithic and design.format == "parquet":
+            total += parquet_read_bytes(manifest, partition, size, held)
+        elif design.monolithic:
+            total += size
+        else:
+            total += sum(group.length for group in design.groups_holding(held))
+    return total
+
+
+def parquet_read_bytes(manifest: Manifest, partition: Partition, size: int, held: list[str]) -> int:
+    """A plain read's bytes of a Parquet object of size bytes holding columns
+    held of partition: its tail (holding the footer, FOOTER_BYTES_PER_CHUNK per
+    chunk) and the columns' chunks, each column's share of the rest being its
+    share of the object's decoded bytes (the ingest statistics; the catalog
+    knows no stored sizes)."""
+    stored = next((o.columns for o in partition.objects(manifest.schema.names) if set(held) <= set(o.columns)), ())
+    sizes = column_bytes(manifest)
+    decoded = {name: int(sizes[name][partition.number]) for name in stored if name in sizes}
+    zones = max(1, -(-partition.num_rows // max(1, partition.design.row_group_size)))
+    footer = min(size, FOOTER_BYTES_PER_CHUNK * zones * max(1, len(stored)))
+    total = sum(decoded.values())
+    share = sum(decoded.get(name, 0) for name in held) / total if total else 1.0
+    return min(size, max(TAIL_BYTES, footer) + int((size - footer) * share))

@@ -6,9 +6,12 @@ its bytes from one version of it (a transform may rewrite it at any time, and
 the manifest's design may be older or newer than the object), with the C++
 core's reader: the same code storage runs, for objects of any design. Of an
 object in several column groups only the extents of the groups holding the
-needed columns are read (ranged reads). Every failure is a SkyhookError naming
-the object: pyarrow's own errors never escape. Parquet page checksums are
-verified, so a damaged page is an error rather than a wrong answer."""
+needed columns are read (ranged reads); of a Parquet object in one extent, its
+footer and the needed columns' chunks in the row groups whose footer
+statistics leave the filter able to match (parquet_ranges.py). Every failure
+is a SkyhookError naming the object: pyarrow's own errors never escape.
+Parquet page checksums are verified, so a damaged page is an error rather
+than a wrong answer."""
 
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ from skyhook.errors import (
     first_line,
 )
 from skyhook.execution.observed_rates import ObservedRates, rates_of
+from skyhook.execution.parquet_ranges import read_parquet
 from skyhook.plan.expressions import columns_read
 
 if TYPE_CHECKING:
@@ -50,7 +54,7 @@ _ATTEMPTS = 5
 def read_partition(
     source: DatasetObjects, partition: Partition, columns=None, filter: pc.Expression | None = None
 ) -> tuple[int, int, pa.Table]:
-    """(object bytes moved, rows in the object, the filtered and projected table)."""
+    """(object bytes moved, rows read of the object, the filtered and projected table)."""
     name = partition.object_name
     wanted = columns_read(source.schema, columns, filter)
     rates = rates_of(source.backend)
@@ -62,7 +66,7 @@ def read_partition(
         except OSError as error:
             raise StorageError(f"reading object {name} failed: {error}") from None
         try:
-            moved, table, decode_cpu_s = _decoded(opened, source.schema, wanted, name, rates)
+            moved, table, decode_cpu_s = _decoded(opened, source.schema, wanted, filter, name, rates)
             break
         except ObjectChangedError:
             continue
@@ -83,37 +87,51 @@ def warn_class_calls_refused(refusal: ClassCallsNotPermittedError) -> None:
 
 
 def _decoded(
-    opened: OpenedObject, schema: pa.Schema, wanted: list[str] | None, name: str, rates: ObservedRates
+    opened: OpenedObject,
+    schema: pa.Schema,
+    wanted: list[str] | None,
+    filter: pc.Expression | None,
+    name: str,
+    rates: ObservedRates,
 ) -> tuple[int, pa.Table, float]:
-    """(bytes read, the wanted columns in the dataset's types, decode CPU
-    seconds) of one opened object; the read is a transfer over the link."""
+    """(bytes read, the wanted columns in the dataset's types of the rows the
+    filter may match, decode CPU seconds) of one opened object; each read is a
+    transfer over the link."""
     design_bytes = opened.attributes.get(DESIGN_ATTRIBUTE)
     format_bytes = opened.attributes.get(FORMAT_ATTRIBUTE)
     try:
         design = ObjectDesign.from_bytes(design_bytes) if design_bytes is not None else None
     except ValueError:
         design = None  # the C++ reader says what is wrong with it
-    ranges = [(0, opened.size)]
-    if design is not None and not design.monolithic:
-        groups = design.groups_holding(wanted)
-        if all(group.offset + group.length <= opened.size for group in groups):
-            ranges = [(group.offset, group.length) for group in groups]
-    rates.transfer_started()
-    parts: list[pa.Buffer] = []
-    try:
-        parts = opened.read(ranges)
-    finally:
-        rates.transfer_ended(sum(part.size for part in parts))
+    format = design.format if design is not None else (format_bytes or b"").decode(errors="replace")
+    moved = 0
+
+    def read(ranges: list[tuple[int, int]]) -> list[pa.Buffer]:
+        nonlocal moved
+        rates.transfer_started()
+        parts: list[pa.Buffer] = []
+        try:
+            parts = opened.read(ranges)
+        finally:
+            rates.transfer_ended(sum(part.size for part in parts))
+            moved += sum(part.size for part in parts)
+        return parts
+
+    extent = _parquet_extent(opened.size, design, design_bytes, format)
+    planned = None
+    if extent is not None:
+        planned = read_parquet(
+            read, opened.size, extent, (design_bytes, format_bytes), schema, wanted, filter, f"object {name}"
+        )
+    if planned is not None:
+        parts, row_groups = planned
+    else:
+        ranges = _extents(opened.size, design, wanted, extent)
+        parts, row_groups = list(zip([offset for offset, _ in ranges], read(ranges))), None
     decoding = time.thread_time()
     object_schema, table = decode_object(
-        opened.size,
-        design_bytes,
-        format_bytes,
-        list(zip([offset for offset, _ in ranges], parts)),
-        wanted,
-        f"object {name}",
+        opened.size, design_bytes, format_bytes, parts, wanted, f"object {name}", row_groups
     )
-    format = design.format if design is not None else (format_bytes or b"").decode(errors="replace")
     all_columns = None if design is None or design.monolithic else [c for g in design.column_groups for c in g.columns]
     _check_schema(object_schema, stored_schema(schema, format), all_columns, name)
     try:
@@ -121,7 +139,36 @@ def _decoded(
             table = table.cast(pa.schema([schema.field(column) for column in table.column_names]))
     except _ARROW_ERRORS as error:
         raise _read_error(name, error) from None
-    return sum(part.size for part in parts), table, time.thread_time() - decoding
+    return moved, table, time.thread_time() - decoding
+
+
+def _extents(
+    size: int, design: ObjectDesign | None, wanted: list[str] | None, extent: tuple[int, int] | None
+) -> list[tuple[int, int]]:
+    """The ranges of an object read whole: the extents of the column groups
+    holding the wanted columns, its one extent, or all of it."""
+    if design is not None and not design.monolithic:
+        groups = design.groups_holding(wanted)
+        if all(group.offset + group.length <= size for group in groups):
+            return [(group.offset, group.length) for group in groups]
+    return [(0, size)] if extent is None else [extent]
+
+
+def _parquet_extent(
+    size: int, design: ObjectDesign | None, design_bytes: bytes | None, format: str
+) -> tuple[int, int] | None:
+    """(offset, length) of the Parquet file of an object in one extent, read
+    by its footer and column chunks; None for other objects (read whole, or in
+    the extents of their column groups) and for a design the object cannot
+    hold (the C++ reader says what is wrong)."""
+    if format != "parquet" or (design_bytes is not None and design is None):
+        return None
+    if design is None:
+        return (0, size)
+    if not design.monolithic:
+        return None
+    group = design.column_groups[0]
+    return (group.offset, group.length) if group.offset + group.length <= size and group.length else None
 
 
 def _evaluated(table: pa.Table, columns, filter: pc.Expression | None, name: str) -> pa.Table:

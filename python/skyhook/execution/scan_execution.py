@@ -427,7 +427,7 @@ class ScanExecution:
         else:
             needed = self._needed
             sent = self.stats.bytes_returned - before[0]
-            ratio = sent / max(1, bytes_read(sample, needed))
+            ratio = sent / max(1, bytes_read(sample, needed))  # the thresholds' object: whole
             measured = (sent, self.stats.bytes_decoded - sample_before[0], self.stats.storage_cpu_s - sample_before[1])
             estimated = self.policy.estimate(self._sample_work(sample, measured, needed))
             if estimated is not None:
@@ -443,7 +443,7 @@ class ScanExecution:
         decoded, storage CPU): the other objects are taken to be like it."""
         sent, reply_decoded, cpu_s = measured
         read = decoded_bytes(self.source.manifest, sample, needed)
-        return Work(bytes_read(sample, needed), read, reply_decoded, sent, cpu_s)
+        return Work(bytes_read(sample, needed, self.source.manifest), read, reply_decoded, sent, cpu_s)
 
     def planned_decision(self, partitions: list[Partition]) -> Decision:
         """The placement decided before any object runs (what explain() shows)."""

@@ -48,6 +48,9 @@ class ObjectFile : public arrow::io::RandomAccessFile {
                                                           bool allow_short_read) override;
 
   int64_t bytes_read() const { return bytes_read_; }
+  /// Where the view starts in the object, and its bytes.
+  uint64_t start() const { return start_; }
+  int64_t size() const { return size_; }
 
   /// From now on, reads of the Parquet file's column chunks are verified
   /// (page_checksums.h): readers opened on this file need not check pages.

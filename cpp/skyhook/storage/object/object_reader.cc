@@ -1,6 +1,7 @@
 #include "skyhook/storage/object/object_reader.h"
 
 #include <algorithm>
+#include <exception>
 #include <optional>
 
 #include <arrow/array.h>
@@ -14,6 +15,7 @@
 #include "skyhook/storage/object/column_groups_reader.h"
 #include "skyhook/storage/object/dictionary_columns.h"
 #include "skyhook/storage/object/ipc_blocks.h"
+#include "skyhook/storage/object/page_checksums.h"
 #include "skyhook/storage/object/parsed_footers.h"
 #include "skyhook/storage/object/row_object_reader.h"
 
@@ -223,6 +225,39 @@ class ParquetObjectReader : public ObjectReader {
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadExistingZones(
       const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones) override {
     return Read(field_indices, batch_size, std::move(zones), 0);
+  }
+
+  std::optional<std::vector<std::pair<uint64_t, uint64_t>>> ZoneRanges(
+      const std::vector<int>& field_indices, const std::vector<int>& zones) const override {
+    const auto& fields = reader_->manifest().schema_fields;
+    std::vector<int> leaves;
+    for (int index : field_indices) {
+      if (index < 0 || static_cast<size_t>(index) >= fields.size()) return std::nullopt;
+      CollectLeaves(fields[static_cast<size_t>(index)], &leaves);
+    }
+    auto metadata = reader_->parquet_reader()->metadata();
+    const auto size = static_cast<uint64_t>(file_->size());
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    try {
+      for (int zone : zones) {
+        if (zone < 0 || zone >= metadata->num_row_groups()) return std::nullopt;
+        auto row_group = metadata->RowGroup(zone);
+        for (int leaf : leaves) {
+          // A chunk Arrow refuses to read is refused when read: nothing to fetch.
+          const auto range = ColumnChunkRange(*row_group->ColumnChunk(leaf));
+          if (!range) continue;
+          const auto start = static_cast<uint64_t>(range->first);
+          const auto length = static_cast<uint64_t>(range->second);
+          // Past the extent the read fails as it would in storage: nothing to fetch.
+          if (start > size || length > size - start) continue;
+          ranges.emplace_back(file_->start() + start, length);
+        }
+      }
+    } catch (const std::exception&) {
+      return std::nullopt;  // a footer parquet cannot read: the read says what is wrong
+    }
+    std::sort(ranges.begin(), ranges.end());
+    return ranges;
   }
 
   bool SelectsZones() const override { return true; }

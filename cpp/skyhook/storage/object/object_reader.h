@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <arrow/memory_pool.h>
@@ -81,6 +82,15 @@ class ObjectReader {
   /// batch_size rows that never span zones; fields as in ReadFields.
   arrow::Result<std::shared_ptr<arrow::RecordBatchReader>> ReadZones(
       const std::vector<int>& field_indices, int64_t batch_size, std::vector<int> zones);
+
+  /// The byte ranges of the object, [offset, offset + length) ascending, that
+  /// ReadZones of these fields and zones reads besides what opening read, so a
+  /// client can read just those; nullopt when the format cannot tell (only
+  /// Parquet can: its column chunks) or a field or zone does not exist.
+  virtual std::optional<std::vector<std::pair<uint64_t, uint64_t>>> ZoneRanges(
+      const std::vector<int>& /*field_indices*/, const std::vector<int>& /*zones*/) const {
+    return std::nullopt;
+  }
 
   /// Whether SelectZone can evaluate ranges on the format's stored values.
   virtual bool SelectsZones() const { return false; }

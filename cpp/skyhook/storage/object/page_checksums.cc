@@ -227,6 +227,20 @@ arrow::Status VerifyColumnChunkPages(const uint8_t* data, int64_t size) {
   return arrow::Status::OK();
 }
 
+std::optional<std::pair<int64_t, int64_t>> ColumnChunkRange(
+    const parquet::ColumnChunkMetaData& chunk) {
+  int64_t start = chunk.data_page_offset();
+  if (chunk.has_dictionary_page() && chunk.dictionary_page_offset() > 0 &&
+      start > chunk.dictionary_page_offset()) {
+    start = chunk.dictionary_page_offset();
+  }
+  const int64_t length = chunk.total_compressed_size();
+  if (start < 0 || length <= 0 || length > std::numeric_limits<int64_t>::max() - start) {
+    return std::nullopt;
+  }
+  return std::make_pair(start, length);
+}
+
 arrow::Result<std::shared_ptr<const PageChecksums>> PageChecksums::Make(
     std::shared_ptr<parquet::FileMetaData> metadata) {
   std::shared_ptr<PageChecksums> checksums(new PageChecksums(metadata));
@@ -239,19 +253,10 @@ arrow::Result<std::shared_ptr<const PageChecksums>> PageChecksums::Make(
                      row_group->num_columns(), " columns, the schema ", metadata->num_columns());
       }
       for (int column = 0; column < row_group->num_columns(); ++column) {
-        auto chunk = row_group->ColumnChunk(column);
-        // The range Arrow reads (SerializedRowGroup::GetColumnPageReader); one
-        // it refuses to read (negative, overflowing) needs no entry.
-        int64_t start = chunk->data_page_offset();
-        if (chunk->has_dictionary_page() && chunk->dictionary_page_offset() > 0 &&
-            start > chunk->dictionary_page_offset()) {
-          start = chunk->dictionary_page_offset();
-        }
-        const int64_t length = chunk->total_compressed_size();
-        if (start < 0 || length <= 0 || length > std::numeric_limits<int64_t>::max() - start) {
-          continue;
-        }
-        checksums->chunks_.push_back({start, length, group, column});
+        // A range Arrow refuses to read needs no entry.
+        const auto range = ColumnChunkRange(*row_group->ColumnChunk(column));
+        if (!range) continue;
+        checksums->chunks_.push_back({range->first, range->second, group, column});
       }
     }
   } catch (const parquet::ParquetException& error) {

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include <arrow/buffer.h>
@@ -28,6 +30,13 @@ uint32_t PageCrc32(const uint8_t* data, int64_t size);
 /// bytes after the header (for v2, levels included: the Parquet spec). Pages end
 /// exactly at the chunk's end. Invalid with the reason otherwise.
 arrow::Status VerifyColumnChunkPages(const uint8_t* data, int64_t size);
+
+/// The byte range [start, start + length) of a file that Arrow's reader reads
+/// as one column chunk (SerializedRowGroup::GetColumnPageReader); nullopt for
+/// one it refuses (negative, empty, overflowing). Throws what parquet's
+/// accessors throw.
+std::optional<std::pair<int64_t, int64_t>> ColumnChunkRange(
+    const parquet::ColumnChunkMetaData& chunk);
 
 /// The column chunks of one Parquet file, as Arrow's reader reads them.
 class PageChecksums {

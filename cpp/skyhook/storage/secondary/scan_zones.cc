@@ -133,6 +133,21 @@ arrow::Result<bool> ZoneMayMatch(const std::vector<std::optional<ColumnBounds>>&
   return !simplified.ok() || simplified->IsSatisfiable();  // unsure: read the zone
 }
 
+// The expression with its field references by position, as ZoneMayMatch's
+// guarantees name fields: Arrow's simplifier matches references exactly, and a
+// client's filter names them (Substrait's refer by position already).
+Expression Positional(const Expression& expression, const arrow::Schema& schema) {
+  if (const auto* ref = expression.field_ref()) {
+    auto path = ref->FindOne(schema);
+    return path.ok() ? arrow::compute::field_ref(arrow::FieldRef(*path)) : expression;
+  }
+  const auto* call = expression.call();
+  if (call == nullptr) return expression;
+  std::vector<Expression> arguments;
+  for (const auto& argument : call->arguments) arguments.push_back(Positional(argument, schema));
+  return arrow::compute::call(call->function_name, std::move(arguments), call->options);
+}
+
 // A filter's column ranges (PhysicalRanges) by the bound field they test.
 struct FieldRanges {
   std::vector<std::pair<int, const PhysicalRange*>> ranges;
@@ -325,6 +340,33 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, Obj
   if (!matches && plan.zones_skipped == 0) return std::nullopt;  // read as without statistics
   if (matches) plan.index_bytes_read = matches->omap_bytes;
   return plan;
+}
+
+arrow::Result<std::vector<int>> ZonesStatedBoundsAllow(ObjectReader* reader,
+                                                       const Expression& filter,
+                                                       const arrow::Schema& schema) {
+  const auto zone_rows = reader->known_zone_rows();
+  const int count = reader->num_zones();
+  std::vector<int> zones;
+  int64_t nodes = 0;
+  // Bounded depth (CheapToSimplify) before Positional recurses.
+  auto positional =
+      zone_rows.size() == static_cast<size_t>(count) && CheapToSimplify(filter, &nodes)
+          ? Positional(filter, schema).Bind(schema)
+          : arrow::Status::Invalid("not tested");
+  if (!positional.ok()) {
+    for (int zone = 0; zone < count; ++zone) zones.push_back(zone);
+    return zones;
+  }
+  ARROW_ASSIGN_OR_RAISE(auto bounds,
+                        ZoneColumnBounds(reader, nullptr, zone_rows.size(), schema, *positional));
+  for (int zone = 0; zone < count; ++zone) {
+    const auto index = static_cast<size_t>(zone);
+    ARROW_ASSIGN_OR_RAISE(bool keep,
+                          ZoneMayMatch(bounds[index], zone_rows[index], *positional, schema));
+    if (keep) zones.push_back(zone);
+  }
+  return zones;
 }
 
 arrow::Result<bool> ZoneBatches::SelectZone(const ZoneToRead& zone) {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include <arrow/compute/expression.h>
 #include <arrow/engine/substrait/relation.h>
 #include <arrow/record_batch.h>
 #include <arrow/result.h>
@@ -45,6 +46,15 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, Obj
                                                       const arrow::engine::BoundExpressions& filter,
                                                       const std::vector<PhysicalRange>& ranges,
                                                       bool ranges_whole, CallResources* resources);
+
+/// The zones, ascending, that `filter` (bound to `schema`) may match by the
+/// bounds the object's format states (ObjectReader::StatedBounds: Parquet
+/// footers' statistics), as a scan without `analyze` statistics decides them;
+/// every zone where nothing is stated or the filter is too large to test.
+/// What a plain read at the client reads of an object.
+arrow::Result<std::vector<int>> ZonesStatedBoundsAllow(ObjectReader* reader,
+                                                       const arrow::compute::Expression& filter,
+                                                       const arrow::Schema& schema);
 
 /// The planned rows, batch by batch, from row start_row of the object on.
 class ZoneBatches {
