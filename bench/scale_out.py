@@ -56,20 +56,20 @@ SAMPLE_SECONDS = 0.1
 
 
 class Sampler:
-    """CPU seconds of every node and bytes over the client's link, sampled
-    in the background (the seeds' CPU-over-time figure)."""
+    """CPU seconds of every node and bytes over the client's link, now (t:
+    wall-clock seconds, comparable across processes) and, as a context, sampled
+    in the background by the orchestrator, outside the client's cgroup (the
+    seeds' CPU-over-time figure)."""
 
     def __init__(self, hosts: EmulatedHosts) -> None:
         self.hosts = hosts
         self.samples: list[dict] = []
-        self.marks: list[dict] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
-        self.started = time.perf_counter()
 
     def now(self) -> dict:
         received, sent = self.hosts.link_bytes(CLIENT)
-        return {"t": time.perf_counter() - self.started, "cpu": self.hosts.cpu_seconds(), "rx": received, "tx": sent}
+        return {"t": time.time(), "cpu": self.hosts.cpu_seconds(), "rx": received, "tx": sent}
 
     def _run(self) -> None:
         while not self._stop.wait(SAMPLE_SECONDS):
@@ -208,7 +208,8 @@ def client_run(config: dict) -> dict:
     """Runs as the client node (its namespace and cgroup): every cell, measured."""
     hosts = EmulatedHosts(HostsSpec(**config["hosts"]))
     thresholds = {label: Decimal(value) for label, value in config["thresholds"].items()}
-    with skyhook.connect(config["uri"]) as store, Sampler(hosts) as sampler:
+    sampler = Sampler(hosts)
+    with skyhook.connect(config["uri"]) as store:
         ds = store.dataset(DATASET)
         baselines = None
         if config.get("gateway"):
@@ -239,7 +240,7 @@ def client_run(config: dict) -> dict:
             paths = aggregate_paths(ds, baselines, name.lower())
             results[name] = measure(paths, config["repeat"], values_agree, sampler, fetch=True)
             print(f"  {name}: " + _line(results[name]), file=sys.stderr, flush=True)
-    return {"results": results, "samples": sampler.samples}
+    return {"results": results}
 
 
 def _line(cell: dict) -> str:
@@ -276,8 +277,9 @@ def run_hosts(spec: HostsSpec, lineitem: Path, args: argparse.Namespace, scratch
         config_file.write_text(json.dumps(config))
         output = scratch / "client-result.json"
         command = [sys.executable, __file__, "--client", str(config_file), "--output", str(output)]
-        subprocess.run([*hosts.command_prefix(CLIENT), *command], check=True, env=os.environ.copy())
-        measured = json.loads(output.read_text())
+        with Sampler(hosts) as sampler:
+            subprocess.run([*hosts.command_prefix(CLIENT), *command], check=True, env=os.environ.copy())
+        measured = {**json.loads(output.read_text()), "samples": sampler.samples}
         placement = primaries(cluster, [p.object_name for p in manifest.partitions])
     finally:
         if cluster.exists():

@@ -425,8 +425,9 @@ class LocalCluster:
             self._start(state, f"osd.{osd}", ["ceph-osd", "-i", osd])
         self._save(state)
         self._wait_osds_up([int(osd) for osd in state.osds], epoch, timeout)
-        # About 8 placement groups per OSD (at least 8): with fewer than OSDs, some serve no object.
-        placement_groups = str(max(8, 1 << (8 * osds - 1).bit_length()))
+        # Emulated hosts: about 8 placement groups per OSD; with fewer PGs than OSDs some
+        # hosts serve no object. A one-host cluster keeps 8 (quick to peer).
+        placement_groups = str(max(8, 1 << (8 * osds - 1).bit_length()) if hosts else 8)
         self.ceph("osd", "pool", "create", POOL, placement_groups, placement_groups, "replicated")
         self.ceph("osd", "pool", "application", "enable", POOL, "rados")
         self._wait_writable(timeout)
