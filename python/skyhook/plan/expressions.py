@@ -139,6 +139,9 @@ def _only_comparisons(expression: Expression) -> bool:
     if kind == "singular_or_list":
         in_list = expression.singular_or_list
         return _only_comparisons(in_list.value) and all(_only_comparisons(option) for option in in_list.options)
+    if kind == "if_then":  # the null-guarded IN list: if_else(is_valid(x), x IN L, null)
+        branches = [part for clause in expression.if_then.ifs for part in (getattr(clause, "if"), clause.then)]
+        return all(_only_comparisons(part) for part in [*branches, getattr(expression.if_then, "else")])
     return False
 
 

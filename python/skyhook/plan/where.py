@@ -151,7 +151,9 @@ class _Converter:
         if any(value is None or not value.is_valid or _is_nan(value) for value in values):
             return None
         column = self.value(left)
-        in_list = pc.is_in(column, value_set=pa.array([value.as_py() for value in values], column_type))
+        # A dictionary column's values are matched, as its equalities match them.
+        value_type = column_type.value_type if pa.types.is_dictionary(column_type) else column_type
+        in_list = pc.is_in(column, value_set=pa.array([value.as_py() for value in values], value_type))
         return pc.if_else(column.is_valid(), in_list, pa.scalar(None, pa.bool_()))
 
     def match(self, left: ast.expr, kind: str, arguments: list[ast.expr]) -> pc.Expression:
