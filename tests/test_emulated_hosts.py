@@ -27,8 +27,11 @@ from skyhook.dev.s3_baseline import duckdb_over_s3, publish_dataset, pyarrow_ove
 from support.stores import BACKENDS
 
 pytestmark = pytest.mark.skipif(
-    "ceph" not in BACKENDS or os.geteuid() != 0 or shutil.which("nsenter") is None,
-    reason="needs Ceph, root and nsenter",
+    "ceph" not in BACKENDS
+    or os.geteuid() != 0
+    or not all(shutil.which(tool) for tool in ("nsenter", "ip", "tc"))
+    or not Path("/sys/fs/cgroup/cpu/tasks").exists(),
+    reason="needs Ceph, root, nsenter, iproute2 and cgroup v1",
 )
 
 SPEC = HostsSpec(3, host_rate_mbit=200, client_rate_mbit=100, host_cpu=0.4, client_cpu=0.5, prefix="skyt", subnet=215)
