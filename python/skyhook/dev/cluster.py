@@ -12,6 +12,7 @@ the PIDs recorded there are ever signalled.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -670,14 +671,14 @@ log file = {d}/log/client.log
             self._check_port_free(port)
             return port
         for candidate in range(3300, 3400, 2):
-            if _port_free(candidate) and _port_free(candidate + 1):
+            if port_free(candidate) and port_free(candidate + 1):
                 return candidate
         raise ClusterError("no free pair of ports between 3300 and 3400 for the monitor")
 
     @staticmethod
     def _check_port_free(port: int) -> None:
         for taken in (port, port + 1):
-            if not _port_free(taken):
+            if not port_free(taken):
                 raise ClusterError(
                     f"port {taken} on 127.0.0.1 is taken (another cluster?); stop it or choose another port with --port"
                 )
@@ -696,14 +697,16 @@ log file = {d}/log/client.log
         temporary.replace(self._state_file)
 
 
-def _port_free(port: int) -> bool:
+def port_free(port: int, address: str = "127.0.0.1") -> bool:
+    """Whether port is free at address; an address not on this namespace (an
+    emulated node's, a shaped link's) has its ports to itself."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as daemons bind: TIME_WAIT is no owner
         try:
-            probe.bind(("127.0.0.1", port))
-            return True
-        except OSError:
-            return False
+            probe.bind((address, port))
+        except OSError as error:
+            return error.errno == errno.EADDRNOTAVAIL
+    return True
 
 
 def _check_installed() -> None:

@@ -10,7 +10,6 @@ and port are kept in the cluster directory (gateway.json).
 
 from __future__ import annotations
 
-import errno
 import json
 import secrets
 import socket
@@ -20,7 +19,7 @@ import urllib.request
 from dataclasses import asdict, astuple, dataclass
 from pathlib import Path
 
-from skyhook.dev.cluster import ClusterError, LocalCluster
+from skyhook.dev.cluster import ClusterError, LocalCluster, port_free
 from skyhook.dev.hosts import GATEWAY
 
 NAME = "rgw.gw"
@@ -67,7 +66,7 @@ class Gateway:
         running = self.cluster.pid(NAME) is not None
         if running and self._saved().get("port") not in (None, self.port):
             raise ClusterError(f"the gateway runs on port {self._saved()['port']}: stop it to move it")
-        if not running and not _port_free(address, self.port):
+        if not running and not port_free(self.port, address):
             # Another gateway there would answer for this one.
             raise ClusterError(f"port {self.port} of {address} is in use: give the gateway another")
         self._add_key()
@@ -157,7 +156,7 @@ class Gateway:
     @staticmethod
     def _free_port(address: str) -> int:
         for port in range(DEFAULT_PORT, DEFAULT_PORT + _PORTS_TRIED):
-            if _port_free(address, port):
+            if port_free(port, address):
                 return port
         raise ClusterError(f"no free port for the gateway on {address} in {DEFAULT_PORT}..{port}")
 
@@ -175,15 +174,3 @@ class Gateway:
                 if time.monotonic() > deadline:
                     raise ClusterError(f"radosgw did not answer at {url} within {timeout:.0f} s: {error}") from None
                 time.sleep(0.5)
-
-
-def _port_free(address: str, port: int) -> bool:
-    """Whether port is free at address; an address not on this namespace (an
-    emulated node's, a shaped link's) has its ports to itself."""
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as beast binds: TIME_WAIT is no owner
-        try:
-            probe.bind((address, port))
-        except OSError as error:
-            return error.errno == errno.EADDRNOTAVAIL
-    return True

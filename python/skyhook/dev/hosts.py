@@ -139,11 +139,6 @@ class EmulatedHosts:
         for controller in _CONTROLLERS:
             _remove_cgroup(CGROUP_ROOT / controller / self._cgroup_parent)
 
-    def is_up(self) -> bool:
-        return _exists(["ip", "link", "show", self.bridge]) and all(
-            Path(f"/run/netns/{self.namespace(node)}").exists() for node in self.spec.nodes
-        )
-
     def namespace(self, node: str) -> str:
         _host_number(node)
         return f"{self.spec.prefix}-{node}"
@@ -198,12 +193,6 @@ class EmulatedHosts:
         """CPU seconds each node's processes have used since its cgroup was made."""
         return {
             node: int((self._cgroup("cpuacct", node) / "cpuacct.usage").read_text()) / 1e9 for node in self.spec.nodes
-        }
-
-    def memory_bytes(self) -> dict[str, int]:
-        """Each node's memory now (the cgroup's usage, page cache included)."""
-        return {
-            node: int((self._cgroup("memory", node) / "memory.usage_in_bytes").read_text()) for node in self.spec.nodes
         }
 
     def link_bytes(self, node: str) -> tuple[int, int]:

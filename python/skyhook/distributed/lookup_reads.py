@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from skyhook.catalog.manifest import Manifest, Partition
-from skyhook.execution.cost import FOOTER_BYTES_PER_CHUNK, bytes_read, column_bytes
+from skyhook.execution.cost import bytes_read, column_bytes, footer_bytes, zone_count
 from skyhook.execution.workload_log import QueryRecord
 
 #: A zone whose pre-filter keeps more than this share of its rows is read
@@ -93,7 +93,7 @@ def lookup_reads(manifest: Manifest, record: QueryRecord, partitions: list[Parti
     sizes = column_bytes(manifest) if len(manifest.statistics) else {}
     objects, prefiltered = [], False
     for partition in partitions:
-        zones = max(1, -(-partition.num_rows // partition.design.row_group_size))
+        zones = zone_count(partition)
         zones_read = max(1.0, scanned * zones)
         matches, hit = None, zones_read
         if record.rows_returned is not None and rows:
@@ -105,7 +105,7 @@ def lookup_reads(manifest: Manifest, record: QueryRecord, partitions: list[Parti
             read = bytes_read(partition, record.columns) * zones_read / zones
         else:
             size = bytes_read(partition, None)
-            footer = min(size, FOOTER_BYTES_PER_CHUNK * zones * len(manifest.schema))
+            footer = footer_bytes(partition, size, len(manifest.schema))
             data = (size - footer) / total
             if column is None:
                 read = footer + data * sum(decoded[name] for name in record.columns) * zones_read / zones

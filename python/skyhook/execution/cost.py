@@ -150,6 +150,17 @@ def bytes_read(partition: Partition, columns: list[str] | None, manifest: Manife
     return total
 
 
+def zone_count(partition: Partition) -> int:
+    """The row groups (zones) of a partition's objects, by its design."""
+    return max(1, -(-partition.num_rows // max(1, partition.design.row_group_size)))
+
+
+def footer_bytes(partition: Partition, size: int, columns: int) -> int:
+    """A Parquet object's footer of size bytes holding columns columns of partition:
+    FOOTER_BYTES_PER_CHUNK per column chunk."""
+    return min(size, FOOTER_BYTES_PER_CHUNK * zone_count(partition) * max(1, columns))
+
+
 def parquet_read_bytes(manifest: Manifest, partition: Partition, size: int, held: list[str]) -> int:
     """A plain read's bytes of a Parquet object of size bytes holding columns
     held of partition: its tail (holding the footer, FOOTER_BYTES_PER_CHUNK per
@@ -159,8 +170,7 @@ def parquet_read_bytes(manifest: Manifest, partition: Partition, size: int, held
     stored = next((o.columns for o in partition.objects(manifest.schema.names) if set(held) <= set(o.columns)), ())
     sizes = column_bytes(manifest)
     decoded = {name: int(sizes[name][partition.number]) for name in stored if name in sizes}
-    zones = max(1, -(-partition.num_rows // max(1, partition.design.row_group_size)))
-    footer = min(size, FOOTER_BYTES_PER_CHUNK * zones * max(1, len(stored)))
+    footer = footer_bytes(partition, size, len(stored))
     total = sum(decoded.values())
     share = sum(decoded.get(name, 0) for name in held) / total if total else 1.0
     return min(size, max(TAIL_BYTES, footer) + int((size - footer) * share))
