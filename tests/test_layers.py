@@ -16,12 +16,13 @@ PACKAGE = "skyhook"
 # "skyhook.ingest.write" is in ingest, "skyhook.store" in store, and the
 # package itself ("skyhook", its __init__) in the layer of that name. The C++
 # extension modules (CMakeLists.txt's nanobind modules) make the layer native.
-FOUNDATION = {"errors", "names"}  # exceptions and the names of the store's namespace
+FOUNDATION = {"errors", "names", "stored_json"}  # exceptions, the store's namespace, bounded JSON
 # What the user-facing layers (dataset, store and up) build on.
 CLIENT = {"distributed", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"}
 LIBRARY: dict[str, set[str]] = {
     "errors": set(),
     "names": {"errors"},
+    "stored_json": {"errors"},
     "native": set(),
     "rpc": {"errors"},
     "backends": {"native", "rpc"} | FOUNDATION,

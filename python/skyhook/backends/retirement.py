@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from skyhook import stored_json
 from skyhook.backends.object_store import ObjectStore
 from skyhook.errors import InvalidRequestError
 from skyhook.names import GENERATION, check_dataset_name, new_generation, object_owner
@@ -95,7 +96,7 @@ def _decode(dataset: str, key: str, data: bytes) -> Retirement:
     check_dataset_name(dataset)
     if not GENERATION.fullmatch(key):
         raise ValueError(f"invalid key {key!r}")
-    fields = json.loads(data)
+    fields = stored_json.load(data)
     objects = fields["objects"]
     retired_at = fields["retired_at"]
     replaced_by = fields["replaced_by"]

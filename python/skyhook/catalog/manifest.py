@@ -43,6 +43,7 @@ from functools import lru_cache
 
 import pyarrow as pa
 
+from skyhook import stored_json
 from skyhook.catalog.design import FORMATS, Design, ObjectDesign
 from skyhook.catalog.object_statistics import DataTag, object_statistics_type
 from skyhook.errors import CorruptManifestError
@@ -339,8 +340,8 @@ class Manifest:
         statistics = table.column("statistics").combine_chunks()
         if len(statistics) == 0:
             statistics = pa.array([], statistics_type(schema))
-        history = json.loads(metadata.get(b"skyhook.history", b"[]"))
-        kept = json.loads(metadata.get(b"skyhook.kept", b"[]"))
+        history = stored_json.load(metadata.get(b"skyhook.history", b"[]"))
+        kept = stored_json.load(metadata.get(b"skyhook.kept", b"[]"))
         object_statistics = None
         if version in (b"4", MANIFEST_VERSION):
             object_statistics = table.column("object_statistics").combine_chunks()

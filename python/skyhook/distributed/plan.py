@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, fields, replace
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from skyhook import stored_json
 from skyhook.catalog.design import ObjectDesign
-from skyhook.errors import CorruptManifestError
+from skyhook.errors import CorruptManifestError, first_line
 from skyhook.names import DATASET_NAME, GENERATION, object_owner
 
 PLAN_VERSION = 1
@@ -32,6 +33,12 @@ SERIALIZED = ("design", "filter", "bounds", "bucket_bounds")
 READ_BYTES_PER_S = 400e6
 MOVE_BYTES_PER_S = 100e6
 WRITE_BYTES_PER_S = 150e6
+#: A plan object larger than this is damaged (a plan over 100,000 objects is about 30 MB).
+MAX_PLAN_BYTES = 128 << 20
+#: Characters of a stored plan's defect quoted in its error.
+MAX_REASON = 200
+#: The schedule orders (distributed/schedule.py's).
+ORDERS = ("key", "working-set")
 
 
 @dataclass
@@ -196,17 +203,60 @@ class Plan:
     def from_bytes(cls, data: bytes, where: str) -> Plan:
         """A stored plan, checked; anything else is a CorruptManifestError naming where."""
         try:
-            record = json.loads(data)
-            if record.pop("version") != PLAN_VERSION:
+            record = stored_json.load(data, max_bytes=MAX_PLAN_BYTES)
+            if not isinstance(record, dict) or not isinstance(record.get("steps"), list):
+                raise ValueError("not a plan record")
+            if record.pop("version", None) != PLAN_VERSION:
                 raise ValueError("unsupported plan version")
             record.pop("heartbeat", None)  # plans stored before leases: an expired lease
             for key in SERIALIZED:
                 record[key] = base64.b64decode(record.get(key, ""), validate=True)
             plan = cls(**{**record, "steps": [Step(**step) for step in record["steps"]]})
+            plan._check_types()
             plan._check()
         except (ValueError, TypeError, KeyError, AttributeError, pa.ArrowException) as error:
-            raise CorruptManifestError(f"the plan {where} is unreadable: {type(error).__name__}: {error}") from None
+            reason = f"{type(error).__name__}: {first_line(error)}"
+            if len(reason) > MAX_REASON:  # it may quote the stored bytes
+                reason = reason[:MAX_REASON] + "..."
+            raise CorruptManifestError(f"the plan {where} is unreadable: {reason}") from None
         return plan
+
+    def _check_types(self) -> None:
+        """Every field of the type the code that prints and runs plans expects (JSON can hold anything)."""
+        texts = (
+            self.id,
+            self.dataset,
+            self.planned_from,
+            self.summary,
+            self.state,
+            self.error,
+            self.runner,
+            self.order,
+        )
+        if not all(isinstance(text, str) for text in texts):
+            raise ValueError("invalid text field")
+        optional_texts = (self.into, self.cluster_by)
+        if not all(text is None or isinstance(text, str) for text in optional_texts):
+            raise ValueError("invalid text field")
+        if not (_is_number(self.lease_expiry) and (self.rate is None or _is_number(self.rate))):
+            raise ValueError("invalid lease or rate")
+        if not (_is_count(self.parallel) and self.parallel >= 1 and self.order in ORDERS):
+            raise ValueError("invalid schedule")
+        if not (isinstance(self.groups, list) and (self.columns is None or _is_texts(self.columns))):
+            raise ValueError("invalid groups or columns")
+        for step in self.steps:
+            counts = (step.rows, step.bytes_read, step.bytes_moved, step.bytes_written, step.memory)
+            if not (all(_is_count(count) for count in counts) and isinstance(step.done, bool)):
+                raise ValueError("invalid step counts")
+            if not all(_is_texts(names) for names in (step.sources, step.targets, step.written)):
+                raise ValueError("invalid step objects")
+            if step.key_range is not None and not _is_count(step.key_range):
+                raise ValueError("invalid key range")
+            if step.key_ranges is not None and not (isinstance(step.key_ranges, list) and step.key_ranges):
+                raise ValueError("invalid key ranges")
+            measured = step.measured
+            if not (isinstance(measured, dict) and all(_is_number(value) for value in measured.values())):
+                raise ValueError("invalid step measurements")
 
     def _check(self) -> None:
         # The runner writes and deletes the objects a plan names: only its own kind of names.
@@ -274,6 +324,18 @@ class Plan:
                 isinstance(box, list) and len(box) == 2 * keys and all(isinstance(b, int) and b >= 0 for b in box)
             ):
                 raise ValueError("invalid Z-order box")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_texts(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(text, str) for text in value)
 
 
 def expression_bytes(expression: pc.Expression | None) -> bytes:

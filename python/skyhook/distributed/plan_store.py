@@ -9,10 +9,12 @@ import pyarrow as pa
 
 from skyhook.backends.object_store import ObjectStore
 from skyhook.distributed.plan import Plan
-from skyhook.errors import InvalidRequestError, ObjectChangedError, ObjectNotFoundError
+from skyhook.errors import CorruptManifestError, InvalidRequestError, ObjectChangedError, ObjectNotFoundError
 from skyhook.names import DATASET_NAME, GENERATION
 
 PREFIX = "_skyhook.plan."
+#: The summary of the failed plan listed for an unreadable plan object.
+UNREADABLE = "unreadable plan object"
 
 
 def plan_object(dataset: str, plan_id: str) -> str:
@@ -32,7 +34,10 @@ def load(store: ObjectStore, dataset: str, plan_id: str) -> tuple[Plan, object]:
         stored = store.read_versioned_object(name)
     except ObjectNotFoundError:
         raise InvalidRequestError(f"no plan {plan_id} for dataset {dataset!r} in {store.uri}") from None
-    return Plan.from_bytes(stored.data.to_pybytes(), name), stored.version
+    plan = Plan.from_bytes(stored.data.to_pybytes(), name)
+    if (plan.dataset, plan.id) != (dataset, plan_id):
+        raise CorruptManifestError(f"the plan {name} is unreadable: it holds plan {plan.id} of {plan.dataset!r}")
+    return plan, stored.version
 
 
 def update(store: ObjectStore, plan: Plan, version: object) -> object:
@@ -45,7 +50,9 @@ def update(store: ObjectStore, plan: Plan, version: object) -> object:
 
 
 def plans(store: ObjectStore, dataset: str | None = None) -> list[Plan]:
-    """Every plan of the store (of dataset, if given), oldest first."""
+    """Every plan of the store (of dataset, if given), oldest first; a plan object
+    that is unreadable as its own plan is listed as a failed plan without steps,
+    its error saying why (never run, never in the way of the others)."""
     found = []
     for name in store.object_names():
         if not name.startswith(PREFIX):
@@ -56,7 +63,18 @@ def plans(store: ObjectStore, dataset: str | None = None) -> list[Plan]:
                 found.append(load(store, owner, plan_id)[0])
             except InvalidRequestError:
                 continue  # deleted since the listing
+            except CorruptManifestError as error:
+                found.append(_unreadable(owner, plan_id, str(error)))
     return sorted(found, key=lambda plan: plan.id)
+
+
+def is_unreadable(plan: Plan) -> bool:
+    """Whether plans() listed plan in place of an unreadable plan object."""
+    return plan.summary == UNREADABLE and plan.state == "failed" and not plan.steps
+
+
+def _unreadable(dataset: str, plan_id: str, reason: str) -> Plan:
+    return Plan(plan_id, dataset, None, plan_id, [], [], UNREADABLE, state="failed", error=reason)
 
 
 def _buffer(plan: Plan) -> pa.Buffer:

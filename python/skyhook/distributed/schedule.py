@@ -11,11 +11,10 @@ import time
 from dataclasses import dataclass
 
 from skyhook.distributed.key_ranges import ranges_met
-from skyhook.distributed.plan import Plan, Step
+from skyhook.distributed.plan import ORDERS, Plan, Step
 from skyhook.errors import InvalidRequestError
 from skyhook.execution.workload_log import QueryRecord
 
-ORDERS = ("key", "working-set")
 _UNITS = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "KI": 1 << 10, "MI": 1 << 20, "GI": 1 << 30}
 _RATE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMG]I?)?B?(?:/S)?\s*")
 

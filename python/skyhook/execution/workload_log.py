@@ -19,11 +19,12 @@ import json
 import os
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from skyhook import stored_json
 from skyhook.backends.base import Backend
 from skyhook.backends.object_store import ObjectStore
 from skyhook.errors import ObjectNotFoundError
@@ -61,9 +62,45 @@ class QueryRecord:
         return {**vars(self), "predicates": [asdict(p) for p in self.predicates]}
 
     @staticmethod
-    def from_json(value: dict) -> QueryRecord:
-        predicates = [ColumnRange(**p) for p in value["predicates"]]
-        return QueryRecord(**{**value, "predicates": predicates})
+    def from_json(value: object) -> QueryRecord:
+        """A stored record, checked field by field (any writer of the namespace can
+        store the log): ValueError if it is not one this module writes."""
+        if not (isinstance(value, dict) and value.keys() == _RECORD_FIELDS):
+            raise ValueError("not a query record")
+        numbers = [value[key] for key in ("at", "rows_scanned", "bytes_read", "wall_s")]
+        if not (
+            value["kind"] in ("scan", "aggregate")
+            and all(_is_number(number) for number in numbers)
+            and (value["rows_returned"] is None or _is_number(value["rows_returned"]))
+            and _is_names(value["columns"])
+            and _is_names(value["objects"])
+            and isinstance(value["predicates"], list)
+        ):
+            raise ValueError("malformed query record")
+        return QueryRecord(**{**value, "predicates": [_column_range(p) for p in value["predicates"]]})
+
+
+_RECORD_FIELDS = {item.name for item in fields(QueryRecord)}
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_names(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(name, str) for name in value)
+
+
+def _column_range(value: object) -> ColumnRange:
+    if not (
+        isinstance(value, dict)
+        and value.keys() == {"column", "kind", "low", "high"}
+        and isinstance(value["column"], str)
+        and value["kind"] in ("eq", "in", "range")
+        and all(bound is None or isinstance(bound, (bool, int, float, str)) for bound in (value["low"], value["high"]))
+    ):
+        raise ValueError("malformed predicate range")
+    return ColumnRange(**value)
 
 
 def log_object(dataset: str) -> str:
@@ -208,7 +245,9 @@ def _encode(records: list[QueryRecord]) -> bytes:
 
 
 def _decode(data: bytes) -> list[QueryRecord]:
+    """The stored records; a damaged log starts again (it is advice, never an answer)."""
     try:
-        return [QueryRecord.from_json(value) for value in json.loads(data)]
-    except (ValueError, TypeError, KeyError):  # a damaged log starts again
+        values = stored_json.load(data)
+        return [QueryRecord.from_json(value) for value in values] if isinstance(values, list) else []
+    except ValueError:
         return []

@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from skyhook import stored_json
 from skyhook.backends.object_store import ObjectStore
 from skyhook.catalog.design import Design, ObjectDesign
 from skyhook.catalog.manifest import Manifest, statistics_type
@@ -71,7 +72,7 @@ class Catalog:
         name = catalog_dataset(domain)
         manifest = Manifest.from_bytes(data, name)
         try:
-            content = json.loads((manifest.schema.metadata or {})[CATALOG_KEY])
+            content = stored_json.load((manifest.schema.metadata or {})[CATALOG_KEY])
             if content["version"] != CATALOG_VERSION:
                 raise ValueError(f"unsupported catalog version {content['version']!r}")
             entries = [MatrixEntry(**entry) for entry in content["matrices"]]
