@@ -119,7 +119,8 @@ def test_one_column_reads_its_own_extent(store):
     )
     in_storage = dataset.scanner(columns=["f64"], pushdown=True)
     assert_same_table(in_storage.to_table(), table.select(["f64"]))
-    assert 0.9 * extent <= in_storage.stats.bytes_read <= extent + 32  # the extent alone
+    # The extent alone; verified reads read whole 4 KiB chunks, one shared by two reads twice.
+    assert 0.9 * extent <= in_storage.stats.bytes_read <= extent + 2 * 4096 * len(dataset.manifest.partitions)
     plain = dataset.scanner(columns=["f64"], pushdown=False)
     assert_same_table(plain.to_table(), table.select(["f64"]))
     assert plain.stats.bytes_read == extent  # the extents alone, by ranged reads
@@ -141,9 +142,9 @@ def test_storage_opens_only_the_groups_a_request_reads(store, design):
     for partition in dataset.manifest.partitions:
         for group in partition.design.column_groups:
             extents[group.columns[0]] += group.length
-    # A few bytes of an IPC file's tail are read twice (the magic, by the
-    # block check and Arrow's reader); another group's footer is hundreds.
-    slack = 16 * len(dataset.manifest.partitions)
+    # Reads are widened to whole 4 KiB chunks of the extent (its checksums'): a chunk two
+    # reads share may be read twice, the tail's too; another group's footer is hundreds.
+    slack = 3 * 4096 * len(dataset.manifest.partitions)
 
     def only(*columns: str) -> range:
         stored = sum(extents[column] for column in columns)

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 import skyhook
-from skyhook.catalog.design import DESIGN_ATTRIBUTE
+from skyhook.catalog.design import DESIGN_ATTRIBUTE, ObjectDesign
 from support.assertions import assert_same_table
 from support.tables import make_typed_table
 
@@ -102,7 +102,10 @@ def test_corrupt_row_object_is_a_clear_error(store: skyhook.Store) -> None:
     corrupt[len(corrupt) // 2 :] = bytes(len(corrupt) - len(corrupt) // 2)  # its rows zeroed
     design = opened.attributes[DESIGN_ATTRIBUTE]
     opened.close()
-    store.backend.put_object(partition.object_name, pa.py_buffer(bytes(corrupt)), {DESIGN_ATTRIBUTE: design})
-    for pushdown in (True, False):
-        with pytest.raises(skyhook.CorruptObjectError, match="not a readable row object"):
-            store.dataset("broken").to_table(pushdown=pushdown)
+    # Its checksum says so first; without checksums (an object written before them), the reader.
+    unchecked = ObjectDesign.from_bytes(design).to_bytes()
+    for attribute, error in ((design, "checksum mismatch"), (unchecked, "not a readable row object")):
+        store.backend.put_object(partition.object_name, pa.py_buffer(bytes(corrupt)), {DESIGN_ATTRIBUTE: attribute})
+        for pushdown in (True, False):
+            with pytest.raises(skyhook.CorruptObjectError, match=error):
+                store.dataset("broken").to_table(pushdown=pushdown)

@@ -418,6 +418,9 @@ def fsck(
     retention_seconds: Annotated[
         float, typer.Option(help="How long replaced objects are kept for the readers that opened them.")
     ] = DEFAULT_RETENTION_SECONDS,
+    verify: Annotated[
+        bool, typer.Option(help="Also read every object whole in storage and check its bytes' checksums.")
+    ] = False,
 ) -> None:
     """Find objects that no dataset and no running write owns (left by crashed writers), objects that
     manifests name and the store lacks, and, on Ceph, where the list of datasets and the manifests
@@ -425,8 +428,9 @@ def fsck(
     its dataset). Retired objects (replaced, kept for their readers) are not problems. Exits with 1 if
     problems remain."""
     with _open(store, retention_seconds=retention_seconds) as source:
-        report = source.fsck(dataset, repair=repair, grace_seconds=grace_seconds)
+        report = source.fsck(dataset, repair=repair, grace_seconds=grace_seconds, verify=verify)
     for title, names in (
+        ("damaged objects (checksums fail; rewrite or delete their datasets)", report.damaged),
         ("orphan objects", report.orphans),
         ("missing objects (dangling references; a repair cannot restore them)", report.dangling),
         ("abandoned writes", report.abandoned_writes),
@@ -453,9 +457,9 @@ def fsck(
         }
         done = ", ".join(f"{what}: {len(names)}" for what, names in fixed.items() if names)
         console.print(f"repaired: {done}" if done else "nothing a repair can fix")
-    else:
+    elif report.orphans or report.abandoned_writes or report.corrupt_retirements or report.index_problems:
         console.print("run again with --repair to delete the orphans")
-    if report.corrupt_manifests or report.dangling or not (report.clean or report.repaired):
+    if report.corrupt_manifests or report.dangling or report.damaged or not (report.clean or report.repaired):
         raise SystemExit(1)
 
 

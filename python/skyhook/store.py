@@ -325,7 +325,11 @@ class Store:
         return cancel_plan(self.backend, plan)
 
     def fsck(
-        self, name: str | None = None, repair: bool = False, grace_seconds: float = DEFAULT_FSCK_GRACE_SECONDS
+        self,
+        name: str | None = None,
+        repair: bool = False,
+        grace_seconds: float = DEFAULT_FSCK_GRACE_SECONDS,
+        verify: bool = False,
     ) -> FsckReport:
         """Check the datasets (name, or all) against the objects stored. Orphans:
         partitions (and temporary files of partitions) that no manifest, no write
@@ -336,7 +340,10 @@ class Store:
         leaves them (rewrite or delete the dataset). On RADOS a write whose
         writer has been silent for grace_seconds counts as abandoned; the
         embedded store knows exactly which writers are alive. Without a name,
-        the list of datasets is checked against the manifests too (RADOS)."""
+        the list of datasets is checked against the manifests too (RADOS).
+        With verify, every object the manifests name is read whole in storage,
+        in parallel, each byte checked against its checksums (damaged: what
+        does not check; a repair cannot restore it)."""
         if name is not None:
             check_dataset_name(name)
 
@@ -387,6 +394,9 @@ class Store:
         )
         if name is None:
             report.index_problems = self.backend.check_index(listing, repair)
+        if verify:
+            named = sorted({object_name for names in current.values() for object_name in names} & stored_names)
+            report.damaged = statistics.damaged_objects(self.backend, named)
         if repair:
             for orphan in report.orphans:
                 self.backend.delete_object(orphan)
@@ -439,6 +449,8 @@ class FsckReport:
     corrupt_retirements: list[str] = field(default_factory=list)
     #: Where the list of datasets and the manifests disagree (RADOS; fixed by a repair).
     index_problems: list[str] = field(default_factory=list)
+    #: "<object>: <what>" of objects whose bytes fail their checksums (fsck's verify; not repairable).
+    damaged: list[str] = field(default_factory=list)
     repaired: bool = False
 
     @property
@@ -450,4 +462,5 @@ class FsckReport:
             or self.corrupt_manifests
             or self.corrupt_retirements
             or self.index_problems
+            or self.damaged
         )

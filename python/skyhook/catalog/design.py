@@ -26,6 +26,7 @@ COMPRESSIONS = ("none", "lz4", "zstd")
 AUTO_COMPRESSION = "auto"
 DEFAULT_ROW_GROUP_SIZE = 64 * 1024
 _MAX_ROW_GROUP_SIZE = 1 << 24
+_MAX_CHUNK_BYTES = 16 << 20  # extent_checksums.h's bound
 
 _SORT_KEY = pa.struct([pa.field("column", pa.utf8(), False), pa.field("descending", pa.bool_(), False)])
 _COLUMN_GROUP = pa.struct(
@@ -300,3 +301,30 @@ def _decoded(data: bytes) -> ObjectDesign:
 @lru_cache(maxsize=_MEMO_SIZE)
 def _encoded(design: ObjectDesign) -> bytes:
     return design._encode()
+
+
+@dataclass(frozen=True)
+class ChecksumLayout:
+    """How an object's first extent is checked (cpp/skyhook/storage/object/
+    extent_checksums.h): the core reads its data before table_offset in whole
+    chunks of chunk_bytes from the extent's start, and from table_offset to
+    the extent's end (the checksum table and the footer) whole."""
+
+    chunk_bytes: int
+    table_offset: int
+
+
+def checksum_layout(data: bytes | None) -> ChecksumLayout | None:
+    """The checksum layout of an object's first extent, by its design
+    attribute; None for objects written before checksums, or an attribute it
+    cannot read (the core says what is wrong when it reads the object)."""
+    if data is None:
+        return None
+    try:
+        table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+        first = table.column("checksums")[0].values[0].as_py()
+        layout = ChecksumLayout(first["chunk_bytes"], first["table_offset"])
+    except (pa.ArrowException, KeyError, IndexError, TypeError, AttributeError):
+        return None
+    valid = 0 < layout.chunk_bytes <= _MAX_CHUNK_BYTES and layout.table_offset >= 0
+    return layout if valid else None

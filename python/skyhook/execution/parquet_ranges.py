@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.backends.object_codec import plan_read
+from skyhook.catalog.design import checksum_layout
 
 #: The tail read first: Arrow's default footer read (lineitem's footer, 16
 #: columns in 4 row groups of 64 Ki rows, is 10.7 KB; a longer one takes a second read).
@@ -45,11 +46,18 @@ def read_parquet(
     (the caller reads the extent whole, the parts read so far being few bytes)."""
     offset, length = extent
     end = offset + length
+    # The core reads the extent's data in whole chunks of its checksums, and the checksum
+    # table and footer after it whole: the tail read starts at a chunk and holds both.
+    layout = checksum_layout(attributes[0])
     tail_start = end - min(TAIL_BYTES, length)
-    parts: Parts = [(tail_start, read([(tail_start, end - tail_start)])[0])]
-    needed = _footer_bytes(parts[0][1])
+    if layout is not None and layout.table_offset <= length:
+        tail_start = min(_aligned(tail_start, offset, layout.chunk_bytes), offset + layout.table_offset)
+    tail = read([(tail_start, end - tail_start)])[0]
+    parts: Parts = [(tail_start, tail)]
+    needed = _footer_bytes(tail)
     if needed is not None and end - tail_start < needed <= length:
-        parts.insert(0, (end - needed, read([(end - needed, tail_start - (end - needed))])[0]))
+        footer_start = end - needed
+        parts.insert(0, (footer_start, read([(footer_start, tail_start - footer_start)])[0]))
     plan = plan_read(size, *attributes, parts, wanted, filter, schema, context)
     if plan is None:
         return None
@@ -73,6 +81,11 @@ def coalesced(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
                 continue
         merged.append((start, stop))
     return [(start, stop - start) for start, stop in merged]
+
+
+def _aligned(position: int, extent_start: int, chunk: int) -> int:
+    """position moved back to a multiple of chunk from the extent's start."""
+    return extent_start + (position - extent_start) // chunk * chunk
 
 
 def _before(start: int, length: int, read_from: int) -> tuple[int, int] | None:

@@ -6,6 +6,7 @@ import pyarrow as pa
 
 from skyhook.backends.base import MethodCaller
 from skyhook.catalog.manifest import statistics_type
+from skyhook.errors import CorruptObjectError
 from skyhook.rpc.reply import decode_reply
 from skyhook.rpc.requests import DescribeRequest
 
@@ -33,6 +34,20 @@ def objects_statistics(caller: MethodCaller, objects: list[tuple[str, pa.Schema]
     request = DescribeRequest().encode()
     replies = caller.call_many(DescribeRequest.METHOD, [(name, request) for name, _ in objects])
     return [_in_schema(_described(encoded, name)[0], schema) for (name, schema), encoded in zip(objects, replies)]
+
+
+def damaged_objects(caller: MethodCaller, object_names: list[str]) -> list[str]:
+    """ "object <name>: <what>" of the objects whose bytes fail their checksums (or do not
+    decode), each read whole in storage by the describe method, the calls in flight together."""
+    request = DescribeRequest().encode()
+    replies = caller.call_many(DescribeRequest.METHOD, [(name, request) for name in object_names])
+    damaged = []
+    for name, encoded in zip(object_names, replies):
+        try:
+            decode_reply(encoded).raise_for_status(f"object {name}")
+        except CorruptObjectError as error:
+            damaged.append(str(error))
+    return damaged
 
 
 def _in_schema(row: pa.StructArray, schema: pa.Schema) -> pa.StructArray:

@@ -259,7 +259,7 @@ arrow::Result<std::unique_ptr<ObjectReader>> OpenColumnGroups(ObjectContext* obj
   std::vector<std::unique_ptr<ObjectReader>> groups;
   for (const auto& group : design.column_groups) {
     if (group.columns.empty()) return Disagrees("a group among several names no columns");
-    auto extent = ObjectFile::OpenExtent(object, group.offset, group.length);
+    auto extent = ObjectFile::OpenExtent(object, group);
     if (!extent.ok()) return Disagrees(extent.status().message());
     ARROW_ASSIGN_OR_RAISE(auto reader, ObjectReader::OpenFormat(design.format, *extent, pool));
     ARROW_RETURN_NOT_OK(CheckExtent(*reader, design, group));

@@ -11,6 +11,7 @@
 #include "skyhook/protocol/error.h"
 #include "skyhook/storage/object/object_file.h"
 #include "skyhook/storage/object/object_writer.h"
+#include "skyhook/testing/designed_object.h"
 
 namespace skyhook {
 namespace {
@@ -20,34 +21,6 @@ T Ok(arrow::Result<T> result) {
   EXPECT_TRUE(result.ok()) << result.status().ToString();
   return std::move(result).ValueOrDie();
 }
-
-// An object in memory with a design attribute; it records every range read.
-class DesignedObject : public ObjectContext {
- public:
-  DesignedObject(std::shared_ptr<arrow::Buffer> data, const ObjectDesign& design)
-      : data_(std::move(data)), design_(SerializeDesign(design).ValueOrDie()->ToString()) {}
-
-  arrow::Result<uint64_t> Size() override { return static_cast<uint64_t>(data_->size()); }
-  arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset, uint64_t length) override {
-    if (offset > static_cast<uint64_t>(data_->size())) return arrow::Status::IOError("past end");
-    length = std::min<uint64_t>(length, data_->size() - offset);
-    reads.emplace_back(offset, length);
-    return arrow::SliceBuffer(data_, static_cast<int64_t>(offset), static_cast<int64_t>(length));
-  }
-  arrow::Result<std::optional<std::string>> GetXattr(const std::string& name) override {
-    if (name == kDesignAttribute) return design_;
-    return std::nullopt;
-  }
-  arrow::Result<std::optional<std::string>> GetOmap(const std::string&) override {
-    return std::nullopt;
-  }
-
-  std::vector<std::pair<uint64_t, uint64_t>> reads;
-
- private:
-  std::shared_ptr<arrow::Buffer> data_;
-  std::string design_;
-};
 
 std::shared_ptr<arrow::Table> Numbers(int64_t rows) {
   arrow::Int64Builder a, c;

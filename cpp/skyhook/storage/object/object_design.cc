@@ -48,6 +48,19 @@ std::shared_ptr<arrow::Schema> DesignSchema() {
   });
 }
 
+std::shared_ptr<arrow::DataType> ChecksumsType() {
+  return arrow::list(
+      arrow::field("item",
+                   arrow::struct_({arrow::field("chunk_bytes", arrow::int64(), false),
+                                   arrow::field("table_offset", arrow::int64(), false),
+                                   arrow::field("tail_crc", arrow::uint32(), false)}),
+                   false));
+}
+
+// Fields of objects written since checksums; older readers pass them by.
+constexpr char kChecksumsField[] = "checksums";
+constexpr char kSelfChecksumField[] = "checksum";
+
 arrow::Status Corrupt(const std::string& problem) {
   return Error(ErrorCode::kCorruptObject, "object has a malformed ", kDesignAttribute,
                " attribute: ", problem);
@@ -104,7 +117,7 @@ arrow::Result<ObjectDesign> FromBatch(const arrow::RecordBatch& batch) {
   for (int64_t g = groups.value_offset(0); g < groups.value_offset(1); ++g) {
     if (offsets.Value(g) < 0 || lengths.Value(g) < 0) return Corrupt("a negative extent");
     ColumnGroup group{
-        {}, static_cast<uint64_t>(offsets.Value(g)), static_cast<uint64_t>(lengths.Value(g))};
+        {}, static_cast<uint64_t>(offsets.Value(g)), static_cast<uint64_t>(lengths.Value(g)), {}};
     for (int64_t c = group_columns.value_offset(g); c < group_columns.value_offset(g + 1); ++c) {
       group.columns.push_back(names.GetString(c));
     }
@@ -145,7 +158,41 @@ arrow::Result<ObjectFormat> ParseFormat(std::string_view name) {
 
 bool ObjectDesign::monolithic() const { return column_groups.size() == 1; }
 
-arrow::Result<std::shared_ptr<arrow::Buffer>> SerializeDesign(const ObjectDesign& design) {
+namespace {
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> StreamBytes(const arrow::RecordBatch& batch) {
+  ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
+  ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(sink, batch.schema()));
+  ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(batch));
+  ARROW_RETURN_NOT_OK(writer->Close());
+  return sink->Finish();
+}
+
+bool Checksummed(const ObjectDesign& design) {
+  return !design.column_groups.empty() && design.column_groups[0].checksums.has_value();
+}
+
+arrow::Result<std::shared_ptr<arrow::Array>> ChecksumsArray(const ObjectDesign& design) {
+  ARROW_ASSIGN_OR_RAISE(auto builder, arrow::MakeBuilder(ChecksumsType()));
+  auto* groups = static_cast<arrow::ListBuilder*>(builder.get());
+  auto* group = static_cast<arrow::StructBuilder*>(groups->value_builder());
+  auto* chunk_bytes = static_cast<arrow::Int64Builder*>(group->field_builder(0));
+  auto* table_offset = static_cast<arrow::Int64Builder*>(group->field_builder(1));
+  auto* tail_crc = static_cast<arrow::UInt32Builder*>(group->field_builder(2));
+  ARROW_RETURN_NOT_OK(groups->Append());
+  for (const auto& column_group : design.column_groups) {
+    if (!column_group.checksums) return arrow::Status::Invalid("checksums of some groups only");
+    const ExtentChecksums& checksums = *column_group.checksums;
+    ARROW_RETURN_NOT_OK(group->Append());
+    ARROW_RETURN_NOT_OK(chunk_bytes->Append(checksums.chunk_bytes));
+    ARROW_RETURN_NOT_OK(table_offset->Append(static_cast<int64_t>(checksums.table_offset)));
+    ARROW_RETURN_NOT_OK(tail_crc->Append(checksums.tail_crc));
+  }
+  return builder->Finish();
+}
+
+// The attribute's row without its own checksum: what that checksum covers.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> DesignBatch(const ObjectDesign& design) {
   auto schema = DesignSchema();
   std::unique_ptr<arrow::RecordBatchBuilder> builder;
   ARROW_ASSIGN_OR_RAISE(builder,
@@ -185,12 +232,66 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> SerializeDesign(const ObjectDesign
   ARROW_RETURN_NOT_OK(builder->GetFieldAs<arrow::Int64Builder>(6)->Append(design.num_rows));
   ARROW_RETURN_NOT_OK(builder->GetFieldAs<arrow::Int64Builder>(7)->Append(design.generation));
   ARROW_ASSIGN_OR_RAISE(auto batch, builder->Flush());
+  if (!Checksummed(design)) return batch;
+  ARROW_ASSIGN_OR_RAISE(auto checksums, ChecksumsArray(design));
+  return batch->AddColumn(batch->num_columns(),
+                          arrow::field(kChecksumsField, checksums->type(), false), checksums);
+}
 
-  ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
-  ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeStreamWriter(sink, schema));
-  ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(*batch));
-  ARROW_RETURN_NOT_OK(writer->Close());
-  return sink->Finish();
+arrow::Result<uint32_t> SelfChecksum(const ObjectDesign& design) {
+  ARROW_ASSIGN_OR_RAISE(auto batch, DesignBatch(design));
+  ARROW_ASSIGN_OR_RAISE(auto bytes, StreamBytes(*batch));
+  return Crc32c(bytes->data(), bytes->size());
+}
+
+// The checksums field of a parsed attribute, each group's checked against its extent.
+arrow::Status AddChecksums(const arrow::Array& column, ObjectDesign* design) {
+  if (!column.type()->Equals(ChecksumsType()) || column.null_count() > 0) {
+    return Corrupt(std::string("field '") + kChecksumsField + "' is not " +
+                   ChecksumsType()->ToString());
+  }
+  const auto& groups = static_cast<const arrow::ListArray&>(column);
+  const auto& values = static_cast<const arrow::StructArray&>(*groups.values());
+  for (const auto& field : values.fields()) {
+    if (field->null_count() > 0 || values.null_count() > 0) {
+      return Corrupt(std::string("field '") + kChecksumsField + "' holds nulls");
+    }
+  }
+  const auto& chunk_bytes = static_cast<const arrow::Int64Array&>(*values.field(0));
+  const auto& table_offset = static_cast<const arrow::Int64Array&>(*values.field(1));
+  const auto& tail_crc = static_cast<const arrow::UInt32Array&>(*values.field(2));
+  const int64_t first = groups.value_offset(0);
+  if (groups.value_length(0) != static_cast<int64_t>(design->column_groups.size())) {
+    return Corrupt("its checksums are not one per column group");
+  }
+  for (auto& group : design->column_groups) {
+    const int64_t g = first + (&group - design->column_groups.data());
+    ExtentChecksums checksums{chunk_bytes.Value(g), static_cast<uint64_t>(table_offset.Value(g)),
+                              tail_crc.Value(g)};
+    if (table_offset.Value(g) < 0 || !DescribesExtent(checksums, group.length)) {
+      return Corrupt("the checksums of the extent at " + std::to_string(group.offset) +
+                     " do not describe it");
+    }
+    group.checksums = checksums;
+  }
+  return arrow::Status::OK();
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> SerializeDesign(const ObjectDesign& design) {
+  ARROW_ASSIGN_OR_RAISE(auto batch, DesignBatch(design));
+  if (Checksummed(design)) {
+    ARROW_ASSIGN_OR_RAISE(auto bytes, StreamBytes(*batch));
+    arrow::UInt32Builder self;
+    ARROW_RETURN_NOT_OK(self.Append(Crc32c(bytes->data(), bytes->size())));
+    ARROW_ASSIGN_OR_RAISE(auto checksum, self.Finish());
+    ARROW_ASSIGN_OR_RAISE(
+        batch,
+        batch->AddColumn(batch->num_columns(),
+                         arrow::field(kSelfChecksumField, arrow::uint32(), false), checksum));
+  }
+  return StreamBytes(*batch);
 }
 
 arrow::Result<ObjectDesign> ParseDesign(std::string_view encoded, uint64_t object_size) {
@@ -255,6 +356,20 @@ arrow::Result<ObjectDesign> ParseDesign(std::string_view encoded, uint64_t objec
   for (size_t i = 1; i < extents.size(); ++i) {
     if (extents[i].first < extents[i - 1].second) return Corrupt("two extents overlap");
   }
+  const auto& checksums = (*batch)->GetColumnByName(kChecksumsField);
+  const auto& self = (*batch)->GetColumnByName(kSelfChecksumField);
+  if ((checksums == nullptr) != (self == nullptr)) {
+    return Corrupt("it has extent checksums or its own checksum, not both");
+  }
+  if (checksums == nullptr) return std::move(*design);
+  ARROW_RETURN_NOT_OK(AddChecksums(*checksums, &*design));
+  if (!self->type()->Equals(arrow::uint32()) || self->null_count() > 0) {
+    return Corrupt("its checksum is not a uint32");
+  }
+  ARROW_ASSIGN_OR_RAISE(uint32_t expected, SelfChecksum(*design));
+  if (static_cast<const arrow::UInt32Array&>(*self).Value(0) != expected) {
+    return Corrupt("its checksum does not match (a damaged attribute)");
+  }
   return std::move(*design);
 }
 
@@ -278,7 +393,7 @@ arrow::Result<ObjectDesign> DesignOf(ObjectContext* object,
     return Error(ErrorCode::kCorruptObject, "object has unknown format '", *format, "'");
   }
   design.format = *parsed;
-  design.column_groups = {ColumnGroup{{}, 0, size}};
+  design.column_groups = {ColumnGroup{{}, 0, size, {}}};
   design.compression = "unknown";
   design.num_rows = -1;  // only its footer knows
   return design;

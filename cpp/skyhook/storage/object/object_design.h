@@ -18,6 +18,7 @@
 #include <arrow/result.h>
 #include <arrow/type_fwd.h>
 
+#include "skyhook/storage/object/extent_checksums.h"
 #include "skyhook/storage/object/object_context.h"
 
 namespace skyhook {
@@ -44,6 +45,10 @@ struct ColumnGroup {
   std::vector<std::string> columns;
   uint64_t offset = 0;
   uint64_t length = 0;
+  /// The checksums of the extent's bytes; none in objects written before
+  /// checksums (read unverified, Parquet's page checksums aside). Every group
+  /// of a design has them or none, and with them the attribute a checksum of itself.
+  std::optional<ExtentChecksums> checksums;
 
   bool operator==(const ColumnGroup&) const = default;
 };
@@ -70,7 +75,8 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> SerializeDesign(const ObjectDesign
 
 /// Decodes and checks an attribute value against the object's size:
 /// kCorruptObject for anything malformed (unknown format or compression,
-/// duplicate columns, extents outside the object or overlapping).
+/// duplicate columns, extents or checksum table outside the object or
+/// overlapping, a checksum of the attribute that differs).
 arrow::Result<ObjectDesign> ParseDesign(std::string_view encoded, uint64_t object_size);
 
 /// The design an object carries; objects with only a `skyhook.format`

@@ -7,6 +7,8 @@
 #include <arrow/buffer.h>
 #include <arrow/util/future.h>
 
+#include "skyhook/protocol/error.h"
+
 namespace skyhook {
 
 arrow::Result<std::shared_ptr<ObjectFile>> ObjectFile::Open(ObjectContext* object) {
@@ -24,6 +26,16 @@ arrow::Result<std::shared_ptr<ObjectFile>> ObjectFile::OpenExtent(ObjectContext*
                                   " ends past the object's ", size, " bytes");
   }
   return std::shared_ptr<ObjectFile>(new ObjectFile(object, offset, static_cast<int64_t>(length)));
+}
+
+arrow::Result<std::shared_ptr<ObjectFile>> ObjectFile::OpenExtent(ObjectContext* object,
+                                                                  const ColumnGroup& group) {
+  ARROW_ASSIGN_OR_RAISE(auto file, OpenExtent(object, group.offset, group.length));
+  // ParseDesign checked that they describe the extent; a design built in memory is trusted.
+  if (group.checksums && DescribesExtent(*group.checksums, group.length)) {
+    file->VerifyExtent(*group.checksums);
+  }
+  return file;
 }
 
 arrow::Status ObjectFile::Close() {
@@ -58,6 +70,8 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadAt(int64_t positio
   auto cached = small_reads_.find({position, length});
   if (cached != small_reads_.end()) {
     buffer = cached->second;
+  } else if (extent_checksums_) {
+    ARROW_ASSIGN_OR_RAISE(buffer, ReadVerified(position, length));
   } else {
     ARROW_ASSIGN_OR_RAISE(buffer, object_->Read(start_ + static_cast<uint64_t>(position), length));
     bytes_read_ += buffer->size();
@@ -83,6 +97,93 @@ arrow::Status ObjectFile::Verify(int64_t position, const arrow::Buffer& bytes) {
   ARROW_RETURN_NOT_OK(checksums_->Check(position, bytes));
   if (chunk) verified->Add(offset, bytes.size());
   return arrow::Status::OK();
+}
+
+std::pair<int64_t, int64_t> ObjectFile::ReadSpan(int64_t position, int64_t length) const {
+  if (!extent_checksums_) return {position, length};
+  const int64_t chunk = extent_checksums_->chunk_bytes;
+  const int64_t end = position + length;
+  const int64_t start = position < data_end() ? position / chunk * chunk : data_end();
+  const int64_t stop =
+      end <= data_end() ? std::min(data_end(), (end + chunk - 1) / chunk * chunk) : size_;
+  return {start, stop - start};
+}
+
+arrow::Status ObjectFile::LoadTail() {
+  if (tail_ != nullptr) return arrow::Status::OK();
+  ARROW_ASSIGN_OR_RAISE(auto tail, object_->Read(start_ + extent_checksums_->table_offset,
+                                                 static_cast<uint64_t>(size_ - data_end())));
+  bytes_read_ += tail->size();
+  if (tail->size() != size_ - data_end() ||
+      Crc32c(tail->data(), tail->size()) != extent_checksums_->tail_crc) {
+    return Error(ErrorCode::kCorruptObject, "checksum mismatch in the footer of the extent at ",
+                 start_, " (damaged data)");
+  }
+  table_crcs_ = TableCrcs(*extent_checksums_, *tail);
+  chunk_verified_.assign(table_crcs_.size(), false);
+  tail_ = std::move(tail);
+  return arrow::Status::OK();
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadVerified(int64_t position,
+                                                                       int64_t length) {
+  ARROW_RETURN_NOT_OK(LoadTail());
+  const int64_t end = position + length;
+  std::shared_ptr<arrow::Buffer> data, tail;
+  if (position < data_end()) {
+    ARROW_ASSIGN_OR_RAISE(data, ReadChunks(position, std::min(end, data_end()) - position));
+  }
+  if (end > data_end()) {
+    const int64_t from = std::max(position, data_end());
+    tail = arrow::SliceBuffer(tail_, from - data_end(), end - from);
+  }
+  if (data == nullptr || tail == nullptr) return data != nullptr ? data : tail;
+  return arrow::ConcatenateBuffers({data, tail});
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadChunks(int64_t position,
+                                                                     int64_t length) {
+  if (last_chunks_ != nullptr && position >= last_chunks_start_ &&
+      position + length <= last_chunks_start_ + last_chunks_->size()) {
+    return arrow::SliceBuffer(last_chunks_, position - last_chunks_start_, length);
+  }
+  const int64_t chunk = extent_checksums_->chunk_bytes;
+  const int64_t first = position / chunk;
+  const auto [start, span] = ReadSpan(position, length);
+  const int64_t end = start + span;
+  // A read that goes on from the last one (a message, then its body) reads only what follows it.
+  const int64_t last_end = last_chunks_ ? last_chunks_start_ + last_chunks_->size() : 0;
+  const bool goes_on = last_chunks_ != nullptr && start >= last_chunks_start_ && start < last_end;
+  const int64_t from = goes_on ? last_end : start;
+  ARROW_ASSIGN_OR_RAISE(auto chunks, object_->Read(start_ + static_cast<uint64_t>(from),
+                                                   static_cast<uint64_t>(end - from)));
+  bytes_read_ += chunks->size();
+  if (chunks->size() != end - from) {
+    return Error(ErrorCode::kCorruptObject, "the extent at ", start_, " ends before its ", size_,
+                 " bytes");
+  }
+  if (goes_on) {
+    ARROW_ASSIGN_OR_RAISE(
+        chunks, arrow::ConcatenateBuffers(
+                    {arrow::SliceBuffer(last_chunks_, start - last_chunks_start_), chunks}));
+  }
+  // Chunks already checked by this file, or (a kept mapping) by another call, are not again.
+  VerifiedChunks* verified = object_->verified_chunks();
+  for (int64_t index = first; index * chunk < end; ++index) {
+    if (chunk_verified_[static_cast<size_t>(index)]) continue;
+    const int64_t size = std::min(chunk, end - index * chunk);
+    const uint64_t in_object = start_ + static_cast<uint64_t>(index * chunk);
+    if (verified == nullptr || !verified->Contains(in_object, static_cast<uint64_t>(size))) {
+      ARROW_RETURN_NOT_OK(VerifyChunks(table_crcs_, chunk, index,
+                                       *arrow::SliceBuffer(chunks, index * chunk - start, size),
+                                       start_));
+      if (verified != nullptr) verified->Add(in_object, static_cast<uint64_t>(size));
+    }
+    chunk_verified_[static_cast<size_t>(index)] = true;
+  }
+  last_chunks_ = chunks;
+  last_chunks_start_ = start;
+  return arrow::SliceBuffer(chunks, position - start, length);
 }
 
 arrow::Result<int64_t> ObjectFile::ReadAt(int64_t position, int64_t nbytes, void* out) {

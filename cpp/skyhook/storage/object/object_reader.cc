@@ -250,7 +250,11 @@ class ParquetObjectReader : public ObjectReader {
           const auto length = static_cast<uint64_t>(range->second);
           // Past the extent the read fails as it would in storage: nothing to fetch.
           if (start > size || length > size - start) continue;
-          ranges.emplace_back(file_->start() + start, length);
+          // Verified reads read whole chunks of the extent: fetch them.
+          const auto [from, span] =
+              file_->ReadSpan(static_cast<int64_t>(start), static_cast<int64_t>(length));
+          ranges.emplace_back(file_->start() + static_cast<uint64_t>(from),
+                              static_cast<uint64_t>(span));
         }
       }
     } catch (const std::exception&) {
@@ -589,7 +593,7 @@ arrow::Result<std::unique_ptr<ObjectReader>> ObjectReader::Open(
                             pool);
   }
   const ColumnGroup& extent = design.column_groups[0];
-  ARROW_ASSIGN_OR_RAISE(auto file, ObjectFile::OpenExtent(object, extent.offset, extent.length));
+  ARROW_ASSIGN_OR_RAISE(auto file, ObjectFile::OpenExtent(object, extent));
   ARROW_ASSIGN_OR_RAISE(auto reader, OpenFormat(design.format, std::move(file), pool));
   ARROW_RETURN_NOT_OK(CheckExtent(*reader, design, extent));
   return reader;
