@@ -205,8 +205,9 @@ def test_a_cluster_reads_its_sources_once_per_pass(store, keys):
         f"{ranges} ranges: bytes read in storage {each_read:,} a pass per range, {packed_read:,} in {passes}, "
         f"{one_read:,} in one"
     )
-    assert 0.8 * ranges <= each_read / one_read <= 1.25 * ranges
-    assert 0.8 * ranges / passes <= each_read / packed_read <= 1.25 * ranges / passes
+    # A filtered pass reads some chunks of these 24 KB objects twice (whole 4 KiB chunks of their checksums).
+    assert 0.8 * ranges <= each_read / one_read <= 1.6 * ranges
+    assert 0.8 * ranges / passes <= each_read / packed_read <= 1.6 * ranges / passes
     # Same objects either way: one per range, the same rows in each.
     for name in ("three", "one"):
         assert store.manifest(name).statistics.equals(store.manifest("each").statistics)

@@ -107,6 +107,9 @@ def test_a_reader_queries_but_cannot_change_anything(ceph_cluster):
             store.write_dataset("t", TABLE.slice(0, 5), mode="overwrite")
         with pytest.raises(skyhook.PermissionDeniedError, match=refusal):
             store.delete_dataset("t")
+        # A writing method of the class: both grants named, though the reader has `allow r`.
+        with pytest.raises(skyhook.PermissionDeniedError, match=f"{refusal} and `allow pool=skyhook"):
+            dataset.compute_statistics()
 
     assert objects_in(ceph_cluster, namespace) == before
     with admin_store(ceph_cluster, namespace) as admin:

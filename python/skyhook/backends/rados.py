@@ -294,9 +294,13 @@ class RadosBackend(Backend):
         """Closes the pool once the operations running on it have finished
         (librados' own timeouts bound them); later ones raise StorageError."""
         with self._idle:
+            if self._closed:
+                return
             self._closed = True
             self._idle.wait_for(lambda: self._running == 0)
-        self._pool.close()
+        # Freed now, not at the interpreter's end: nanobind reports every handle still alive then.
+        pool, self._pool = self._pool, _ClosedPool()
+        pool.close()
 
     def _do(self, operation, *args):
         with self._idle:
@@ -334,8 +338,24 @@ class RadosBackend(Backend):
             return ClassCallsNotPermittedError(
                 f"{refused}: calling the skyhook object class needs `allow {scope} class skyhook` in its OSD caps"
             )
+        if operation == "exec_write":  # a writing method (analyze, create_index, transform): both grants
+            return PermissionDeniedError(
+                f"{refused}: writing through the skyhook object class needs `allow rw {scope}` and "
+                f"`allow {scope} class skyhook` in its OSD caps"
+            )
         needed = "rw" if operation in _WRITES else "r"
         return PermissionDeniedError(f"{refused}: this needs `allow {needed} {scope}` in its OSD caps")
+
+
+class _ClosedPool:
+    """In place of a closed pool: every operation (made only after _do found the store closed) refuses."""
+
+    def __getattr__(self, name: str):
+        def closed(*_: object) -> None:
+            raise StorageError("the Ceph store is closed")
+
+        closed.__name__ = name
+        return closed
 
 
 def _manifest_object(dataset: str) -> str:

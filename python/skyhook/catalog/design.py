@@ -181,9 +181,15 @@ class ObjectDesign:
             table = pa.ipc.open_stream(pa.py_buffer(data)).read_all()
         except pa.ArrowException as error:
             raise ValueError(f"malformed design: {error}") from None
-        if table.num_rows != 1 or table.column("version")[0].as_py() != DESIGN_VERSION:
-            raise ValueError("malformed design: not one row of a known version")
-        row = table.select(DESIGN_SCHEMA.names).to_pylist()[0]
+        try:
+            if table.num_rows != 1 or table.column("version")[0].as_py() != DESIGN_VERSION:
+                raise ValueError("malformed design: not one row of a known version")
+            return cls._from_row(table.select(DESIGN_SCHEMA.names).to_pylist()[0])
+        except (KeyError, TypeError, AttributeError, pa.ArrowException) as error:  # fields missing or null
+            raise ValueError(f"malformed design: {type(error).__name__}: {error}") from None
+
+    @classmethod
+    def _from_row(cls, row: dict) -> ObjectDesign:
         return cls(
             row["format"],
             tuple(

@@ -52,6 +52,7 @@ from skyhook.rpc.statistics import (
     BYTES_RETURNED,
     KEYS_ON_CODES,
     ROWS_SCANNED,
+    SECONDARY_REJECTED,
     STORAGE_CPU_NS,
     ZONES_SKIPPED,
 )
@@ -73,6 +74,7 @@ class AggregateStatistics:
     bytes_returned: int = 0
     storage_cpu_s: float = 0.0
     zones_skipped: int = 0  # row groups / record batches storage's plans skipped by statistics (every plan)
+    secondary_rejected: int = 0  # objects whose statistics did not prove themselves (so were not used)
     keys_on_codes: int = 0  # (object, key) pairs storage grouped on dictionary codes instead of text
     filter_in_storage: bool = True
     aggregate_in_storage: bool = True  # every object's aggregate ran in storage
@@ -205,6 +207,7 @@ class AggregateExecution:
         self.stats.bytes_returned += scan.stats.bytes_returned
         self.stats.storage_cpu_s += scan.stats.storage_cpu_s
         self.stats.zones_skipped += scan.stats.zones_skipped
+        self.stats.secondary_rejected += scan.stats.secondary_rejected
         return tables
 
     def _zipped_rows(self, partitions: list[Partition]) -> pa.Table:
@@ -283,6 +286,7 @@ class AggregateExecution:
                 self.stats.storage_cpu_s += reply.statistics[STORAGE_CPU_NS] / 1e9
                 self.stats.bytes_read += reply.statistics.get(BYTES_READ, 0)
                 self.stats.zones_skipped += reply.statistics.get(ZONES_SKIPPED, 0)
+                self.stats.secondary_rejected += reply.statistics.get(SECONDARY_REJECTED, 0)
                 self.stats.keys_on_codes += reply.statistics.get(KEYS_ON_CODES, 0)
                 self.stats.bytes_returned += reply.statistics[BYTES_RETURNED]  # as sent, all calls
                 yield self._finish(sub, partition, reply, main)

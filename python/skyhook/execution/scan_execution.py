@@ -48,6 +48,7 @@ from skyhook.rpc.statistics import (
     REPLY_OVER_OBJECT,
     ROWS_READ_BY_INDEX,
     ROWS_SCANNED,
+    SECONDARY_REJECTED,
     STORAGE_CPU_NS,
     ZONES_SKIPPED,
 )
@@ -85,6 +86,7 @@ class ScanStatistics:
     zones_skipped: int = 0  # row groups / record batches storage skipped by their statistics
     rows_read_by_index: int = 0  # rows an index in storage found (only those were filtered)
     index_bytes_read: int = 0  # index blocks storage read from the objects' omaps
+    secondary_rejected: int = 0  # objects whose statistics did not prove themselves (so were not used)
 
     def as_dict(self) -> dict[str, int | float | bool]:
         return asdict(self)
@@ -357,6 +359,7 @@ class ScanExecution:
                 self.stats.zones_skipped += reply.statistics.get(ZONES_SKIPPED, 0)
                 self.stats.rows_read_by_index += reply.statistics.get(ROWS_READ_BY_INDEX, 0)
                 self.stats.index_bytes_read += reply.statistics.get(INDEX_BYTES_READ, 0)
+                self.stats.secondary_rejected += reply.statistics.get(SECONDARY_REJECTED, 0)
                 self._observe(reply, decoded_bytes(self.source.manifest, partition, needed))
                 table = reply.rows
                 # Its buffers' size: nbytes works out each column's span (~30 us a reply, per object).

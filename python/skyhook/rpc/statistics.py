@@ -19,6 +19,7 @@ ZONES_SKIPPED = "zones_skipped"  # scan: zones (row groups, record batches) whos
 KEYS_ON_CODES = "keys_on_codes"  # execute_plan: group keys grouped on dictionary codes, not text
 ROWS_READ_BY_INDEX = "rows_read_by_index"  # scan: rows an index found, the only ones filtered
 INDEX_BYTES_READ = "index_bytes_read"  # scan: index blocks read from the omap
+SECONDARY_REJECTED = "secondary_rejected"  # scan, execute_plan: statistics not used, not proven against the object
 BYTES_WRITTEN = "bytes_written"  # transform
 BYTES_BEFORE = "bytes_before"  # transform: the object's size before
 LIMIT_CALL_MS = "limit_call_ms"

@@ -137,6 +137,7 @@ class PlanExecution {
                          {"bytes_returned", reply->body ? reply->body->size() : 0},
                          {"slices", budget_.slices()},
                          {"zones_skipped", rows_ ? rows_->zones_skipped() : 0},
+                         {"secondary_rejected", rows_ ? rows_->secondary_rejected() : 0},
                          {"keys_on_codes", static_cast<int64_t>(coded_.size())},
                          {"storage_cpu_ns", timer.ElapsedNanos()}};
     if (writer_) writer_->AddStatistics(&reply->statistics);

@@ -122,6 +122,7 @@ class ScanExecution {
     zones_skipped_ = rows.zones_skipped();
     rows_read_by_index_ = rows.rows_read_by_index();
     index_bytes_read_ = rows.index_bytes_read();
+    secondary_rejected_ = rows.secondary_rejected();
     auto requested_schema = needed.schema();
     SliceBudget budget(request_.pushback, resources_->limits());
     int64_t position = options_.start_row;  // the first row of the object not yet consumed
@@ -171,7 +172,8 @@ class ScanExecution {
                          {"storage_cpu_ns", timer.ElapsedNanos()},
                          {"zones_skipped", zones_skipped_},
                          {"rows_read_by_index", rows_read_by_index_},
-                         {"index_bytes_read", index_bytes_read_}};
+                         {"index_bytes_read", index_bytes_read_},
+                         {"secondary_rejected", secondary_rejected_}};
     if (writer_) writer_->AddStatistics(&reply->statistics);
   }
 
@@ -225,6 +227,7 @@ class ScanExecution {
   int64_t rows_returned_ = 0;
   int64_t bytes_read_ = 0;
   int64_t zones_skipped_ = 0;
+  int64_t secondary_rejected_ = 0;
   int64_t rows_read_by_index_ = 0;
   int64_t index_bytes_read_ = 0;
 };

@@ -17,18 +17,6 @@ namespace {
 
 bool IsFloating(const arrow::DataType& type) { return arrow::is_floating(type.id()); }
 
-// min <= max, which also refuses NaN (no comparison with it holds). Integer
-// domains compare directly (a compute call costs a function lookup and a dispatch).
-bool Ordered(const std::shared_ptr<arrow::Scalar>& min, const std::shared_ptr<arrow::Scalar>& max) {
-  const auto low = IntegerDomainValue(*min);
-  const auto high = IntegerDomainValue(*max);
-  if (low && high) return *low <= *high;
-  auto ordered = arrow::compute::CallFunction("less_equal", {min, max});
-  if (!ordered.ok() || !ordered->is_scalar()) return false;
-  const auto& value = ordered->scalar_as<arrow::BooleanScalar>();
-  return value.is_valid && value.value;
-}
-
 // One row group's column chunk; throws what parquet's accessors throw.
 std::optional<ColumnBounds> ChunkBounds(const parquet::RowGroupMetaData& row_group, int leaf,
                                         const arrow::DataType& type) {
@@ -60,6 +48,18 @@ std::optional<ColumnBounds> ChunkBounds(const parquet::RowGroupMetaData& row_gro
 }
 
 }  // namespace
+
+// min <= max, which also refuses NaN (no comparison with it holds). Integer
+// domains compare directly (a compute call costs a function lookup and a dispatch).
+bool Ordered(const std::shared_ptr<arrow::Scalar>& min, const std::shared_ptr<arrow::Scalar>& max) {
+  const auto low = IntegerDomainValue(*min);
+  const auto high = IntegerDomainValue(*max);
+  if (low && high) return *low <= *high;
+  auto ordered = arrow::compute::CallFunction("less_equal", {min, max});
+  if (!ordered.ok() || !ordered->is_scalar()) return false;
+  const auto& value = ordered->scalar_as<arrow::BooleanScalar>();
+  return value.is_valid && value.value;
+}
 
 std::vector<std::optional<ColumnBounds>> RowGroupBounds(const parquet::arrow::FileReader& reader,
                                                         int field, const arrow::DataType& type) {

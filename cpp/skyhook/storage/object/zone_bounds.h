@@ -25,6 +25,9 @@ struct ColumnBounds {
   bool may_hold_nan = false;
 };
 
+/// min <= max, which also refuses NaN (no comparison with it holds).
+bool Ordered(const std::shared_ptr<arrow::Scalar>& min, const std::shared_ptr<arrow::Scalar>& max);
+
 /// The bounds a Parquet footer states for top-level field `field` (of Arrow
 /// type `type`) in each row group: nullopt where it states nothing usable.
 /// The footer is hostile: values of another type than the column's, invalid

@@ -190,6 +190,13 @@ arrow::Result<std::optional<IndexMatches>> LookUpIndex(
   ARROW_ASSIGN_OR_RAISE(auto header, LoadHeader(object, column, identity));
   if (!header) return std::nullopt;
   const auto header_key = IndexHeaderKey(column);
+  const auto& key_type = *header->column(0)->type();
+  for (const auto& bound : {low, high}) {
+    if (bound && !bound->type->Equals(key_type)) {
+      return Corrupt(header_key, "its keys are " + key_type.ToString() + ", not the column's " +
+                                     bound->type->ToString());
+    }
+  }
   IndexMatches matches;
   auto zone_text = header->schema()->metadata()->Get(kZoneRowsMetadata);
   if (!zone_text.ok()) return Corrupt(header_key, "no zone row counts");
@@ -216,9 +223,11 @@ arrow::Result<std::optional<IndexMatches>> LookUpIndex(
         !batch->column(1)->type()->Equals(*arrow::int64())) {
       return Corrupt(key, "not a block of this index");
     }
-    ARROW_ASSIGN_OR_RAISE(auto bound, predicate.Bind(*batch->schema(), context));
+    auto bound = predicate.Bind(*batch->schema(), context);
+    if (!bound.ok())
+      return Corrupt(key, "its keys do not fit the filter: " + bound.status().message());
     ARROW_ASSIGN_OR_RAISE(auto keep, arrow::compute::ExecuteScalarExpression(
-                                         bound, *batch->schema(), batch, context));
+                                         *bound, *batch->schema(), batch, context));
     ARROW_ASSIGN_OR_RAISE(
         auto rows, arrow::compute::Filter(batch->column(1), keep,
                                           arrow::compute::FilterOptions::Defaults(), context));

@@ -9,6 +9,7 @@
 #include <arrow/compute/expression.h>
 #include <arrow/table.h>
 
+#include "skyhook/protocol/error.h"
 #include "skyhook/storage/object/zone_bounds.h"
 #include "skyhook/storage/secondary/column_index.h"
 #include "skyhook/storage/secondary/data_identity.h"
@@ -268,23 +269,47 @@ std::optional<ScanZones> EveryZone(const ObjectReader& reader) {
   return plan;
 }
 
+// The statistics columns of the filter's fields: those whose bounds it may use.
+std::vector<int> FilterStatisticsColumns(const arrow::RecordBatch& statistics,
+                                         const arrow::Schema& bound_schema) {
+  std::vector<int> columns;
+  for (const auto& field : bound_schema.fields()) {
+    const int column = StatisticsColumn(statistics, field->name());
+    if (column >= 0) columns.push_back(column);
+  }
+  return columns;
+}
+
 }  // namespace
 
 arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, ObjectReader* reader,
                                                       const arrow::engine::BoundExpressions& filter,
                                                       const std::vector<PhysicalRange>& ranges,
-                                                      bool ranges_whole, CallResources* resources) {
+                                                      bool ranges_whole, CallResources* resources,
+                                                      int64_t* rejected) {
   const auto& object_schema = *reader->schema();
   const auto& bound_schema = *filter.schema;
   const auto& expression = filter.named_expressions[0].expression;
   ARROW_ASSIGN_OR_RAISE(auto identity, DataIdentity(object));
-  ARROW_ASSIGN_OR_RAISE(auto statistics, LoadZoneStatistics(object, object_schema, identity));
+  auto loaded = LoadZoneStatistics(object, object_schema, identity);
+  if (!loaded.ok() && CodeOf(loaded.status()) != ErrorCode::kCorruptObject) return loaded.status();
+  auto statistics = loaded.ok() ? *loaded : nullptr;
+  if (!loaded.ok()) ++*rejected;  // damaged statistics are not used: the zones are read
+  if (statistics &&
+      !StatisticsProven(*statistics, *reader, FilterStatisticsColumns(*statistics, bound_schema))) {
+    statistics = nullptr;  // read as without them: the footers' bounds are checked as they are used
+    ++*rejected;
+  }
   std::optional<IndexMatches> matches;
   for (const auto& [field, terms] : ExtractColumnTerms(expression, bound_schema)) {
     if (ObjectColumn(object_schema, *bound_schema.field(field)) < 0) continue;
-    ARROW_ASSIGN_OR_RAISE(
-        matches, LookUpIndex(object, bound_schema.field(field)->name(), identity, terms.predicate,
-                             terms.low, terms.high, resources->exec_context()));
+    auto found = LookUpIndex(object, bound_schema.field(field)->name(), identity, terms.predicate,
+                             terms.low, terms.high, resources->exec_context());
+    if (!found.ok() && CodeOf(found.status()) == ErrorCode::kCorruptObject) {
+      ++*rejected;  // an index that does not prove itself is not used: the zones are read
+      continue;
+    }
+    ARROW_ASSIGN_OR_RAISE(matches, std::move(found));
     if (matches) break;
   }
   std::vector<int64_t> zone_rows;
@@ -480,8 +505,8 @@ arrow::Result<FilteredRows> FilteredRows::Open(ObjectContext* object, ObjectRead
     bool whole = false;
     auto ranges = PhysicalRanges(filter->named_expressions[0].expression, *filter->schema,
                                  *reader->schema(), &whole);
-    ARROW_ASSIGN_OR_RAISE(auto plan,
-                          PlanScanZones(object, reader, *filter, ranges, whole, resources));
+    ARROW_ASSIGN_OR_RAISE(auto plan, PlanScanZones(object, reader, *filter, ranges, whole,
+                                                   resources, &rows.secondary_rejected_));
     if (!reader->SelectsZones()) ranges.clear();  // no pre-filter
     if (!plan && !ranges.empty()) plan = EveryZone(*reader);
     if (plan) {

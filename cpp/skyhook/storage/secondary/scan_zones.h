@@ -42,10 +42,13 @@ struct ScanZones {
 /// the read (the scan then reads every row). `ranges` are the filter's
 /// (PhysicalRanges; `ranges_whole`: they are all of it), which decide zones
 /// from their bounds directly. kCorruptObject when a stored value is corrupt.
+/// Statistics that do not prove themselves against the object
+/// (StatisticsProven) are not used, and counted in *rejected.
 arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, ObjectReader* reader,
                                                       const arrow::engine::BoundExpressions& filter,
                                                       const std::vector<PhysicalRange>& ranges,
-                                                      bool ranges_whole, CallResources* resources);
+                                                      bool ranges_whole, CallResources* resources,
+                                                      int64_t* rejected);
 
 /// The zones, ascending, that `filter` (bound to `schema`) may match by the
 /// bounds the object's format states (ObjectReader::StatedBounds: Parquet
@@ -123,6 +126,8 @@ class FilteredRows {
   int64_t zones_skipped() const { return zones_skipped_; }
   int64_t rows_read_by_index() const { return rows_read_by_index_; }
   int64_t index_bytes_read() const { return index_bytes_read_; }
+  /// Statistics or indexes of the object not used because they did not prove themselves.
+  int64_t secondary_rejected() const { return secondary_rejected_; }
 
  private:
   std::optional<ZoneBatches> zoned_;
@@ -132,6 +137,7 @@ class FilteredRows {
   int64_t zones_skipped_ = 0;
   int64_t rows_read_by_index_ = 0;
   int64_t index_bytes_read_ = 0;
+  int64_t secondary_rejected_ = 0;
 };
 
 }  // namespace skyhook

@@ -12,6 +12,7 @@
 #include <arrow/compute/cast.h>
 
 #include "skyhook/protocol/error.h"
+#include "skyhook/storage/object/zone_bounds.h"
 #include "skyhook/storage/secondary/distinct_sketch.h"
 #include "skyhook/storage/secondary/equi_depth_histogram.h"
 #include "skyhook/storage/secondary/omap_value.h"
@@ -236,6 +237,46 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> LoadZoneStatistics(
                  " does not fit the object's columns");
   }
   return batch;
+}
+
+bool StatisticsProven(const arrow::RecordBatch& statistics, const ObjectReader& reader,
+                      const std::vector<int>& columns) {
+  const auto& zones = static_cast<const arrow::Int32Array&>(*statistics.column(0));
+  const auto& first_rows = static_cast<const arrow::Int64Array&>(*statistics.column(1));
+  const auto& rows = static_cast<const arrow::Int64Array&>(*statistics.column(2));
+  const int64_t count = statistics.num_rows() - 1;  // then the whole object's row
+  if (count != reader.num_zones() ||
+      zones.null_count() + first_rows.null_count() + rows.null_count() > 0) {
+    return false;
+  }
+  const auto known = reader.known_zone_rows();
+  int64_t next = 0;
+  for (int64_t zone = 0; zone < count; ++zone) {
+    if (zones.Value(zone) != zone || first_rows.Value(zone) != next || rows.Value(zone) < 0 ||
+        (!known.empty() && rows.Value(zone) != known[static_cast<size_t>(zone)])) {
+      return false;
+    }
+    next += rows.Value(zone);
+  }
+  if (zones.Value(count) != -1 || rows.Value(count) != next || next != reader.num_rows()) {
+    return false;
+  }
+  for (int column : columns) {
+    const auto& stats = static_cast<const arrow::StructArray&>(*statistics.column(column));
+    const auto& nulls = static_cast<const arrow::Int64Array&>(*stats.field(2));
+    for (int64_t zone = 0; zone <= count; ++zone) {
+      if (stats.IsNull(zone) || nulls.IsNull(zone) || nulls.Value(zone) < 0 ||
+          nulls.Value(zone) > rows.Value(zone) ||
+          stats.field(0)->IsNull(zone) != stats.field(1)->IsNull(zone)) {
+        return false;
+      }
+      if (stats.field(0)->IsNull(zone)) continue;
+      auto min = stats.field(0)->GetScalar(zone);
+      auto max = stats.field(1)->GetScalar(zone);
+      if (!min.ok() || !max.ok() || !Ordered(*min, *max)) return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace skyhook

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <arrow/record_batch.h>
 #include <arrow/result.h>
@@ -30,6 +31,14 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ComputeZoneStatistics(ObjectR
 /// kCorruptObject when the stored value is not a statistics batch.
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> LoadZoneStatistics(
     ObjectContext* object, const arrow::Schema& object_schema, const std::string& identity);
+
+/// Whether a loaded statistics batch proves itself against the object it
+/// describes: a row per zone of the reader's, in order, then the whole
+/// object's; row counts those the reader knows, adding up to its rows; and,
+/// in each of `columns` (statistics columns), null counts within the zone's
+/// rows and min <= max. Statistics that do not are not used.
+bool StatisticsProven(const arrow::RecordBatch& statistics, const ObjectReader& reader,
+                      const std::vector<int>& columns);
 
 /// The statistics batch's column of the object's column `name`; -1 when none.
 int StatisticsColumn(const arrow::RecordBatch& statistics, const std::string& name);
