@@ -35,8 +35,10 @@ if ! command -v clang++ > /dev/null; then
 fi
 [ -x .venv/bin/python ] || scripts/setup.sh --fuzz
 if [ ! -f build/fuzz/CMakeCache.txt ]; then
+  # -O1 and line tables only: libFuzzer's usual flags, and the quickest build that still names lines.
   CXX=clang++ cmake -S . -B build/fuzz -DSKYHOOK_FUZZ=ON -DSKYHOOK_BUILD_PYTHON=OFF \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython_EXECUTABLE="$PWD/.venv/bin/python" > /dev/null
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+    -DPython_EXECUTABLE="$PWD/.venv/bin/python" > /dev/null
 fi
 cmake --build build/fuzz -j "$(nproc)" > build/fuzz/build.log 2>&1 || { cat build/fuzz/build.log; exit 1; }
 
