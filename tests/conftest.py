@@ -58,3 +58,27 @@ def ceph_store(request: pytest.FixtureRequest, tmp_path) -> Iterator[skyhook.Sto
 @pytest.fixture(scope="session")
 def typed_table() -> pa.Table:
     return make_typed_table()
+
+
+# The slow tier: builds (C++ unit tests, fuzz harnesses), processes killed on purpose, clusters of
+# their own, long property runs. `pytest -m "not slow"` leaves it out (the README's fast command);
+# the test command runs everything.
+SLOW_MODULES = {
+    "test_fuzz",
+    "test_cpp_unit",
+    "test_ceph_fuzz",
+    "test_emulated_hosts",
+    "test_gateway",
+    "test_node_limits",
+    "test_plan_crashes",
+    "test_concurrent_transforms",
+    "test_concurrent_writers",
+    "test_pruning_units",
+    "test_expression_r",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.module is not None and item.module.__name__ in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)

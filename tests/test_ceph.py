@@ -142,3 +142,17 @@ def test_memstore_cluster_up_scan_down(tmp_path):
     finally:
         cluster.down()
     assert all(pid is None for pid in cluster.status()["daemons"].values())
+
+
+def test_a_client_that_exits_without_closing_prints_no_leak_warning(ceph_cluster):
+    uri = f"{ceph_cluster.uri}&namespace=leak-{uuid.uuid4().hex[:8]}"
+    program = (
+        "import skyhook, pyarrow as pa\n"
+        f"store = skyhook.connect({uri!r})\n"
+        "dataset = store.write_dataset('t', pa.table({'k': list(range(1000))}), rows_per_object=300)\n"
+        "import pyarrow.compute as pc\n"
+        "assert dataset.to_table(filter=pc.field('k') < 10).num_rows == 10\n"
+    )
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "leaked" not in result.stderr, result.stderr

@@ -37,3 +37,9 @@ def test_cpp_is_formatted():
     )
     assert sources
     _run(_tool("clang-format"), "--dry-run", "--Werror", *sources)
+
+
+def test_the_slow_tier_names_test_modules_that_exist():
+    from conftest import SLOW_MODULES
+
+    assert SLOW_MODULES and all((ROOT / "tests" / f"{name}.py").exists() for name in SLOW_MODULES)

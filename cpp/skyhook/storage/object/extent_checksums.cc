@@ -75,20 +75,6 @@ ExtentChecksums WholeExtentChecksums(const arrow::Buffer& extent) {
   return ExtentChecksums{kChunkBytes, 0, Crc32c(extent.data(), extent.size())};
 }
 
-arrow::Status VerifyChunks(const std::vector<uint32_t>& crcs, int64_t chunk_bytes,
-                           int64_t first_chunk, const arrow::Buffer& bytes, uint64_t extent_start) {
-  for (int64_t start = 0; start < bytes.size(); start += chunk_bytes) {
-    const int64_t index = first_chunk + start / chunk_bytes;
-    const int64_t size = std::min(chunk_bytes, bytes.size() - start);
-    if (Crc32c(bytes.data() + start, size) != crcs[static_cast<size_t>(index)]) {
-      const int64_t at = index * chunk_bytes;
-      return Error(ErrorCode::kCorruptObject, "checksum mismatch in bytes ", at, "..", at + size,
-                   " of the extent at ", extent_start, " (damaged data)");
-    }
-  }
-  return arrow::Status::OK();
-}
-
 std::vector<uint32_t> TableCrcs(const ExtentChecksums& checksums, const arrow::Buffer& tail) {
   std::vector<uint32_t> crcs;
   const uint8_t* next = tail.data();

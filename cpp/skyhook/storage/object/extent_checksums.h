@@ -88,11 +88,6 @@ class ChecksummingSink : public arrow::io::OutputStream {
 /// The checksums of an extent that is all tail (a row object: read whole).
 ExtentChecksums WholeExtentChecksums(const arrow::Buffer& extent);
 
-/// Checks bytes: chunks of the data from first_chunk on. kCorruptObject
-/// naming the chunk's bytes and extent_start (the extent's offset in the object).
-arrow::Status VerifyChunks(const std::vector<uint32_t>& crcs, int64_t chunk_bytes,
-                           int64_t first_chunk, const arrow::Buffer& bytes, uint64_t extent_start);
-
 /// The table's CRCs, from the tail's first bytes (the tail checked already).
 std::vector<uint32_t> TableCrcs(const ExtentChecksums& checksums, const arrow::Buffer& tail);
 

@@ -75,6 +75,7 @@ class ObjectFile : public arrow::io::RandomAccessFile {
   /// its data widened to whole chunks, each checked once per file. checksums must
   /// describe the extent (DescribesExtent).
   void VerifyExtent(const ExtentChecksums& checksums) { extent_checksums_ = checksums; }
+  bool verifies_extent() const { return extent_checksums_.has_value(); }
 
  private:
   ObjectFile(ObjectContext* object, uint64_t start, int64_t size)

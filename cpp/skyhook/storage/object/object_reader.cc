@@ -161,7 +161,8 @@ class ParquetObjectReader : public ObjectReader {
     // Arrow, as the file reads column chunks (page_checksums.h), not by
     // Arrow's software CRC.
     file_properties.set_page_checksum_verification(false);
-    file->VerifyPages(parsed->checksums);
+    // The extent's own checksums already check every byte (extent_checksums.h).
+    if (!file->verifies_extent()) file->VerifyPages(parsed->checksums);
     parquet::arrow::FileReaderBuilder builder;
     auto opened = builder.Open(file, file_properties, parsed->metadata);
     if (!opened.ok()) return Corrupt("Parquet", opened);
