@@ -11,15 +11,10 @@
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/object/object_writer.h"
 #include "skyhook/testing/designed_object.h"
+#include "skyhook/testing/ok.h"
 
 namespace skyhook {
 namespace {
-
-template <typename T>
-T Ok(arrow::Result<T> result) {
-  EXPECT_TRUE(result.ok()) << result.status().ToString();
-  return std::move(result).ValueOrDie();
-}
 
 std::shared_ptr<arrow::Table> Rows(int64_t rows) {
   arrow::Int64Builder ids;

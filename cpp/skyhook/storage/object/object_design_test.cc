@@ -8,6 +8,7 @@
 
 #include "skyhook/protocol/error.h"
 #include "skyhook/storage/object/object_writer.h"
+#include "skyhook/testing/ok.h"
 
 namespace skyhook {
 namespace {
@@ -22,12 +23,6 @@ ObjectDesign TwoGroups() {
   design.num_rows = 7;
   design.generation = 3;
   return design;
-}
-
-template <typename T>
-T Ok(arrow::Result<T> result) {
-  EXPECT_TRUE(result.ok()) << result.status().ToString();
-  return std::move(result).ValueOrDie();
 }
 
 std::shared_ptr<arrow::Array> Array(const std::shared_ptr<arrow::DataType>& type,
