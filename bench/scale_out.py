@@ -266,7 +266,7 @@ def run_hosts(spec: HostsSpec, lineitem: Path, args: argparse.Namespace, scratch
             hosts.set_cpu(node, spec.host_cpu)
         ready_s = time.perf_counter() - started
         config = {
-            "uri": cluster.uri,
+            "uri": cluster.uri + ("" if args.replica_reads else "&replica_reads=0"),
             "hosts": spec.as_dict(),
             "thresholds": {label: str(value) for label, value in args.thresholds.items()},
             "repeat": args.repeat,
@@ -430,6 +430,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="timed runs per path and cell, after one to warm")
     parser.add_argument("--cells", help="only these cells, e.g. '1%% / 3 columns,Q6' (default: all)")
     parser.add_argument("--no-gateway", dest="gateway", action="store_false", help="leave RGW and its readers out")
+    parser.add_argument(
+        "--primaries-only", dest="replica_reads", action="store_false", help="skyhook's calls to primaries only"
+    )
     parser.add_argument("--data-dir", type=Path, default=Path("data"))
     parser.add_argument("--output", type=Path, default=Path("bench/results/scale_out.json"))
     parser.add_argument("--client", type=Path, help=argparse.SUPPRESS)  # run as the client node
@@ -458,7 +461,11 @@ def main() -> None:
                 host_cpu=args.host_cpu,
                 client_cpu=args.client_cpu,
             )
-            report["configuration"] = {**spec.as_dict(), "osds_per_host": args.osds_per_host}
+            report["configuration"] = {
+                **spec.as_dict(),
+                "osds_per_host": args.osds_per_host,
+                "replica_reads": args.replica_reads,
+            }
             print(f"{count} hosts", flush=True)
             report["runs"][str(count)] = run_hosts(spec, lineitem, args, Path(scratch))
             args.output.parent.mkdir(parents=True, exist_ok=True)

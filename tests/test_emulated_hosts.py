@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 import pytest
 
 import skyhook
+from skyhook.backends.replica_reads import stable_mod
 from skyhook.dev.cluster import LocalCluster
 from skyhook.dev.gateway import Gateway
 from skyhook.dev.hosts import CLIENT, EmulatedHosts, HostsSpec
@@ -109,6 +110,35 @@ def test_the_client_reads_across_its_shaped_link(cluster: LocalCluster, dataset:
     assert received >= bytes_read > 0
     assert seconds >= 0.9 * bytes_read / (SPEC.client_rate_mbit * 1e6 / 8)
     assert hosts.cpu_seconds()[CLIENT] > cpu_before  # the client's work is charged to its cgroup
+
+
+def test_reading_calls_are_spread_over_every_host_holding_a_copy(cluster: LocalCluster, dataset: skyhook.Dataset):
+    """Every host holds a copy of every object here: the calls of a scan are served
+    in equal shares (at most one apart) whatever CRUSH made primary, at once after
+    the write (the writer settled the placement groups, so no replica sends a read
+    back to its primary); the placement the client works out is the monitors'."""
+    names = [partition.object_name for partition in dataset.manifest.partitions]
+    pg_num = json.loads(cluster.ceph("osd", "pool", "get", "skyhook", "pg_num", "-f", "json"))["pg_num"]
+
+    def served() -> dict[int, int]:
+        return {
+            osd: json.loads(cluster.ceph("tell", f"osd.{osd}", "perf", "dump"))["osd"]["op_r"]
+            for osd in cluster.osd_ids()
+        }
+
+    with skyhook.connect(cluster.uri) as store:
+        seeds = store.backend._pool.placement_seeds(names)
+        for name, seed in zip(names, seeds):
+            mapped = json.loads(cluster.ceph("osd", "map", "skyhook", name, "-f", "json"))
+            assert mapped["pgid"] == f"{mapped['pool_id']}.{stable_mod(seed, pg_num):x}"
+        scanner = store.dataset("hosts").scanner(
+            columns=["x"], filter=pc.multiply(pc.field("x"), 2) < 6000, pushdown=True
+        )
+        before = served()
+        assert scanner.to_table().num_rows == 3000
+        after = served()
+    shares = sorted(after[osd] - before[osd] for osd in before)
+    assert sum(shares) == len(names) and shares[-1] - shares[0] <= 1, shares
 
 
 def test_a_host_stopped_during_queries_loses_no_row(cluster: LocalCluster, dataset: skyhook.Dataset, table):

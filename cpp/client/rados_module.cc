@@ -2,7 +2,8 @@
 // with their attributes in one atomic operation, copies made by the OSDs, plain reads, conditional
 // writes (create-if-absent, replace or remove only at a known version), omap,
 // object listing, and many object-class calls in flight at once with replies
-// taken in order. Every blocking call releases the GIL. Failures raise
+// taken in order (reading ones, if asked, answered by a chosen host's replica:
+// host_clients.h). Every blocking call releases the GIL. Failures raise
 // OSError(errno, message); every operation gives up after the pool's timeout.
 #include <cerrno>
 #include <cstdlib>
@@ -26,6 +27,8 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 #include <rados/librados.hpp>
+
+#include "host_clients.h"
 
 namespace nb = nanobind;
 
@@ -53,19 +56,39 @@ nb::bytes ToBytes(ceph::bufferlist& list) {
 // Object-class calls in flight, answered in the order they were submitted.
 class CallStream {
  public:
-  CallStream(librados::IoCtx* io, std::string cls, std::string method)
-      : io_(io), cls_(std::move(cls)), method_(std::move(method)) {}
+  CallStream(librados::IoCtx* io, skyhook_client::HostClients* hosts, std::string cls,
+             std::string method)
+      : io_(io), hosts_(hosts), cls_(std::move(cls)), method_(std::move(method)) {}
   CallStream(const CallStream&) = delete;
   CallStream& operator=(const CallStream&) = delete;
   ~CallStream() { Drain(); }
 
-  void Submit(const std::string& object, nb::bytes request) {
+  // host: a CRUSH host whose replica of object should answer (the method
+  // must only read); without one, or where object has no replica there, its primary.
+  void Submit(const std::string& object, nb::bytes request, std::optional<std::string> host) {
     auto call = std::make_unique<Call>();
     call->object = object;
     call->completion = librados::Rados::aio_create_completion();
     ceph::bufferlist input = ToBufferList(request);
-    int code = io_->aio_exec(object, call->completion, cls_.c_str(), method_.c_str(), input,
-                             &call->output);
+    int code;
+    if (host) {
+      std::pair<librados::IoCtx*, std::string> routed;
+      {
+        nb::gil_scoped_release release;
+        routed = hosts_->For(*host);
+      }
+      if (routed.first == nullptr) {
+        call->completion->release();
+        RaiseOSError(-EHOSTUNREACH, routed.second);
+      }
+      librados::ObjectReadOperation operation;
+      operation.exec(cls_.c_str(), method_.c_str(), input, &call->output, &call->method_code);
+      code = routed.first->aio_operate(object, call->completion, &operation,
+                                       librados::OPERATION_LOCALIZE_READS, nullptr);
+    } else {
+      code = io_->aio_exec(object, call->completion, cls_.c_str(), method_.c_str(), input,
+                           &call->output);
+    }
     if (code < 0) {
       call->completion->release();
       RaiseOSError(code, "submitting " + cls_ + "." + method_ + " on " + object);
@@ -84,6 +107,7 @@ class CallStream {
       code = call->completion->get_return_value();
     }
     call->completion->release();
+    if (code >= 0 && call->method_code < 0) code = call->method_code;
     Check(code, cls_ + "." + method_ + " on " + call->object);
     return ToBytes(call->output);
   }
@@ -105,8 +129,10 @@ class CallStream {
     std::string object;
     librados::AioCompletion* completion = nullptr;
     ceph::bufferlist output;
+    int method_code = 0;  // a routed call's method result (aio_exec's is the completion's)
   };
   librados::IoCtx* io_;
+  skyhook_client::HostClients* hosts_;
   std::string cls_, method_;
   std::deque<std::unique_ptr<Call>> pending_;
 };
@@ -114,25 +140,15 @@ class CallStream {
 class Pool {
  public:
   Pool(const std::string& conf, const std::string& pool, const std::string& name_space,
-       const std::string& user, std::optional<std::string> keyring, int timeout_seconds) {
-    Check(cluster_.init2(("client." + user).c_str(), "ceph", 0), "initialising librados");
-    Check(cluster_.conf_read_file(conf.c_str()), "reading " + conf);
-    if (keyring) Check(cluster_.conf_set("keyring", keyring->c_str()), "setting keyring");
-    // Without an OSD operation timeout a call to a placement group whose OSDs
-    // are all down waits for ever; with one it fails with ETIMEDOUT.
-    std::string timeout = std::to_string(timeout_seconds);
-    for (const char* option :
-         {"client_mount_timeout", "rados_mon_op_timeout", "rados_osd_op_timeout"}) {
-      Check(cluster_.conf_set(option, timeout.c_str()), std::string("setting ") + option);
-    }
-    int code;
+       const std::string& user, std::optional<std::string> keyring, int timeout_seconds)
+      : hosts_({conf, pool, name_space, user, keyring, timeout_seconds}) {
+    std::pair<int, std::string> connected;
     {
       nb::gil_scoped_release release;
-      code = cluster_.connect();
+      connected = skyhook_client::Connect({conf, pool, name_space, user, keyring, timeout_seconds},
+                                          {}, cluster_, io_);
     }
-    Check(code, "connecting to the cluster of " + conf);
-    Check(cluster_.ioctx_create(pool.c_str(), io_), "opening pool " + pool);
-    io_.set_namespace(name_space);
+    Check(connected.first, connected.second);
   }
 
   Pool(const Pool&) = delete;
@@ -144,6 +160,7 @@ class Pool {
     if (!open_) return;
     open_ = false;
     nb::gil_scoped_release release;
+    hosts_.Close();
     io_.close();
     cluster_.shutdown();
   }
@@ -417,7 +434,33 @@ class Pool {
   }
 
   std::unique_ptr<CallStream> Stream(const std::string& cls, const std::string& method) {
-    return std::make_unique<CallStream>(&io_, cls, method);
+    return std::make_unique<CallStream>(&io_, &hosts_, cls, method);
+  }
+
+  // Where CRUSH places each object: its placement seed (the hash its
+  // placement group is taken from), to be reduced by the pool's pg_num.
+  std::vector<uint32_t> PlacementSeeds(const std::vector<std::string>& objects) {
+    std::vector<uint32_t> seeds;
+    seeds.reserve(objects.size());
+    for (const std::string& object : objects) {
+      uint32_t seed = 0;
+      Check(io_.get_object_pg_hash_position2(object, &seed), "placing " + object);
+      seeds.push_back(seed);
+    }
+    return seeds;
+  }
+
+  // A monitor's answer to a JSON command.
+  nb::bytes Command(const std::string& command) {
+    ceph::bufferlist input, output;
+    std::string status;
+    int code;
+    {
+      nb::gil_scoped_release release;
+      code = cluster_.mon_command(command, input, &output, &status);
+    }
+    Check(code, "command " + command + " (" + status + ")");
+    return ToBytes(output);
   }
 
  private:
@@ -455,6 +498,7 @@ class Pool {
 
   librados::Rados cluster_;
   librados::IoCtx io_;
+  skyhook_client::HostClients hosts_;
   bool open_ = true;
 };
 
@@ -463,7 +507,8 @@ class Pool {
 NB_MODULE(_rados, m) {
   m.doc() = "librados access for the skyhook client";
   nb::class_<CallStream>(m, "CallStream")
-      .def("submit", &CallStream::Submit, nb::arg("object"), nb::arg("request"))
+      .def("submit", &CallStream::Submit, nb::arg("object"), nb::arg("request"),
+           nb::arg("host") = nb::none())
       .def("next", &CallStream::Next, "The reply of the oldest call still pending.")
       .def_prop_ro("in_flight", &CallStream::in_flight)
       .def("drain", &CallStream::Drain, "Wait for every pending call and drop the replies.");
@@ -504,5 +549,7 @@ NB_MODULE(_rados, m) {
       .def("omap_remove", &Pool::OmapRemove)
       .def("omap_keys", &Pool::OmapKeys)
       // The stream uses the pool's I/O context: keep the pool alive as long.
+      .def("placement_seeds", &Pool::PlacementSeeds, nb::arg("objects"))
+      .def("command", &Pool::Command, nb::arg("command"))
       .def("stream", &Pool::Stream, nb::arg("cls"), nb::arg("method"), nb::keep_alive<0, 1>());
 }

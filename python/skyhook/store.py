@@ -93,15 +93,23 @@ def _connected(uri: str, create: bool, retention_seconds: float) -> Store:
         from skyhook.backends.rados import RadosBackend
 
         options = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
-        unknown = set(options) - {"conf", "namespace", "user", "keyring", "timeout"}
+        unknown = set(options) - {"conf", "namespace", "user", "keyring", "timeout", "replica_reads"}
         timeout = options.pop("timeout", None)
-        if not parsed.netloc or "conf" not in options or unknown or (timeout is not None and not timeout.isdigit()):
+        replica_reads = options.pop("replica_reads", "1")
+        if (
+            not parsed.netloc
+            or "conf" not in options
+            or unknown
+            or (timeout is not None and not timeout.isdigit())
+            or replica_reads not in ("0", "1")
+        ):
             raise InvalidRequestError(
                 f"invalid Ceph URI {uri!r}: expected ceph://POOL?conf=/path/ceph.conf"
-                "[&namespace=NS][&user=NAME][&keyring=/path][&timeout=SECONDS]"
+                "[&namespace=NS][&user=NAME][&keyring=/path][&timeout=SECONDS][&replica_reads=0|1]"
             )
         if timeout is not None:
             options["timeout_seconds"] = int(timeout)
+        options["replica_reads"] = replica_reads == "1"
         return Store(RadosBackend(parsed.netloc, options.pop("conf"), **options), retention_seconds)
     raise InvalidRequestError(f"unsupported store URI {uri!r}: expected file:///path or ceph://POOL?conf=...")
 

@@ -37,6 +37,7 @@ from skyhook.backends.object_store import (
     StoredManifest,
     VersionedObject,
 )
+from skyhook.backends.replica_reads import ReplicaReads
 from skyhook.errors import (
     ClassCallsNotPermittedError,
     CorruptObjectError,
@@ -105,9 +106,13 @@ class RadosBackend(Backend):
         namespace: str = "",
         user: str = "admin",
         keyring: str | None = None,
-        max_in_flight: int = 16,
+        max_in_flight: int | None = None,
         timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS,
+        replica_reads: bool = True,
     ) -> None:
+        """max_in_flight: reading calls in flight at once (default: 4 per host
+        serving the pool, at least 16). replica_reads: reading calls spread over
+        the hosts holding copies (replica_reads.py), not only the primaries."""
         if _rados is None:
             raise StorageError(
                 "this skyhook was built without librados: run scripts/install-ceph.sh, then scripts/setup.sh"
@@ -118,6 +123,7 @@ class RadosBackend(Backend):
         self.user, self.keyring = user, keyring
         self.max_in_flight = max_in_flight
         self.timeout_seconds = timeout_seconds
+        self.replica_reads = replica_reads
         try:
             self._pool = _rados.Pool(conf, pool, namespace, user, keyring, timeout_seconds)
         except OSError as error:
@@ -125,6 +131,9 @@ class RadosBackend(Backend):
         # librados' threads must stop before the interpreter does; through close(),
         # so that a call made after it (a late flush) is a StorageError, not a crash.
         atexit.register(self.close)
+        self._replicas = ReplicaReads(pool, lambda command: self._pool.command(command), self._placement_seeds)
+        self._unsettled: set[str] = set()  # objects written since the last commit (replica_reads.py)
+        self._unsettled_lock = threading.Lock()
         # Operations running on the pool (plain reads a closed scan left to finish
         # on worker threads, say): closing the pool under them would crash.
         self._running = 0
@@ -139,6 +148,7 @@ class RadosBackend(Backend):
             "user": self.user if self.user != "admin" else "",
             "keyring": self.keyring or "",
             "timeout": str(self.timeout_seconds) if self.timeout_seconds != DEFAULT_TIMEOUT_SECONDS else "",
+            "replica_reads": "" if self.replica_reads else "0",
         }
         return f"ceph://{self.pool_name}?" + "&".join(
             f"{key}={quote(value)}" for key, value in options.items() if value
@@ -152,6 +162,7 @@ class RadosBackend(Backend):
             )
         encoded = {key: value.encode() if isinstance(value, str) else value for key, value in attributes.items()}
         self._do(self._pool.put, name, data.to_pybytes(), encoded)
+        self._written(name)
 
     def create_object(self, name: str, data: bytes) -> bool:
         return self._do(self._pool.create, name, data)
@@ -179,29 +190,46 @@ class RadosBackend(Backend):
     def copy_object(self, source: str, target: str) -> None:
         # copy_from: the target's primary OSD reads the source from its OSD; it copies the xattrs and omap too.
         self._do(self._pool.copy_from, target, source)
+        self._written(target)
 
     def delete_object(self, name: str) -> None:
         self._do(self._pool.remove, name)
 
     def call(self, name: str, method: str, request: bytes) -> bytes:
-        execute = self._pool.exec_write if method in WRITING_METHODS else self._pool.exec
-        return self._do(execute, name, CLASS_NAME, method, request)
+        if method not in WRITING_METHODS:
+            return self._do(self._pool.exec, name, CLASS_NAME, method, request)
+        try:
+            return self._do(self._pool.exec_write, name, CLASS_NAME, method, request)
+        finally:
+            self._written(name)
 
     def call_many(self, method: str, calls: Iterable[tuple[str, bytes]]) -> Iterator[bytes]:
         if method in WRITING_METHODS:  # rare and heavy: one at a time
             for name, request in calls:
                 yield self.call(name, method, request)
             return
+        calls = list(calls)
+        hosts, window = self._routes([name for name, _ in calls])
         stream = self._pool.stream(CLASS_NAME, method)
         try:
-            for name, request in calls:
-                self._do(stream.submit, name, request)
-                if stream.in_flight >= self.max_in_flight:
+            for (name, request), host in zip(calls, hosts):
+                self._do(stream.submit, name, request, host)
+                if stream.in_flight >= window:
                     yield self._do(stream.next)
             while stream.in_flight:
                 yield self._do(stream.next)
         finally:
             stream.drain()
+
+    def _routes(self, objects: list[str]) -> tuple[list[str | None], int]:
+        """The host to answer each reading call (None: its primary), and how many may be in flight."""
+        window = self.max_in_flight or max(16, 4 * self._replicas.hosts)
+        if not self.replica_reads:
+            return [None] * len(objects), window
+        return self._do(self._replicas.hosts_for, objects), window
+
+    def _placement_seeds(self, objects: list[str]) -> list[int]:
+        return self._pool.placement_seeds(objects)
 
     def object_names(self) -> list[str]:
         return sorted(self._do(self._pool.list))
@@ -218,10 +246,28 @@ class RadosBackend(Backend):
         if not self._do(self._pool.create, _manifest_object(dataset), data):
             return False
         self._do(self._pool.omap_set, DATASET_INDEX, {dataset: ""})
+        self._settle()
         return True
 
     def replace_manifest(self, dataset: str, data: bytes, version: object) -> bool:
-        return self._do(self._pool.replace, _manifest_object(dataset), data, version)
+        replaced = self._do(self._pool.replace, _manifest_object(dataset), data, version)
+        if replaced:
+            self._settle()
+        return replaced
+
+    def _written(self, name: str) -> None:
+        with self._unsettled_lock:
+            self._unsettled.add(name)
+
+    def _settle(self) -> None:
+        """The objects written before this commit, readable at their replicas (replica_reads.py)."""
+        with self._unsettled_lock:
+            written, self._unsettled = self._unsettled, set()
+        self._replicas.settle(
+            written,
+            lambda marker: self._do(self._pool.put, marker, b"", {}),
+            lambda marker: self._do(self._pool.remove, marker),
+        )
 
     def delete_manifest(self, dataset: str, version: object) -> bool:
         # Unlist first and list again if the manifest changed meanwhile: a
