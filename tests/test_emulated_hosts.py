@@ -141,6 +141,17 @@ def test_reading_calls_are_spread_over_every_host_holding_a_copy(cluster: LocalC
     assert sum(shares) == len(names) and shares[-1] - shares[0] <= 1, shares
 
 
+def test_the_cost_model_samples_one_object_per_host(cluster: LocalCluster, dataset: skyhook.Dataset):
+    """Three hosts work on three sampled objects in about the time of one, so
+    the cost model measures three before it decides for the other thirteen."""
+    with skyhook.connect(cluster.uri) as store:
+        scanner = store.dataset("hosts").scanner(columns=["x"], filter=pc.multiply(pc.field("x"), 2) < 6000)
+        assert scanner.to_table().num_rows == 3000
+        assert store.backend.storage_hosts == 3
+    assert scanner.stats.cost_model.startswith("3 sampled objects (0..2):"), scanner.stats.cost_model
+    assert "for 13 objects" in scanner.stats.cost_model
+
+
 def test_a_host_stopped_during_queries_loses_no_row(cluster: LocalCluster, dataset: skyhook.Dataset, table):
     """h1 frozen mid-run: every query still answers exactly (replicas on the other
     hosts serve once the monitor marks its OSD down); after it returns fsck is clean."""

@@ -27,9 +27,15 @@ class MethodCaller(ABC):
     reply_compression: str = "zstd"
     #: True when storage-side methods run in the client's own process.
     runs_in_process: bool = False
+
     #: False where a method that writes answers only success or an error class
     #: (Ceph returns no output of a write): the reason is asked of a checking method.
     writer_replies: bool = True
+
+    @property
+    def storage_hosts(self) -> int:
+        """Hosts that serve calls at once (the cost model samples one object per host)."""
+        return 1
 
     @abstractmethod
     def call(self, name: str, method: str, request: bytes) -> bytes:

@@ -221,6 +221,10 @@ class RadosBackend(Backend):
         finally:
             stream.drain()
 
+    @property
+    def storage_hosts(self) -> int:
+        return max(1, self._replicas.hosts)
+
     def _routes(self, objects: list[str]) -> tuple[list[str | None], int]:
         """The host to answer each reading call (None: its primary), and how many may be in flight."""
         window = self.max_in_flight or max(16, 4 * self._replicas.hosts)

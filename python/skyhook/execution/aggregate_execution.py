@@ -36,7 +36,7 @@ from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, ObjectNotFoundError
 from skyhook.execution.column_objects import column_view, holding, layout
 from skyhook.execution.cost import bytes_read
-from skyhook.execution.placement import Placement, PlacementPolicy, at_client, reply_bound_by_object
+from skyhook.execution.placement import Placement, PlacementPolicy, at_client, reply_bound_by_object, sampled
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.execution.scan_execution import ScanExecution
 from skyhook.execution.workload_log import record_query
@@ -255,12 +255,16 @@ class AggregateExecution:
         if not main or self.policy.mode is True:  # the cost model decides on the main sub-plan only
             yield from self._in_storage(sub, partitions, main)
             return
-        first, rest = partitions[:1], partitions[1:]
+        # One object per host serving calls: together they take about the time of one.
+        wave = max(1, self.source.backend.storage_hosts)
+        first, rest = partitions[:wave], partitions[wave:]
         returned_before = self.stats.bytes_returned
         yield from self._in_storage(sub, first, main)
-        if self.stats.where.get(first[0].number) == Placement.STORAGE_FILTER_ONLY:
-            ratio = (self.stats.bytes_returned - returned_before) / max(1, self._target(first[0])[1].size_bytes)
-            if not self.policy.by_ratio(f"sampled object {first[0].number}", ratio, len(rest)).pushdown:
+        if any(self.stats.where.get(partition.number) == Placement.STORAGE_FILTER_ONLY for partition in first):
+            sizes = sum(self._target(partition)[1].size_bytes for partition in first)
+            ratio = (self.stats.bytes_returned - returned_before) / max(1, sizes)
+            basis = sampled([partition.number for partition in first])
+            if not self.policy.by_ratio(basis, ratio, len(rest)).pushdown:
                 yield from self._at_client(sub, rest, Placement.CLIENT_COST_MODEL, main)
                 return
         yield from self._in_storage(sub, rest, main)

@@ -83,8 +83,9 @@ class PlacementPolicy:
         if self.within_object is None:
             object.__setattr__(self, "within_object", self.mode is not True)
 
-    def decide(self, prediction: Prediction | None, objects: int, first_object: int) -> Decision:
-        """Before any object runs: by the mode, by statistics, or by a sample.
+    def decide(self, prediction: Prediction | None, objects: int, sample: list[int]) -> Decision:
+        """Before any object runs: by the mode, by statistics, or by a sample
+        (the numbers of the objects that would be sampled).
         Statistics give decoded sizes: with the connection's observed rates
         (compression included) they estimate both paths' times; without them,
         with compressed replies they decide only when even the decoded reply is
@@ -102,10 +103,10 @@ class PlacementPolicy:
             return Decision(
                 None,
                 f"{prediction.basis}: decoded reply/object bytes {prediction.ratio:.3f}, {self.compression} "
-                f"unknown: sampled object {first_object} decides for the other {objects - 1} objects",
+                f"unknown: {sampled(sample)} {_decide(sample)} for the other {objects - len(sample)} objects",
             )
         if self.mode == "auto":
-            return Decision(None, f"sampled object {first_object} decides for the other {objects - 1} objects")
+            return Decision(None, f"{sampled(sample)} {_decide(sample)} for the other {objects - len(sample)} objects")
         return Decision(bool(self.mode), "off: pushdown" if self.mode else "off: plain reads")
 
     def _no_link(self) -> bool:
@@ -140,6 +141,17 @@ def reply_bound_by_object(requested: bool | None, backend: MethodCaller) -> bool
     cross no link, so the plain read they would be pushed back to saves
     nothing and storage's work would be lost)."""
     return False if requested is None and backend.runs_in_process else requested
+
+
+def sampled(numbers: list[int]) -> str:
+    """The objects a sample measures, for a decision's reason."""
+    if len(numbers) == 1:
+        return f"sampled object {numbers[0]}"
+    return f"{len(numbers)} sampled objects ({numbers[0]}..{numbers[-1]})"
+
+
+def _decide(sample: list[int]) -> str:
+    return "decides" if len(sample) == 1 else "decide"
 
 
 def _which(objects: int) -> str:

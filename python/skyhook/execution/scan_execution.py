@@ -22,7 +22,7 @@ from skyhook.execution.column_objects import column_view, holding, layout, zippe
 from skyhook.execution.cost import bytes_read, decoded_bytes, predicted_reply_ratio
 from skyhook.execution.link_cost import Work
 from skyhook.execution.observed_rates import rates_of
-from skyhook.execution.placement import Decision, PlacementPolicy, at_client, reply_bound_by_object
+from skyhook.execution.placement import Decision, PlacementPolicy, at_client, reply_bound_by_object, sampled
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.execution.workload_log import record_query
 from skyhook.plan.carried_types import as_dataset_types, is_carried
@@ -416,21 +416,21 @@ class ScanExecution:
             self.stats.cost_model = decision.reason if self.policy.mode == "auto" else ""
             yield from self._pushdown(partitions) if decision.pushdown else self._read_whole(partitions)
             return
-        sample, rest = partitions[0], partitions[1:]
+        sample, rest = partitions[: self._sample_size], partitions[self._sample_size :]
         before = (self.stats.bytes_returned, self.stats.objects_pushed_back, self.stats.objects_over_object)
         sample_before = (self.stats.bytes_decoded, self.stats.storage_cpu_s)
-        yield from self._pushdown([sample])
+        yield from self._pushdown(sample)
         if self.stats.objects_pushed_back > before[1]:
             self.stats.cost_model = "sample pushed back by a loaded node: no estimate, pushdown"
             yield from self._pushdown(rest)
             return
-        basis = f"sampled object {sample.number}"
+        basis = sampled([partition.number for partition in sample])
         if self.stats.objects_over_object > before[2]:
             decision = Decision(False, f"{basis}: its reply would pass its size: plain reads for {len(rest)} objects")
         else:
             needed = self._needed
             sent = self.stats.bytes_returned - before[0]
-            ratio = sent / max(1, bytes_read(sample, needed))  # the thresholds' object: whole
+            ratio = sent / max(1, sum(bytes_read(partition, needed) for partition in sample))  # objects whole
             measured = (sent, self.stats.bytes_decoded - sample_before[0], self.stats.storage_cpu_s - sample_before[1])
             estimated = self.policy.estimate(self._sample_work(sample, measured, needed))
             if estimated is not None:
@@ -441,19 +441,29 @@ class ScanExecution:
         self.sampled = decision
         yield from self._pushdown(rest) if decision.pushdown else self._read_whole(rest)
 
-    def _sample_work(self, sample: Partition, measured: tuple[int, int, float], needed: list[str] | None) -> Work:
-        """The sampled object's work as its reply measured it (bytes sent,
-        decoded, storage CPU): the other objects are taken to be like it."""
+    @property
+    def _sample_size(self) -> int:
+        """Objects pushed down before the cost model decides for the rest: one per
+        host serving calls (together they take about the time of one; 1 in process)."""
+        return max(1, self.source.backend.storage_hosts)
+
+    def _sample_work(self, sample: list[Partition], measured: tuple[int, int, float], needed: list[str] | None) -> Work:
+        """The sampled objects' work as their replies measured it (bytes sent,
+        decoded, storage CPU): the other objects are taken to be like them."""
         sent, reply_decoded, cpu_s = measured
-        read = decoded_bytes(self.source.manifest, sample, needed)
-        return Work(bytes_read(sample, needed, self.source.manifest), read, reply_decoded, sent, cpu_s)
+        manifest = self.source.manifest
+        read = sum(decoded_bytes(manifest, partition, needed) for partition in sample)
+        return Work(
+            sum(bytes_read(partition, needed, manifest) for partition in sample), read, reply_decoded, sent, cpu_s
+        )
 
     def planned_decision(self, partitions: list[Partition]) -> Decision:
         """The placement decided before any object runs (what explain() shows)."""
         predicted = None
         if self.policy.mode == "auto":
             predicted = predicted_reply_ratio(self.source.manifest, self.filter, partitions, self.columns)
-        return self.policy.decide(predicted, len(partitions), partitions[0].number if partitions else 0)
+        sample = [partition.number for partition in partitions[: self._sample_size]]
+        return self.policy.decide(predicted, len(partitions), sample or [0])
 
     def _read_whole(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         """The baseline a pushdown must beat: move whole objects to the client and
