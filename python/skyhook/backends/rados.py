@@ -54,7 +54,7 @@ from skyhook.errors import (
     UnsupportedVersionError,
 )
 from skyhook.names import DATASET_NAME, GENERATION
-from skyhook.rpc.requests import WRITING_METHODS
+from skyhook.rpc.requests import CHANGING_METHODS, WRITING_METHODS
 
 try:
     from skyhook import _rados
@@ -67,6 +67,8 @@ PENDING_WRITES = "_skyhook.pending"
 RETIREMENTS = "_skyhook.retired"
 MANIFEST_SUFFIX = ".manifest"
 DEFAULT_TIMEOUT_SECONDS = 30
+#: Reading calls in flight at most by default: their replies wait in memory until taken in order.
+MAX_IN_FLIGHT = 64
 # Operations of the _rados module, by the OSD capability they need.
 _CLASS_CALLS = ("exec", "submit", "next")
 _WRITES = (
@@ -111,7 +113,7 @@ class RadosBackend(Backend):
         replica_reads: bool = True,
     ) -> None:
         """max_in_flight: reading calls in flight at once (default: 4 per host
-        serving the pool, at least 16). replica_reads: reading calls spread over
+        serving the pool, from 16 to MAX_IN_FLIGHT). replica_reads: reading calls spread over
         the hosts holding copies (replica_reads.py), not only the primaries."""
         if _rados is None:
             raise StorageError(
@@ -196,12 +198,12 @@ class RadosBackend(Backend):
         self._do(self._pool.remove, name)
 
     def call(self, name: str, method: str, request: bytes) -> bytes:
-        if method not in WRITING_METHODS:
-            return self._do(self._pool.exec, name, CLASS_NAME, method, request)
+        execute = self._pool.exec_write if method in WRITING_METHODS else self._pool.exec
         try:
-            return self._do(self._pool.exec_write, name, CLASS_NAME, method, request)
+            return self._do(execute, name, CLASS_NAME, method, request)
         finally:
-            self._written(name)
+            if method in CHANGING_METHODS:
+                self._written(name)
 
     def call_many(self, method: str, calls: Iterable[tuple[str, bytes]]) -> Iterator[bytes]:
         if method in WRITING_METHODS:  # rare and heavy: one at a time
@@ -227,7 +229,7 @@ class RadosBackend(Backend):
 
     def _routes(self, objects: list[str]) -> tuple[list[str | None], int]:
         """The host to answer each reading call (None: its primary), and how many may be in flight."""
-        window = self.max_in_flight or max(16, 4 * self._replicas.hosts)
+        window = self.max_in_flight or min(MAX_IN_FLIGHT, max(16, 4 * self._replicas.hosts))
         if not self.replica_reads:
             return [None] * len(objects), window
         return self._do(self._replicas.hosts_for, objects), window

@@ -17,6 +17,9 @@ _Request = TypeVar("_Request", bound="DataRequest")
 #: operations, whose replies the OSD returns up to osd_max_write_op_reply_len
 #: (raised to 64 KiB by skyhook.dev.cluster; Pacific's default is 64 bytes).
 WRITING_METHODS = frozenset({"analyze", "create_index", "drop_index"})
+#: Methods that change their object: those, and the transform (a reading call
+#: on RADOS, as its reply can be long; the OSD applies its writes all the same).
+CHANGING_METHODS = WRITING_METHODS | {"transform"}
 
 
 @dataclass(frozen=True, kw_only=True)
