@@ -6,6 +6,9 @@ last test checks that a connection observes its own rates. Both backends."""
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,7 +18,7 @@ import skyhook
 from skyhook.errors import InvalidRequestError
 from skyhook.execution import observed_rates
 from skyhook.execution.link_cost import Work, estimate
-from skyhook.execution.observed_rates import ObservedRates, StorageFit, rates_of
+from skyhook.execution.observed_rates import STORAGE_MEMORY, LinearFit, ObservedRates, rates_of
 from support.assertions import assert_same_table
 from support.oracle import expected
 
@@ -30,24 +33,46 @@ def constructed(link: float | None, client: float = 1e-9) -> ObservedRates:
     rates = ObservedRates(link)
     rates.client_cpu_per_byte.observe(client)
     for read, reply in ((1e6, 0.0), (1e6, 1e6), (2e6, 5e5)):
-        rates.storage.observe(read, reply, 1e-9 * read + 4e-9 * reply)
+        rates.storage.observe((read, reply), 1e-9 * read + 4e-9 * reply)
     rates.compression["zstd"] = observed_rates.Smoothed(0.2)
     return rates
 
 
 def test_storage_costs_are_fitted_from_replies():
-    fit = StorageFit()
+    fit = LinearFit(2, STORAGE_MEMORY)
     rng = np.random.default_rng(3)
     for _ in range(40):
         read, reply = rng.uniform(1e5, 1e7), rng.uniform(0, 1e7)
-        fit.observe(read, reply, 2e-9 * read + 7e-9 * reply)
+        fit.observe((read, reply), 2e-9 * read + 7e-9 * reply)
     per_read, per_reply = fit.coefficients()
     assert per_read == pytest.approx(2e-9, rel=1e-6) and per_reply == pytest.approx(7e-9, rel=1e-6)
-    alike = StorageFit()  # every reply the same shape: one term explains them
+    alike = LinearFit(2, STORAGE_MEMORY)  # every reply the same shape: one term explains them
     for _ in range(5):
-        alike.observe(1e6, 0.0, 3e-3)
+        alike.observe((1e6, 0.0), 3e-3)
     assert alike.coefficients() == pytest.approx((3e-9, 0.0))
-    assert StorageFit().coefficients() is None
+    assert LinearFit(2, STORAGE_MEMORY).coefficients() is None
+
+
+def test_a_term_that_would_be_negative_is_left_out():
+    fit = LinearFit(3, 0.8)
+    for objects, fixed, variable in ((10, 1e7, 0.0), (20, 2e7, 1e6), (5, 1e6, 4e7), (40, 3e7, 2e7)):
+        fit.observe((objects, fixed, variable), 0.02 * objects + 3e-9 * variable - 1e-10 * fixed)
+    coefficients = fit.coefficients()
+    assert all(value >= 0 for value in coefficients)
+    assert coefficients[1] == 0.0 and coefficients[2] > 0
+
+
+def test_plain_reads_are_estimated_by_their_batches_once_a_few_were_seen():
+    """Batches of plain reads: 20 ms an object plus 1 ns per fixed-width and 4 ns
+    per variable-width byte (what the client's CPU share, threads and link made
+    of them). Until three were seen the client's CPU rate decides."""
+    rates = constructed(1e10)
+    work = Work(object_bytes=1e6, decoded_bytes=30e6, reply_decoded=1e5, objects=10, variable_bytes=10e6)
+    assert estimate(rates, work, "zstd").plain_s == pytest.approx(1e-9 * 30e6 / (os.cpu_count() or 1))
+    for objects, fixed, variable in ((61, 2e8, 0.0), (61, 2e8, 6e8), (4, 1e7, 0.0), (61, 5e7, 1e6)):
+        rates.plain_phase(objects, 0, 0.0, 0.02 * objects + 1e-9 * fixed + 4e-9 * variable, (fixed, variable))
+    assert estimate(rates, work, "zstd").plain_s == pytest.approx(0.2 + 0.02 + 0.04)
+    assert estimate(rates, replace(work, objects=0), "zstd").plain_s < 0.1  # shape unknown: the CPU rate
 
 
 def test_overlapping_transfers_count_the_link_once(monkeypatch):

@@ -87,15 +87,18 @@ def predicted_reply_ratio(
     read = max(1, sum(bytes_read(p, needed, manifest) for p in partitions))
     whole = max(1, sum(bytes_read(p, needed) for p in partitions))
     decoded = float(sum(decoded_bytes(manifest, p, needed) for p in partitions))
+    shape = dict(objects=len(partitions), variable_bytes=variable_width_bytes(manifest, partitions, needed))
     if every_row_passes(manifest, filter, partitions):
-        return Prediction(Work(read, decoded, float(wanted.sum())), "statistics: every row passes", whole, True)
+        return Prediction(
+            Work(read, decoded, float(wanted.sum()), **shape), "statistics: every row passes", whole, True
+        )
     selectivities = object_selectivities(manifest, filter, partitions)
     if selectivities is None:
         return None
     rows = np.array([p.num_rows for p in partitions], dtype=np.float64)
     kept = (selectivities * rows).sum() / max(1.0, rows.sum())
     return Prediction(
-        Work(read, decoded, float((selectivities * wanted).sum())),
+        Work(read, decoded, float((selectivities * wanted).sum()), **shape),
         f"statistics: estimated selectivity {kept:.3f} (object histograms)",
         whole,
     )
@@ -105,6 +108,26 @@ def decoded_bytes(manifest: Manifest, partition: Partition, columns: list[str] |
     """Decoded bytes of columns (None: all) in a partition (ingest statistics)."""
     sizes = column_bytes(manifest)
     return int(sum(sizes[name][partition.number] for name in sizes if columns is None or name in columns))
+
+
+def variable_width_bytes(manifest: Manifest, partitions: list[Partition], columns: list[str] | None) -> float:
+    """Decoded bytes of the variable-width columns among columns (strings, binaries, lists) in partitions."""
+    sizes = column_bytes(manifest)
+    numbers = [partition.number for partition in partitions]
+    return float(
+        sum(
+            sizes[field.name][numbers].sum()
+            for field in manifest.schema
+            if (columns is None or field.name in columns) and not _fixed_width(field.type)
+        )
+    )
+
+
+def _fixed_width(type: pa.DataType) -> bool:
+    try:
+        return type.bit_width > 0
+    except ValueError:  # strings, binaries, lists, structs: no fixed width
+        return False
 
 
 @per_manifest

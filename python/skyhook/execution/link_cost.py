@@ -5,8 +5,10 @@ flight together), so each path takes as long as its slowest resource:
 
 - pushdown: storage's CPU over its parallelism, the replies as sent over the
   link, the client decoding the replies;
-- plain read: the objects' bytes over the link, the client decoding the
-  columns it needs over its parallelism.
+- plain read: the objects' bytes over the link, and the client's own time:
+  as recent batches of plain reads took per object and per decoded byte of
+  fixed- and of variable-width columns once a few were seen, else its decode
+  CPU over its parallelism.
 
 Parallelism is observed (CPU seconds over wall seconds), not the cores: on a
 shared machine it is what the work actually got, below one core if need be. Until it is observed, the
@@ -30,6 +32,8 @@ class Work:
     reply_decoded: float  # the replies' decoded bytes
     reply_sent: float | None = None  # as sent; None: by the codec's observed compression
     storage_cpu_s: float | None = None  # measured on a sample; None: by storage's observed costs
+    objects: int = 0  # how many (0: not known, plain reads then by the client's CPU rate)
+    variable_bytes: float = 0.0  # of decoded_bytes, in variable-width columns (strings, lists)
 
 
 @dataclass(frozen=True)
@@ -51,8 +55,9 @@ class Estimate:
 
 def estimate(rates: ObservedRates, work: Work, codec: str) -> Estimate | None:
     """None while a rate the estimate needs has not been observed."""
-    link, client = rates.link_bytes_per_second, rates.client_cpu_per_byte.value
-    if link is None or client is None:
+    link = rates.link_bytes_per_second
+    client_s = plain_client_seconds(rates, work)
+    if link is None or client_s is None:
         return None
     storage_cpu_s = work.storage_cpu_s
     if storage_cpu_s is None:
@@ -72,5 +77,16 @@ def estimate(rates: ObservedRates, work: Work, codec: str) -> Estimate | None:
         sent / link,
         (rates.reply_cpu_per_byte.value or 0.0) * work.reply_decoded / client_parallelism,
     )
-    plain_s = max(work.object_bytes / link, client * work.decoded_bytes / client_parallelism)
-    return Estimate(pushdown_s, plain_s, link)
+    return Estimate(pushdown_s, max(work.object_bytes / link, client_s), link)
+
+
+def plain_client_seconds(rates: ObservedRates, work: Work) -> float | None:
+    """The client's time for plain reads of work, by recent batches of them or its CPU rate."""
+    if work.objects:
+        fitted = rates.plain_seconds(work.objects, (work.decoded_bytes - work.variable_bytes, work.variable_bytes))
+        if fitted is not None:
+            return fitted
+    client = rates.client_cpu_per_byte.value
+    if client is None:
+        return None
+    return client * work.decoded_bytes / (rates.client_parallelism.value or os.cpu_count() or 1)

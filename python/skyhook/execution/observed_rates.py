@@ -12,7 +12,10 @@ from the statistics its replies carry.
 - Client: thread CPU seconds of a plain read's decode and filter per decoded
   byte of the columns it needed; its parallelism is those CPU seconds over the
   wall seconds of the reads that spent them (below the cores when the machine
-  is shared, or the link is the bottleneck).
+  is shared, or the link is the bottleneck). Batches of plain reads also fit
+  their wall seconds per object and per decoded byte of fixed-width and of
+  variable-width columns: what everything the client does (opening, planning
+  and decoding, on the CPU it has) made of them, which a CPU rate alone misses.
 - Storage: CPU = per decoded byte read (decode, filter) + per decoded reply
   byte (encode), fitted by least squares over recent replies (the costs differ
   by 3x between a selective and a full reply); its parallelism is storage CPU
@@ -24,10 +27,13 @@ from the statistics its replies carry.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import numpy as np
 
 #: A link period (or a reply phase) shorter in bytes says more about latency than throughput.
 MIN_LINK_SAMPLE_BYTES = 1 << 20
@@ -37,6 +43,8 @@ MIN_COMPRESSION_SAMPLE_BYTES = 64 << 10
 SMOOTHING = 0.3
 #: Weight kept by earlier replies in storage's fit at each new one (about the last 50 objects).
 STORAGE_MEMORY = 0.98
+#: Weight kept by earlier batches of plain reads in their fit at each new one (about the last 5).
+PLAIN_MEMORY = 0.8
 
 
 @dataclass
@@ -49,31 +57,46 @@ class Smoothed:
         self.value = sample if self.value is None else (1 - SMOOTHING) * self.value + SMOOTHING * sample
 
 
-@dataclass
-class StorageFit:
-    """cpu_s = per_read_byte * decoded bytes read + per_reply_byte * decoded reply
-    bytes, non-negative least squares over decayed sums of recent replies."""
+class LinearFit:
+    """y = sum of coefficient * x over a few terms, every coefficient >= 0: least
+    squares over decayed sums of recent observations (each new one keeps
+    `memory` of the weight of those before). Where the full fit has a negative
+    term (or the observations cannot tell the terms apart), the best fit of
+    fewer terms explains them."""
 
-    sums: list[float] = field(default_factory=lambda: [0.0] * 5)  # rr, rd, dd, rc, dc
+    def __init__(self, terms: int, memory: float, least_observations: int = 1) -> None:
+        self.memory, self.least_observations = memory, least_observations
+        self.gram = np.zeros((terms, terms))
+        self.moments = np.zeros(terms)
+        self.observations = 0
 
-    def observe(self, read: float, reply: float, cpu_s: float) -> None:
-        terms = (read * read, read * reply, reply * reply, read * cpu_s, reply * cpu_s)
-        self.sums = [STORAGE_MEMORY * old + new for old, new in zip(self.sums, terms)]
+    def observe(self, xs: tuple[float, ...], y: float) -> None:
+        x = np.asarray(xs, dtype=np.float64)
+        self.gram = self.memory * self.gram + np.outer(x, x)
+        self.moments = self.memory * self.moments + x * y
+        self.observations += 1
 
-    def coefficients(self) -> tuple[float, float] | None:
-        rr, rd, dd, rc, dc = self.sums
-        if rr <= 0:
+    def coefficients(self) -> tuple[float, ...] | None:
+        """None until least_observations were made (or nothing could be fitted)."""
+        if self.observations < self.least_observations:
             return None
-        determinant = rr * dd - rd * rd
-        if determinant > 1e-9 * rr * dd:
-            per_read, per_reply = (rc * dd - dc * rd) / determinant, (dc * rr - rc * rd) / determinant
-            if per_read >= 0 and per_reply >= 0:
-                return per_read, per_reply
-        # Replies alike in shape (or a negative term): the cheaper one-term fit that explains most.
-        by_read = (max(0.0, rc / rr), 0.0)
-        by_reply = (0.0, max(0.0, dc / dd)) if dd > 0 else by_read
-        residual = lambda a, b: a * a * rr + 2 * a * b * rd + b * b * dd - 2 * (a * rc + b * dc)  # noqa: E731
-        return min(by_read, by_reply, key=lambda ab: residual(*ab))
+        terms = len(self.moments)
+        best, best_residual = None, math.inf
+        for used in range(1, 1 << terms):
+            chosen = [term for term in range(terms) if used >> term & 1]
+            gram = self.gram[np.ix_(chosen, chosen)]
+            scale = np.prod(np.diag(gram))
+            if scale <= 0 or abs(np.linalg.det(gram)) <= 1e-9 * scale:
+                continue  # these terms cannot be told apart
+            solved = np.linalg.solve(gram, self.moments[chosen])
+            if (solved < 0).any():
+                continue
+            coefficients = np.zeros(terms)
+            coefficients[chosen] = solved
+            residual = coefficients @ self.gram @ coefficients - 2 * coefficients @ self.moments
+            if best is None or residual < best_residual - 1e-12 * abs(best_residual):
+                best, best_residual = coefficients, residual
+        return None if best is None else tuple(float(value) for value in best)
 
 
 class ObservedRates:
@@ -84,7 +107,10 @@ class ObservedRates:
         self.link = Smoothed()
         self.client_cpu_per_byte = Smoothed()  # plain reads: decode and filter, per decoded byte needed
         self.reply_cpu_per_byte = Smoothed()  # the client's decode of a reply, per decoded byte
-        self.storage = StorageFit()
+        self.storage = LinearFit(2, STORAGE_MEMORY)  # CPU s = a * decoded bytes read + b * decoded reply bytes
+        # Wall s of a batch of plain reads = a * objects + b * fixed-width + c * variable-width decoded
+        # bytes: what the client's work (its CPU share, its threads, the link) made of them.
+        self.plain = LinearFit(3, PLAIN_MEMORY, least_observations=3)
         self.storage_parallelism = Smoothed()
         self.client_parallelism = Smoothed()
         self.client_cpu_s = 0.0  # of every plain read so far, for the parallelism of a batch of them
@@ -125,7 +151,7 @@ class ObservedRates:
 
     def reply(self, read_decoded: int, reply_decoded: int, sent: int, cpu_s: float, codec: str) -> None:
         with self._lock:
-            self.storage.observe(read_decoded, reply_decoded, cpu_s)
+            self.storage.observe((read_decoded, reply_decoded), cpu_s)
             if reply_decoded >= MIN_COMPRESSION_SAMPLE_BYTES:
                 self.compression.setdefault(codec, Smoothed()).observe(sent / reply_decoded)
 
@@ -140,11 +166,23 @@ class ObservedRates:
             with self._lock:
                 self.storage_parallelism.observe(storage_cpu_s / wall_s)
 
-    def plain_phase(self, objects: int, moved: int, client_cpu_s: float, wall_s: float) -> None:
-        """Plain reads of several objects: client CPU seconds per wall second."""
-        if self._cpu_bound(objects, moved, client_cpu_s, wall_s):
-            with self._lock:
+    def plain_phase(
+        self, objects: int, moved: int, client_cpu_s: float, wall_s: float, decoded: tuple[float, float]
+    ) -> None:
+        """Plain reads of several objects: client CPU seconds per wall second,
+        and their wall seconds against their decoded (fixed-width, variable-width) bytes."""
+        with self._lock:
+            if objects and wall_s > 0:
+                self.plain.observe((objects, *decoded), wall_s)
+            if self._cpu_bound(objects, moved, client_cpu_s, wall_s):
                 self.client_parallelism.observe(client_cpu_s / wall_s)
+
+    def plain_seconds(self, objects: int, decoded: tuple[float, float]) -> float | None:
+        """The wall seconds plain reads of objects would take, as recent batches
+        of them did; None until a few were observed."""
+        with self._lock:
+            costs = self.plain.coefficients()
+        return None if costs is None else float(np.dot(costs, (objects, *decoded)))
 
     def _cpu_bound(self, objects: int, moved: int, cpu_s: float, wall_s: float) -> bool:
         """Whether a batch's CPU seconds over its wall seconds tell its share of

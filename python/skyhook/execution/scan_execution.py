@@ -19,7 +19,7 @@ import pyarrow.dataset as pads
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, ObjectNotFoundError, first_line
 from skyhook.execution.column_objects import column_view, holding, layout, zipped
-from skyhook.execution.cost import bytes_read, decoded_bytes, predicted_reply_ratio
+from skyhook.execution.cost import bytes_read, decoded_bytes, predicted_reply_ratio, variable_width_bytes
 from skyhook.execution.link_cost import Work
 from skyhook.execution.observed_rates import rates_of
 from skyhook.execution.placement import Decision, PlacementPolicy, at_client, reply_bound_by_object, sampled
@@ -453,9 +453,9 @@ class ScanExecution:
         sent, reply_decoded, cpu_s = measured
         manifest = self.source.manifest
         read = sum(decoded_bytes(manifest, partition, needed) for partition in sample)
-        return Work(
-            sum(bytes_read(partition, needed, manifest) for partition in sample), read, reply_decoded, sent, cpu_s
-        )
+        object_bytes = sum(bytes_read(partition, needed, manifest) for partition in sample)
+        variable = variable_width_bytes(manifest, sample, needed)
+        return Work(object_bytes, read, reply_decoded, sent, cpu_s, objects=len(sample), variable_bytes=variable)
 
     def planned_decision(self, partitions: list[Partition]) -> Decision:
         """The placement decided before any object runs (what explain() shows)."""
@@ -474,7 +474,10 @@ class ScanExecution:
             moved += size
             yield table
         wall_s = time.perf_counter() - started
-        self.rates.plain_phase(len(partitions), moved, self.rates.client_cpu_s - cpu_before, wall_s)
+        decoded = sum(decoded_bytes(self.source.manifest, partition, self._needed) for partition in partitions)
+        variable = variable_width_bytes(self.source.manifest, partitions, self._needed)
+        cpu_s = self.rates.client_cpu_s - cpu_before
+        self.rates.plain_phase(len(partitions), moved, cpu_s, wall_s, (decoded - variable, variable))
 
     def _read_and_filter(self, partition: Partition) -> tuple[int, int, pa.Table]:
         return read_partition(self.source, partition, self.columns, self.filter)
