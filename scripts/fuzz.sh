@@ -4,10 +4,12 @@
 # for its share of the budget, one process at a time.
 #
 #   scripts/fuzz.sh [--seconds S | --runs N] [--target NAME] [--keep-going] [-- LIBFUZZER_ARGS...]
+#   scripts/fuzz.sh --build-only
 #
 # --seconds S   fuzz for S seconds in total, split evenly over the targets (default 60)
 # --runs N      fuzz for N executions in total instead, split evenly over the targets
-# --target NAME fuzz_requests or fuzz_objects only (default: both)
+# --target NAME fuzz_requests, fuzz_objects or fuzz_writes only (default: all three)
+# --build-only  build the harnesses and stop (the test suite builds them while other tests run)
 # --keep-going  do not stop at a crash (libFuzzer's fork mode): find more crash classes
 #               while known ones are unfixed; every crash is saved under build/fuzz/artifacts
 #
@@ -17,15 +19,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=60 runs="" targets="fuzz_requests fuzz_objects" keep_going=0 extra=()
+seconds=60 runs="" targets="fuzz_requests fuzz_objects fuzz_writes" keep_going=0 build_only=0 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --target) targets=$2; shift 2 ;;
     --keep-going) keep_going=1; shift ;;
+    --build-only) build_only=1; shift ;;
     --) shift; extra=("$@"); break ;;
-    *) echo "usage: $0 [--seconds S | --runs N] [--target NAME] [--keep-going] [-- LIBFUZZER_ARGS...]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--seconds S | --runs N] [--target NAME] [--keep-going] [--build-only] [-- LIBFUZZER_ARGS...]" >&2; exit 2 ;;
   esac
 done
 
@@ -41,6 +44,7 @@ if [ ! -f build/fuzz/CMakeCache.txt ]; then
     -DPython_EXECUTABLE="$PWD/.venv/bin/python" > /dev/null
 fi
 cmake --build build/fuzz -j "$(nproc)" > build/fuzz/build.log 2>&1 || { cat build/fuzz/build.log; exit 1; }
+[ "$build_only" = 1 ] && exit 0
 
 # Arrow's allocations through malloc, so ASan sees them (its default pool is jemalloc).
 export ARROW_DEFAULT_MEMORY_POOL=system
@@ -56,7 +60,7 @@ count=$(wc -w <<< "$targets")
 status=0 total=0
 for target in $targets; do
   binary=build/fuzz/cpp/fuzz/$target
-  max_len=$([ "$target" = fuzz_objects ] && echo 65536 || echo 16384)
+  max_len=$([ "$target" = fuzz_requests ] && echo 16384 || echo 65536)
   options=(-dict=cpp/fuzz/skyhook.dict -max_len="$max_len" -timeout=10 -rss_limit_mb=4096
            -print_final_stats=1)
   # One process per regression input, so every one that still crashes is named.

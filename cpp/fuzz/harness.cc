@@ -36,14 +36,30 @@ class AlignedBuffer : public arrow::Buffer {
   std::abort();
 }
 
-arrow::Status CheckBody(const std::shared_ptr<arrow::Buffer>& body) {
+// The rows of a valid IPC stream.
+arrow::Result<int64_t> CheckBody(const std::shared_ptr<arrow::Buffer>& body) {
   auto input = std::make_shared<arrow::io::BufferReader>(body);
   ARROW_ASSIGN_OR_RAISE(auto reader, arrow::ipc::RecordBatchStreamReader::Open(input));
+  int64_t rows = 0;
   while (true) {
     ARROW_ASSIGN_OR_RAISE(auto batch, reader->Next());
-    if (batch == nullptr) return arrow::Status::OK();
+    if (batch == nullptr) return rows;
     ARROW_RETURN_NOT_OK(batch->ValidateFull());
+    rows += batch->num_rows();
   }
+}
+
+CheckedReply Check(const std::shared_ptr<arrow::Buffer>& reply) {
+  auto envelope = ParseEnvelope(reply->data(), reply->size());
+  if (!envelope.ok()) Fail("undecodable reply: " + envelope.status().ToString());
+  if (envelope->magic != "SKRP") Fail("reply without the reply magic");
+  const auto status = envelope->header->GetColumnByName("status");
+  if (status == nullptr || status->type_id() != arrow::Type::INT32) Fail("reply without a status");
+  const int32_t code = std::static_pointer_cast<arrow::Int32Array>(status)->Value(0);
+  if (envelope->body->size() == 0) return {code, 0};
+  auto rows = CheckBody(AlignedCopy(envelope->body->data(), envelope->body->size()));
+  if (!rows.ok()) Fail("reply body is not a valid IPC stream: " + rows.status().ToString());
+  return {code, *rows};
 }
 
 }  // namespace
@@ -81,17 +97,14 @@ std::shared_ptr<arrow::Buffer> AlignedCopy(const uint8_t* data, size_t size) {
   return std::make_shared<AlignedBuffer>(data, size);
 }
 
-void CallAndCheck(const MethodInfo& method, ObjectContext* object,
-                  const std::shared_ptr<arrow::Buffer>& request) {
-  const auto reply = RunMethod(method, object, request);
-  auto envelope = ParseEnvelope(reply->data(), reply->size());
-  if (!envelope.ok()) Fail("undecodable reply: " + envelope.status().ToString());
-  if (envelope->magic != "SKRP") Fail("reply without the reply magic");
-  const auto status = envelope->header->GetColumnByName("status");
-  if (status == nullptr || status->type_id() != arrow::Type::INT32) Fail("reply without a status");
-  if (envelope->body->size() == 0) return;
-  auto body = CheckBody(AlignedCopy(envelope->body->data(), envelope->body->size()));
-  if (!body.ok()) Fail("reply body is not a valid IPC stream: " + body.ToString());
+CheckedReply CallAndCheck(const MethodInfo& method, ObjectContext* object,
+                          const std::shared_ptr<arrow::Buffer>& request) {
+  return Check(RunMethod(method, object, request));
+}
+
+CheckedReply CallAndCheck(const MethodInfo& method, MutableObjectContext* object,
+                          const std::shared_ptr<arrow::Buffer>& request) {
+  return Check(RunMethod(method, object, request));
 }
 
 }  // namespace skyhook::fuzz

@@ -33,9 +33,19 @@ std::optional<std::string> FormatOf(const std::string& file_name);
 /// ASan report rather than a read of padding.
 std::shared_ptr<arrow::Buffer> AlignedCopy(const uint8_t* data, size_t size);
 
+/// What a checked reply said: its status, and the rows of its body.
+struct CheckedReply {
+  int32_t status;
+  int64_t rows;
+};
+
 /// Runs the method and aborts unless the reply is one a client can decode: a
 /// reply envelope with a status and, when there is a body, a valid IPC stream.
-void CallAndCheck(const MethodInfo& method, ObjectContext* object,
-                  const std::shared_ptr<arrow::Buffer>& request);
+CheckedReply CallAndCheck(const MethodInfo& method, ObjectContext* object,
+                          const std::shared_ptr<arrow::Buffer>& request);
+
+/// The same with the object writable (for the writing methods).
+CheckedReply CallAndCheck(const MethodInfo& method, MutableObjectContext* object,
+                          const std::shared_ptr<arrow::Buffer>& request);
 
 }  // namespace skyhook::fuzz

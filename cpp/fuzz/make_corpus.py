@@ -10,6 +10,10 @@ through the client with the backend's calls wrapped, and saves:
                          (<n>-<what>.<method>)
   corpus/fuzz_requests/  selector byte (method, object) + a captured request
   corpus/fuzz_objects/   selector byte (format, fixed request) + a seed object
+  written/               the objects fuzz_writes writes to, as a store holds them
+                         (<name>, its design attribute in <name>.design)
+  corpus/fuzz_writes/    selector byte (writing method, object) + request length +
+                         request + the omap entries storage wrote for that object
 
     .venv/bin/python cpp/fuzz/make_corpus.py
 """
@@ -21,6 +25,7 @@ import decimal
 import hashlib
 import random
 import shutil
+import sqlite3
 import sys
 import tempfile
 from pathlib import Path
@@ -31,13 +36,15 @@ import pyarrow.parquet as pq
 
 import skyhook
 from skyhook.backends.object_codec import encode_object
-from skyhook.catalog.design import Design, ObjectDesign
+from skyhook.catalog.design import DESIGN_ATTRIBUTE, Design, ObjectDesign
+from skyhook.design.object_transform import TargetDesign
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "tests"))
 from support.tables import make_typed_table  # noqa: E402  (the suite's typed data; a tool, not a test)
 
 METHODS = ["scan", "describe", "execute_plan"]  # the order of kFuzzedMethods in fuzz_requests.cc
+WRITING_METHODS = ["analyze", "create_index", "drop_index", "transform"]  # kWritingMethods in fuzz_writes.cc
 FORMATS_OF_OBJECTS_TARGET = ["parquet", "ipc", "rows"]  # kFormats[0], [1] and [2] in fuzz_objects.cc
 FORMAT_OF_EXTENSION = {".parquet": "parquet", ".arrow": "ipc", ".rows": "rows"}  # harness.cc's FormatOf
 DESIGN_SLOT = 5  # kFormats[5] in fuzz_objects.cc: the input carries a design attribute
@@ -164,6 +171,19 @@ AGGREGATES = [  # (name, keys, aggregations, filter)
 ]
 
 
+# The objects fuzz_writes writes to (file name -> design), and what is asked of them.
+WRITTEN = {
+    "designed.parquet": Design("parquet", row_group_size=40),
+    "each-column.arrow": Design("ipc", column_groups="each", row_group_size=30, compression="lz4"),
+    "designed.rows": Design("rows"),
+}
+TRANSFORMS = [
+    Design("ipc", sort_by=["i32"], row_group_size=25),
+    Design("parquet", column_groups=[["id", "s", "d"], ["i32", "dec", "tags"]], compression="zstd"),
+    Design("rows"),
+]
+
+
 class Recorder:
     """Wraps a backend's calls and keeps every (method, request) it sends."""
 
@@ -190,6 +210,49 @@ class Recorder:
         return taken
 
 
+def written_seeds(table: pa.Table) -> None:
+    """Objects written by a store with the designs of WRITTEN, and inputs of fuzz_writes:
+    the requests the client sends for statistics, indexes and transforms, each with
+    the omap entries storage had written for that object (none, statistics, indexes)."""
+    with tempfile.TemporaryDirectory() as scratch, skyhook.connect(Path(scratch).as_uri()) as store:
+        recorder = Recorder(store.backend)
+        for number, (file_name, design) in enumerate(sorted(WRITTEN.items())):
+            dataset = store.write_dataset(f"written_{number}", table, design=design)
+            (partition,) = dataset.manifest.partitions
+            stored = store.backend.read_versioned_object(partition.object_name)
+            write_file(HERE / "written", file_name, stored.data.to_pybytes())
+            write_file(HERE / "written", f"{file_name}.design", stored.attributes[DESIGN_ATTRIBUTE])
+            recorder.take()
+            requests, omaps = [], [{}]
+            for run in (
+                dataset.compute_statistics,
+                lambda: dataset.create_index("i32"),
+                lambda: dataset.create_index("s"),
+                lambda: dataset.drop_index("i32"),
+            ):
+                run()
+                requests += [(method, request) for method, request in recorder.take() if method in WRITING_METHODS]
+                omaps.append(omap_of(Path(scratch), partition.object_name))
+            columns = tuple(table.column_names)
+            requests += [("transform", TargetDesign(target, columns).request(0).encode()) for target in TRANSFORMS]
+            selector_of = lambda method: WRITING_METHODS.index(method) + len(WRITING_METHODS) * number  # noqa: E731
+            for method, request in requests:
+                for omap in omaps[:: 2 if method == "transform" else 1]:
+                    entry = bytes([selector_of(method)]) + len(request).to_bytes(4, "little") + request
+                    entry += b"".join(
+                        len(key).to_bytes(2, "little") + key + len(value).to_bytes(4, "little") + value
+                        for key, value in sorted(omap.items())
+                    )
+                    write_file(HERE / "corpus/fuzz_writes", digest(entry), entry)
+
+
+def omap_of(store: Path, object_name: str) -> dict[bytes, bytes]:
+    """The omap entries of an object of an embedded store."""
+    with sqlite3.connect(store / "omap.sqlite") as db:
+        rows = db.execute("select key, value from omap where object = ?", (object_name.encode(),)).fetchall()
+    return {bytes(key): bytes(value) for key, value in rows}
+
+
 def write_file(directory: Path, name: str, data: bytes) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / name).write_bytes(data)
@@ -201,7 +264,7 @@ def digest(data: bytes) -> str:
 
 def main() -> None:
     table = typed_table()
-    for directory in ("objects", "fixed_requests", "corpus"):
+    for directory in ("objects", "fixed_requests", "corpus", "written"):
         shutil.rmtree(HERE / directory, ignore_errors=True)
     objects = {
         "typed.parquet": encode_partition(table, "parquet", 40, "zstd"),
@@ -270,6 +333,7 @@ def main() -> None:
             selector = METHODS.index(method) + len(METHODS) * object_names.index(other)
             write_file(HERE / "corpus/fuzz_requests", digest(bytes([selector]) + request), bytes([selector]) + request)
 
+    written_seeds(table)
     fixed = sorted(path.name for path in (HERE / "fixed_requests").iterdir())
     for number, (name, data) in enumerate(objects.items()):  # each object under two of the requests
         format = FORMAT_OF_EXTENSION[Path(name).suffix]
@@ -289,7 +353,7 @@ def main() -> None:
             write_file(HERE / "corpus/fuzz_objects", digest(entry), entry)
     total = sum(
         path.stat().st_size
-        for directory in ("objects", "fixed_requests", "corpus")
+        for directory in ("objects", "fixed_requests", "corpus", "written")
         for path in (HERE / directory).rglob("*")
         if path.is_file()
     )
