@@ -13,6 +13,7 @@ import pytest
 
 import skyhook
 from skyhook.dev.cluster import LocalCluster
+from support import native_builds
 from support.stores import BACKENDS, CEPH_NODE_LIMITS, open_store
 from support.tables import make_typed_table
 
@@ -82,3 +83,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.module is not None and item.module.__name__ in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The tests of the C++ builds last (of those selected), their builds started now
+    (tests/support/native_builds.py)."""
+    items = session.items
+    building = [item for item in items if item.module is not None and item.module.__name__ in native_builds.MODULES]
+    if building and not session.config.option.collectonly:
+        items[:] = [item for item in items if item not in building] + building
+        native_builds.start()

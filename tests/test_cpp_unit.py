@@ -6,16 +6,12 @@ libgtest-dev and libsqlite3-dev (scripts/install-build-deps.sh)."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-# Where pip's build of the extension left its objects (pyproject.toml's build-dir); else a build of its own.
-BUILT = sorted((ROOT / "build").glob("cp*/CMakeCache.txt"))
-BUILD = BUILT[-1].parent if BUILT else ROOT / "build" / "unit"
+from support import native_builds
+
+ROOT = native_builds.ROOT
 
 
 def _run(*command: str, timeout: float) -> subprocess.CompletedProcess:
@@ -23,17 +19,12 @@ def _run(*command: str, timeout: float) -> subprocess.CompletedProcess:
 
 
 def test_cpp_unit_tests_pass():
-    options = ["-DSKYHOOK_BUILD_TESTS=ON"] if BUILT else ["-DSKYHOOK_BUILD_TESTS=ON", "-DSKYHOOK_BUILD_PYTHON=OFF"]
-    configured = _run(
-        "cmake", "-S", ".", "-B", str(BUILD), *options, f"-DPython_EXECUTABLE={sys.executable}", timeout=300
-    )
-    assert configured.returncode == 0, configured.stdout + configured.stderr
-    built = _run(
-        "cmake", "--build", str(BUILD), "--target", "skyhook_unit_tests", "-j", str(os.cpu_count() or 1), timeout=1800
-    )
-    assert built.returncode == 0, built.stdout[-20000:] + built.stderr[-20000:]
+    native_builds.wait()  # built in the background while the Python tests ran
+    for command in native_builds.unit_test_commands():
+        built = _run(*command, timeout=1800)
+        assert built.returncode == 0, built.stdout[-20000:] + built.stderr[-20000:]
 
-    result = _run(str(BUILD / "skyhook_unit_tests"), "--gtest_brief=1", timeout=300)
+    result = _run(str(native_builds.UNIT_BUILD / "skyhook_unit_tests"), "--gtest_brief=1", timeout=300)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output
     ran = re.search(r"^\[==========\] (\d+) tests? from \d+ test suites? ran", output, re.M)
