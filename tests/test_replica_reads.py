@@ -1,15 +1,17 @@
 """Spreading reading calls over the hosts holding copies (skyhook.backends.replica_reads):
-the placement-group arithmetic and the assignment, without a cluster (tests/test_emulated_hosts.py
-checks both against a cluster of three hosts)."""
+the placement-group arithmetic and the assignment without a cluster (tests/test_emulated_hosts.py
+checks both against a cluster of three hosts), and a commit that stands when settling fails."""
 
 from __future__ import annotations
 
 import random
 
+import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
 from skyhook.backends.replica_reads import spread, stable_mod
+from skyhook.errors import StorageError
 
 
 def test_stable_mod_is_cephs():
@@ -43,3 +45,14 @@ def test_every_prefix_is_balanced_where_primaries_are_not():
         assert max(loads) - min(loads) <= 2
     primaries = [placement[0] for placement in placements]
     assert max(map(primaries.count, hosts)) >= 2 * max(map(chosen.count, hosts)) - 2
+
+
+def test_a_commit_stands_when_settling_fails(ceph_store, monkeypatch):
+    """Settling only lets replicas serve reads sooner: its failure is not the commit's."""
+
+    def refuse(*_: object) -> None:
+        raise StorageError("the settle marker was refused")
+
+    monkeypatch.setattr(ceph_store.backend._replicas, "settle", refuse)
+    written = ceph_store.write_dataset("settled", pa.table({"x": [1, 2, 3]}))
+    assert written.count_rows() == 3 and ceph_store.dataset("settled").to_table()["x"].to_pylist() == [1, 2, 3]

@@ -266,14 +266,18 @@ class RadosBackend(Backend):
             self._unsettled.add(name)
 
     def _settle(self) -> None:
-        """The objects written before this commit, readable at their replicas (replica_reads.py)."""
+        """The objects written before this commit, readable at their replicas (replica_reads.py).
+        The commit has happened: a failure here only leaves reads at primaries, never an error."""
         with self._unsettled_lock:
             written, self._unsettled = self._unsettled, set()
-        self._replicas.settle(
-            written,
-            lambda marker: self._do(self._pool.put, marker, b"", {}),
-            lambda marker: self._do(self._pool.remove, marker),
-        )
+        try:
+            self._replicas.settle(
+                written,
+                lambda marker: self._do(self._pool.put, marker, b"", {}),
+                lambda marker: self._do(self._pool.remove, marker),
+            )
+        except (SkyhookError, OSError):
+            pass
 
     def delete_manifest(self, dataset: str, version: object) -> bool:
         # Unlist first and list again if the manifest changed meanwhile: a
