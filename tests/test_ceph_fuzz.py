@@ -1,10 +1,13 @@
 """Fuzzing live OSDs: the seed requests of cpp/fuzz (and every regression input)
 go, mutated, through the RADOS backend to the seed objects on the session's
 real cluster. Every reply must decode (an error or a success) within the call
-timeout, and afterwards every OSD is the same process as before and up."""
+timeout, and afterwards every OSD is the same process as before and up. The
+writing methods get the same, on objects a store wrote whose omap holds
+mutated statistics and index blocks; every object stays readable after them."""
 
 from __future__ import annotations
 
+import collections
 import json
 import random
 import time
@@ -16,8 +19,9 @@ import pytest
 
 from skyhook.backends.rados import RadosBackend
 from skyhook.dev.cluster import POOL
+from skyhook.errors import SkyhookError, StorageTimeoutError
 from skyhook.rpc.frame import encode_request_frame
-from skyhook.rpc.reply import decode_reply
+from skyhook.rpc.reply import Reply, decode_reply
 
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ = ROOT / "cpp/fuzz"
@@ -27,6 +31,8 @@ FORMATS = {".parquet": "parquet", ".arrow": "ipc", ".rows": "rows"}
 # kFormats of fuzz_objects.cc; "design": a length, a skyhook.design attribute, then the object.
 OBJECT_FORMATS = ["parquet", "ipc", "rows", "ipc", "parquet", "design", None, "csv"]
 SECONDS = 45
+WRITING_SECONDS = 30
+WRITING_METHODS = ["analyze", "create_index", "drop_index", "transform"]  # kWritingMethods of fuzz_writes.cc
 CALL_TIMEOUT_SECONDS = 15
 
 
@@ -102,8 +108,7 @@ def test_mutated_requests_leave_every_osd_up(ceph_cluster, fuzz_backend, tmp_pat
     seeds = [entry[1:] for entry in entries]  # the corpus files start with the selector byte
     substrait = [value for seed in seeds for value in header_fields(seed).values() if isinstance(value, bytes)]
     regressions = [path.read_bytes() for path in sorted((FUZZ / "regressions/fuzz_requests").glob("*"))]
-    before = {osd: ceph_cluster.pid(f"osd.{osd}") for osd in ceph_cluster.osd_ids()}
-    assert all(before.values())
+    before = osd_processes(ceph_cluster)
     replay_object_regressions(fuzz_backend)
 
     seed = random.randrange(2**32)
@@ -128,11 +133,117 @@ def test_mutated_requests_leave_every_osd_up(ceph_cluster, fuzz_backend, tmp_pat
             break
         sent += 1
     print(f"{sent} requests to live OSDs (random seed {seed})")
+    assert failure is None, f"call {sent + 1} failed: {failure}"
+    assert_osds_unchanged(ceph_cluster, before)
+    assert sent > 100
 
+
+def osd_processes(ceph_cluster) -> dict[int, int | None]:
+    processes = {osd: ceph_cluster.pid(f"osd.{osd}") for osd in ceph_cluster.osd_ids()}
+    assert all(processes.values())
+    return processes
+
+
+def assert_osds_unchanged(ceph_cluster, before: dict[int, int | None]) -> None:
     after = {osd: ceph_cluster.pid(f"osd.{osd}") for osd in ceph_cluster.osd_ids()}
     osd_map = json.loads(ceph_cluster.ceph("osd", "dump", "--format", "json"))
     down = [osd["osd"] for osd in osd_map["osds"] if not osd["up"]]
-    assert failure is None, f"call {sent + 1} failed: {failure}"
     assert after == before, f"OSD processes changed: {before} -> {after}"
     assert not down, f"OSDs down: {down}"
-    assert sent > 100
+
+
+def written_input(data: bytes) -> tuple[int, bytes, dict[str, bytes]]:
+    """A fuzz_writes input as fuzz_writes.cc's Parse reads it: selector byte, request, omap entries."""
+    size = min(int.from_bytes(data[1:5], "little"), max(0, len(data) - 5))
+    request, at, omap = data[5 : 5 + size], 5 + size, {}
+    while at + 2 <= len(data):
+        key_size = int.from_bytes(data[at : at + 2], "little")
+        if at + 2 + key_size + 4 > len(data):
+            break
+        key = data[at + 2 : at + 2 + key_size].decode()
+        at += 2 + key_size
+        value_size = min(int.from_bytes(data[at : at + 4], "little"), len(data) - at - 4)
+        omap[key] = data[at + 4 : at + 4 + value_size]
+        at += 4 + value_size
+    return data[0], request, omap
+
+
+def framed_written_input(selector: int, request: bytes, omap: dict[str, bytes]) -> bytes:
+    entries = b"".join(
+        len(key.encode()).to_bytes(2, "little") + key.encode() + len(value).to_bytes(4, "little") + value
+        for key, value in omap.items()
+    )
+    return bytes([selector]) + len(request).to_bytes(4, "little") + request + entries
+
+
+def written_objects() -> list[tuple[bytes, dict[str, bytes]]]:
+    """cpp/fuzz/written's objects with their design attributes, in fuzz_writes.cc's order."""
+    paths = sorted(path for path in (FUZZ / "written").iterdir() if path.suffix != ".design")
+    return [(path.read_bytes(), {"skyhook.design": Path(f"{path}.design").read_bytes()}) for path in paths]
+
+
+def checked(backend: RadosBackend, name: str, method: str, request: bytes) -> Reply | None:
+    """The reply, None for a refused write: on Ceph a writing method answers with
+    its errno alone, or nothing when it succeeds."""
+    try:
+        reply = backend.call(name, method, request)
+        if method in WRITING_METHODS and not reply and not backend.writer_replies:
+            return Reply(0, "")
+        decoded = decode_reply(reply)
+        if method in WRITING_METHODS or decoded.code != 0:
+            return decoded
+        return decoded.with_rows()  # every row validated
+    except StorageTimeoutError:
+        raise
+    except SkyhookError:
+        if method in WRITING_METHODS:
+            return None
+        raise
+
+
+def test_mutated_writing_requests_leave_every_osd_up_and_objects_readable(ceph_cluster, fuzz_backend, tmp_path):
+    objects = written_objects()
+    entries = [written_input(path.read_bytes()) for path in sorted((FUZZ / "corpus/fuzz_writes").iterdir())]
+    seeds = [request for _, request, _ in entries]
+    substrait = [value for seed in seeds for value in header_fields(seed).values() if isinstance(value, bytes)]
+    scan_all = (FUZZ / "fixed_requests/fixed-scan-all.scan").read_bytes()
+    describe = (FUZZ / "fixed_requests/fixed-describe.describe").read_bytes()
+    before = osd_processes(ceph_cluster)
+
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    sent, accepted, failure = 0, collections.Counter(), None
+    deadline = time.monotonic() + WRITING_SECONDS
+    while time.monotonic() < deadline and failure is None:
+        selector, request, omap = rng.choice(entries)
+        if rng.random() < 0.25:
+            selector = rng.randrange(256)  # another method or object
+        if omap and rng.random() < 0.5:
+            key = rng.choice(sorted(omap))
+            omap = {**omap, key: mutate_bytes(omap[key], list(omap.values()), rng)}
+        if rng.random() < 0.75:  # else the request as sent, on a mutated omap: writes that succeed
+            request = mutate(request, seeds, substrait, rng)
+        method = WRITING_METHODS[selector % len(WRITING_METHODS)]
+        data, attributes = objects[selector // len(WRITING_METHODS) % len(objects)]
+        name = f"written-{sent}"
+        fuzz_backend.put_object(name, pa.py_buffer(data), attributes)
+        fuzz_backend._do(fuzz_backend._pool.omap_set, name, omap)
+        try:
+            first = checked(fuzz_backend, name, "scan", scan_all)
+            written = checked(fuzz_backend, name, method, request)
+            after = checked(fuzz_backend, name, "scan", scan_all)
+            checked(fuzz_backend, name, "describe", describe)
+            checked(fuzz_backend, name, "secondary_design", describe)
+            accepted[method] += written is not None and written.code == 0
+            if method == "transform" and written is not None and written.code == first.code == 0:
+                assert after.code == 0 and after.rows.num_rows == first.rows.num_rows, "a transform lost rows"
+        except Exception as error:  # no reply in time, one that does not decode, or lost rows
+            saved = tmp_path / "failed-input"  # replayable in-process: build/fuzz/cpp/fuzz/fuzz_writes FILE
+            saved.write_bytes(framed_written_input(selector, request, omap))
+            failure = f"{method} ({saved}): {error!r}"
+        fuzz_backend.delete_object(name)
+        sent += 1
+    print(f"{sent} writing requests to live OSDs, accepted {dict(accepted)} (random seed {seed})")
+    assert failure is None, failure
+    assert_osds_unchanged(ceph_cluster, before)
+    assert sent > 20 and accepted["transform"] > 0

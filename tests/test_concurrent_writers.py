@@ -242,7 +242,7 @@ def test_fsck_repairs_the_list_of_datasets(store):
     store.write_dataset("listed", writer_table(2))
     # What crashes between a manifest and its index entry leave behind.
     store.backend._pool.omap_remove("_skyhook.datasets", ["unlisted"])
-    store.backend._pool.omap_set("_skyhook.datasets", {"ghost": ""})
+    store.backend._pool.omap_set("_skyhook.datasets", {"ghost": b""})
     assert store.list_datasets() == ["ghost", "listed"]
     report = store.fsck()
     assert report.index_problems == [

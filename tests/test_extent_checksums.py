@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -66,20 +67,32 @@ def test_flipped_bits_never_give_a_wrong_answer(store, backend, format):
 
 
 @pytest.mark.parametrize("format", FORMATS)
-def test_a_transform_refuses_a_damaged_source_and_writes_nothing(store, format):
-    dataset = store.write_dataset("t", TABLE, design=skyhook.Design(format), rows_per_object=1000)
-    name = dataset.manifest.partitions[0].object_name
-    data, attributes = _stored(store, name)
-    rng = random.Random(1)
-    for _ in range(8):
+def test_a_transform_refuses_a_damaged_source_or_keeps_every_value(store, backend, format):
+    """A flip the checks catch is refused and nothing is written; one in bytes no
+    reader uses transforms into an object holding the same rows."""
+    target = "ipc" if format != "ipc" else "parquet"
+    rng = random.Random(f"transform-{format}")
+    refused, transformed = 0, True
+    for flip in range(_flips(backend)):
+        if transformed:  # the source to damage: a fresh one
+            dataset = store.write_dataset(f"t{flip}", TABLE, design=skyhook.Design(format), rows_per_object=1000)
+            name = dataset.manifest.partitions[0].object_name
+            data, attributes = _stored(store, name)
+            transformed = False
         damaged = bytearray(data)
         damaged[rng.randrange(len(damaged))] ^= 1 << rng.randrange(8)
         store.backend.put_object(name, pa.py_buffer(bytes(damaged)), attributes)
-        target = "ipc" if format != "ipc" else "parquet"
-        # Ceph returns a writing method's error as its errno alone (EUCLEAN: "Structure needs cleaning").
-        with pytest.raises(skyhook.CorruptObjectError, match="checksum mismatch|Structure needs cleaning"):
+        try:
             dataset.transform(skyhook.Design(target), objects=[name])
-        assert _stored(store, name)[0] == damaged  # never rewritten into a well-formed object
+        except skyhook.CorruptObjectError as error:
+            # Ceph returns a writing method's error as its errno alone (EUCLEAN: "Structure needs cleaning").
+            assert re.search("checksum mismatch|Structure needs cleaning", str(error)), error
+            assert _stored(store, name)[0] == damaged  # never rewritten into a well-formed object
+            refused += 1
+            continue
+        assert_same_table(store.dataset(dataset.name).to_table(), TABLE)
+        transformed = True
+    assert refused >= 0.9 * _flips(backend)
 
 
 @pytest.mark.parametrize("format", FORMATS)

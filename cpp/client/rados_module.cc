@@ -382,9 +382,10 @@ class Pool {
     return ToBytes(output);
   }
 
-  void OmapSet(const std::string& object, const std::map<std::string, std::string>& values) {
+  // Values are bytes: statistics and index blocks are binary.
+  void OmapSet(const std::string& object, const std::map<std::string, nb::bytes>& values) {
     std::map<std::string, ceph::bufferlist> encoded;
-    for (const auto& [key, value] : values) encoded[key].append(value);
+    for (const auto& [key, value] : values) encoded[key].append(value.c_str(), value.size());
     librados::ObjectWriteOperation operation;
     operation.omap_set(encoded);
     Check(Operate(object, operation), "setting omap of " + object);

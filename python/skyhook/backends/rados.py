@@ -251,7 +251,7 @@ class RadosBackend(Backend):
         # Manifest first, then the index: a listed dataset is always complete.
         if not self._do(self._pool.create, _manifest_object(dataset), data):
             return False
-        self._do(self._pool.omap_set, DATASET_INDEX, {dataset: ""})
+        self._do(self._pool.omap_set, DATASET_INDEX, {dataset: b""})
         self._settle()
         return True
 
@@ -286,7 +286,7 @@ class RadosBackend(Backend):
         if self._do(self._pool.remove_at_version, _manifest_object(dataset), version):
             return True
         if self.get_manifest(dataset) is not None:
-            self._do(self._pool.omap_set, DATASET_INDEX, {dataset: ""})
+            self._do(self._pool.omap_set, DATASET_INDEX, {dataset: b""})
         return False
 
     def dataset_names(self) -> list[str]:
@@ -309,7 +309,7 @@ class RadosBackend(Backend):
             if self.get_manifest(dataset) is not None:
                 problems.append(f"{dataset}: has a manifest, but is not listed")
                 if repair:
-                    self._do(self._pool.omap_set, DATASET_INDEX, {dataset: ""})
+                    self._do(self._pool.omap_set, DATASET_INDEX, {dataset: b""})
         return problems
 
     def begin_write(self, dataset: str, generation: str) -> PendingWrite:
@@ -333,7 +333,7 @@ class RadosBackend(Backend):
         self._do(self._pool.omap_remove, PENDING_WRITES, [f"{dataset}.{generation}"])
 
     def put_retirement(self, dataset: str, key: str, record: bytes) -> None:
-        self._do(self._pool.omap_set, RETIREMENTS, {f"{dataset}.{key}": record.decode()})
+        self._do(self._pool.omap_set, RETIREMENTS, {f"{dataset}.{key}": record})
 
     def retirement_records(self) -> list[tuple[str, str, bytes]]:
         records = []
@@ -444,7 +444,7 @@ class _HeartbeatRecord(PendingWrite):
         self.heartbeat()
 
     def heartbeat(self) -> None:
-        self.backend._do(self.backend._pool.omap_set, PENDING_WRITES, {self.key: repr(time.time())})
+        self.backend._do(self.backend._pool.omap_set, PENDING_WRITES, {self.key: repr(time.time()).encode()})
 
     def finish(self) -> None:
         self.backend._do(self.backend._pool.omap_remove, PENDING_WRITES, [self.key])

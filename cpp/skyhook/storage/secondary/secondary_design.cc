@@ -3,6 +3,8 @@
 #include <map>
 #include <sstream>
 
+#include <arrow/util/utf8.h>
+
 #include "skyhook/protocol/error.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/runtime/call_resources.h"
@@ -19,7 +21,8 @@ arrow::Result<std::vector<std::string>> IndexedColumns(ObjectContext* object) {
   if (!listed) return columns;
   std::istringstream lines(*listed);
   for (std::string column; std::getline(lines, column);) {
-    if (!column.empty()) columns.push_back(column);
+    // Column names are UTF-8: any other line names no column (and must not reach a reply).
+    if (!column.empty() && arrow::util::ValidateUTF8(column)) columns.push_back(column);
   }
   return columns;
 }

@@ -196,5 +196,10 @@ TEST_F(SecondaryDesignTest, StaleValuesAreIgnoredAndRebuildRenewsThem) {
   EXPECT_EQ(IndexedColumns(object_.get()).ValueOrDie(), std::vector<std::string>{"k"});
 }
 
+TEST_F(SecondaryDesignTest, ListedNamesThatAreNotUtf8NameNoColumn) {
+  ASSERT_TRUE(object_->SetOmap(kIndexListKey, "k\n\xff\xfe\nv\n").ok());
+  EXPECT_EQ(IndexedColumns(object_.get()).ValueOrDie(), (std::vector<std::string>{"k", "v"}));
+}
+
 }  // namespace
 }  // namespace skyhook
