@@ -30,6 +30,7 @@ import pyarrow.dataset as pads
 import pyarrow.substrait as pas
 from substrait.gen.proto import algebra_pb2, extended_expression_pb2
 
+from skyhook.plan.expression_tree import NotSerializable
 from skyhook.plan.substrait import referenced_fields, serialize
 
 Expression = algebra_pb2.Expression
@@ -51,7 +52,7 @@ def estimated_selectivities(
     object_statistics_type(schema)), num_rows its rows. None: no estimate."""
     try:
         message = serialize([filter], ["filter"], schema)
-    except _ERRORS:
+    except NotSerializable:
         return None
     try:
         estimate = _Estimator(message, schema, statistics, np.asarray(num_rows, dtype=np.float64))

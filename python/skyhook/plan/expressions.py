@@ -9,14 +9,14 @@ from collections.abc import Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
-import pyarrow.substrait as pas
 from google.protobuf.message import Message
 from substrait.gen.proto.algebra_pb2 import Expression
 from substrait.gen.proto.extended_expression_pb2 import ExtendedExpression
 
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
 from skyhook.plan.carried_types import carrier, is_carried, is_faithful, request_schema
-from skyhook.plan.substrait import IN_LIST_CHUNK, referenced_fields, storage_form
+from skyhook.plan.expression_tree import MAX_EXPRESSION_DEPTH, NotSerializable
+from skyhook.plan.substrait import IN_LIST_CHUNK, referenced_fields, serialize, storage_form
 
 Columns = Sequence[str] | Mapping[str, pc.Expression] | None
 
@@ -70,8 +70,8 @@ def to_substrait(
     names only the columns the expressions read, each by its carrier; IN lists
     become what storage runs exactly (plan/substrait.py: storage_form)."""
     try:
-        message = _serialize(expressions, names, request_schema(schema))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        message = serialize(expressions, names, request_schema(schema))
+    except NotSerializable:
         return None
     return _for_storage(message, _read_fields(message, schema), len(expressions) if is_filter else 0)
 
@@ -89,8 +89,8 @@ def filter_for_storage(filter: pc.Expression, schema: pa.Schema) -> tuple[bytes 
 def _filter_message(filter: pc.Expression, schema: pa.Schema) -> ExtendedExpression | None:
     """The filter serialised as a request carries it; None when pyarrow cannot."""
     try:
-        return _serialize([filter], ["filter"], request_schema(schema))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return serialize([filter], ["filter"], request_schema(schema))
+    except NotSerializable:
         return None
 
 
@@ -100,10 +100,6 @@ def _for_storage(message: ExtendedExpression, read: list[pa.Field], filters: int
     if not storage_form(message, filters=filters):
         return None
     return message.SerializeToString() if _within_storage_limits(message) else None
-
-
-def _serialize(expressions: list[pc.Expression], names: list[str], schema: pa.Schema) -> ExtendedExpression:
-    return ExtendedExpression.FromString(bytes(pas.serialize_expressions(expressions, names, schema)))
 
 
 def _read_fields(message: ExtendedExpression, schema: pa.Schema) -> list[pa.Field]:
@@ -152,7 +148,6 @@ def _only_comparisons(expression: Expression) -> bool:
 # ORs into one chain again (10,000 values overflowed a thread's stack) and
 # each value costs an equality per row: past MAX_IN_VALUES in all, the client
 # filters (storage still projects).
-MAX_EXPRESSION_DEPTH = 256
 MAX_IN_LIST_LENGTH = IN_LIST_CHUNK
 MAX_IN_VALUES = 2 * IN_LIST_CHUNK
 MAX_MESSAGES = 100_000  # storage counts at most 200,000 nodes per request

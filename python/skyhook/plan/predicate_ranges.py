@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.substrait as pas
 from substrait.gen.proto.algebra_pb2 import Expression
-from substrait.gen.proto.extended_expression_pb2 import ExtendedExpression
+
+from skyhook.plan.expression_tree import NotSerializable
+from skyhook.plan.substrait import serialize
 
 Literal = bool | int | float | str
 
@@ -47,8 +48,8 @@ def column_ranges(filter: pc.Expression | None, schema: pa.Schema) -> list[Colum
     if filter is None:
         return []
     try:
-        message = ExtendedExpression.FromString(bytes(pas.serialize_expressions([filter], ["filter"], schema)))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        message = serialize([filter], ["filter"], schema)
+    except NotSerializable:
         return []
     names = {ext.extension_function.function_anchor: ext.extension_function.name for ext in message.extensions}
     bounds: dict[str, list] = {}

@@ -18,6 +18,7 @@ from google.protobuf.message import Message
 from substrait.gen.proto import algebra_pb2, extended_expression_pb2, plan_pb2, type_pb2
 
 from skyhook.plan.carried_types import is_carried, request_schema
+from skyhook.plan.expression_tree import NotSerializable, serializable
 
 ARITHMETIC = "https://github.com/substrait-io/substrait/blob/main/extensions/functions_arithmetic.yaml"
 GENERIC = "https://github.com/substrait-io/substrait/blob/main/extensions/functions_aggregate_generic.yaml"
@@ -60,8 +61,35 @@ def referenced_fields(message: Message) -> set[int]:
 def serialize(
     expressions: Sequence[pc.Expression], names: Sequence[str], schema: pa.Schema
 ) -> extended_expression_pb2.ExtendedExpression:
-    data = bytes(pas.serialize_expressions(list(expressions), list(names), schema))
-    return extended_expression_pb2.ExtendedExpression.FromString(data)
+    """pyarrow's Substrait for expressions, their AND/OR chains balanced first
+    (plan/expression_tree.py); NotSerializable when pyarrow cannot serialise
+    them or would take out of all proportion."""
+    try:
+        balanced = [serializable(expression) for expression in expressions]
+        data = bytes(pas.serialize_expressions(balanced, list(names), schema))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
+        raise NotSerializable(str(error)) from None
+    message = extended_expression_pb2.ExtendedExpression.FromString(data)
+    _declare_each_uri_once(message)
+    return message
+
+
+def _declare_each_uri_once(message: extended_expression_pb2.ExtendedExpression) -> None:
+    """pyarrow declares each extension URI again at every level of nested calls
+    (2 ** depth copies): one declaration each, the extensions pointed at it."""
+    anchor_of: dict[str, int] = {}
+    same_as: dict[int, int] = {}
+    for declared in message.extension_uris:
+        same_as[declared.extension_uri_anchor] = anchor_of.setdefault(declared.uri, declared.extension_uri_anchor)
+    if len(anchor_of) == len(message.extension_uris):
+        return
+    kept = {anchor: uri for uri, anchor in anchor_of.items()}
+    del message.extension_uris[:]
+    for anchor, uri in sorted(kept.items()):
+        message.extension_uris.add(extension_uri_anchor=anchor, uri=uri)
+    for declaration in message.extensions:
+        mapping = getattr(declaration, declaration.WhichOneof("mapping_type"))
+        mapping.extension_uri_reference = same_as[mapping.extension_uri_reference]
 
 
 def top_level_names(schema: type_pb2.NamedStruct) -> list[str]:
@@ -162,7 +190,7 @@ class PlanBuilder:
         carried = request_schema(schema)
         try:
             whole = serialize(expressions, names, carried)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        except NotSerializable as error:
             raise UncarriedTypes(str(error)) from None
         read = [referenced_fields(referred) for referred in whole.referred_expr]
         used = set().union(*read)
