@@ -109,6 +109,11 @@ std::pair<int64_t, int64_t> ObjectFile::ReadSpan(int64_t position, int64_t lengt
   return {start, stop - start};
 }
 
+arrow::Status ObjectFile::Damaged(arrow::Status status) {
+  if (damage_.ok()) damage_ = status;
+  return status;
+}
+
 arrow::Status ObjectFile::LoadTail() {
   if (tail_ != nullptr) return arrow::Status::OK();
   ARROW_ASSIGN_OR_RAISE(auto tail, object_->Read(start_ + extent_checksums_->table_offset,
@@ -116,8 +121,9 @@ arrow::Status ObjectFile::LoadTail() {
   bytes_read_ += tail->size();
   if (tail->size() != size_ - data_end() ||
       Crc32c(tail->data(), tail->size()) != extent_checksums_->tail_crc) {
-    return Error(ErrorCode::kCorruptObject, "checksum mismatch in the footer of the extent at ",
-                 start_, " (damaged data)");
+    return Damaged(Error(ErrorCode::kCorruptObject,
+                         "checksum mismatch in the footer of the extent at ", start_,
+                         " (damaged data)"));
   }
   table_crcs_ = TableCrcs(*extent_checksums_, *tail);
   chunk_verified_.assign(table_crcs_.size(), false);
@@ -176,8 +182,9 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> ObjectFile::ReadChunks(int64_t pos
     const int64_t size = std::min(chunk, end - index * chunk);
     if (Crc32c(chunks->data() + (index * chunk - start), size) !=
         table_crcs_[static_cast<size_t>(index)]) {
-      return Error(ErrorCode::kCorruptObject, "checksum mismatch in bytes ", index * chunk, "..",
-                   index * chunk + size, " of the extent at ", start_, " (damaged data)");
+      return Damaged(Error(ErrorCode::kCorruptObject, "checksum mismatch in bytes ", index * chunk,
+                           "..", index * chunk + size, " of the extent at ", start_,
+                           " (damaged data)"));
     }
     chunk_verified_[static_cast<size_t>(index)] = true;
   }

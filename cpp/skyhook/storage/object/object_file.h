@@ -76,6 +76,9 @@ class ObjectFile : public arrow::io::RandomAccessFile {
   /// describe the extent (DescribesExtent).
   void VerifyExtent(const ExtentChecksums& checksums) { extent_checksums_ = checksums; }
   bool verifies_extent() const { return extent_checksums_.has_value(); }
+  /// The first checksum mismatch a read of this file met (OK if none): a reader
+  /// that wraps the error it got (Arrow's IPC reader does) reports this instead.
+  const arrow::Status& damage() const { return damage_; }
 
  private:
   ObjectFile(ObjectContext* object, uint64_t start, int64_t size)
@@ -95,7 +98,11 @@ class ObjectFile : public arrow::io::RandomAccessFile {
   static constexpr int64_t kSmallRead = 64 * 1024;
   static constexpr int64_t kSmallReadsKept = 256 * 1024;
 
+  /// status, remembered as damage_ when it is the first mismatch.
+  arrow::Status Damaged(arrow::Status status);
+
   ObjectContext* object_;
+  arrow::Status damage_;
   uint64_t start_;  // of the view in the object
   int64_t size_;
   std::map<std::pair<int64_t, int64_t>, std::shared_ptr<arrow::Buffer>> small_reads_;

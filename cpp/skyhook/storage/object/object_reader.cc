@@ -22,7 +22,10 @@
 namespace skyhook {
 namespace {
 
-arrow::Status Corrupt(const std::string& format, const arrow::Status& cause) {
+arrow::Status Corrupt(const std::string& format, const arrow::Status& cause,
+                      const ObjectFile* file = nullptr) {
+  // Arrow's IPC reader wraps a read's error in its own text: the mismatch as the file met it.
+  if (file != nullptr && !file->damage().ok()) return file->damage();
   if (CodeOf(cause) != ErrorCode::kInternal) return cause;  // a node limit, say
   return Error(ErrorCode::kCorruptObject, "object is not a readable ", format,
                " partition: ", cause.message());
@@ -93,10 +96,12 @@ class RowGroupReader : public arrow::RecordBatchReader {
  public:
   /// Reads the given row groups, skipping the first rows_to_skip rows.
   /// Columns of `kept` stay dictionaries, their indices unchecked (KeepDictionaries).
-  RowGroupReader(parquet::arrow::FileReader* file, std::vector<int> leaves,
-                 std::shared_ptr<arrow::Schema> schema, std::vector<bool> kept,
-                 std::vector<int> row_groups, int64_t rows_to_skip, arrow::MemoryPool* pool)
+  RowGroupReader(parquet::arrow::FileReader* file, const ObjectFile* object_file,
+                 std::vector<int> leaves, std::shared_ptr<arrow::Schema> schema,
+                 std::vector<bool> kept, std::vector<int> row_groups, int64_t rows_to_skip,
+                 arrow::MemoryPool* pool)
       : file_(file),
+        object_file_(object_file),
         leaves_(std::move(leaves)),
         schema_(std::move(schema)),
         kept_(std::move(kept)),
@@ -110,7 +115,7 @@ class RowGroupReader : public arrow::RecordBatchReader {
     while (true) {
       if (current_) {
         auto status = current_->ReadNext(out);
-        if (!status.ok()) return Corrupt("Parquet", status);
+        if (!status.ok()) return Corrupt("Parquet", status, object_file_);
         if (*out != nullptr) {
           if (rows_to_skip_ >= (*out)->num_rows()) {
             rows_to_skip_ -= (*out)->num_rows();
@@ -132,13 +137,14 @@ class RowGroupReader : public arrow::RecordBatchReader {
         return arrow::Status::OK();
       }
       auto batches = file_->GetRecordBatchReader({row_groups_[next_++]}, leaves_);
-      if (!batches.ok()) return Corrupt("Parquet", batches.status());
+      if (!batches.ok()) return Corrupt("Parquet", batches.status(), object_file_);
       current_ = std::move(*batches);
     }
   }
 
  private:
   parquet::arrow::FileReader* file_;
+  const ObjectFile* object_file_;  // the file under file_, which names what it found damaged
   std::vector<int> leaves_;
   std::shared_ptr<arrow::Schema> schema_;
   std::vector<bool> kept_;
@@ -165,9 +171,9 @@ class ParquetObjectReader : public ObjectReader {
     if (!file->verifies_extent()) file->VerifyPages(parsed->checksums);
     parquet::arrow::FileReaderBuilder builder;
     auto opened = builder.Open(file, file_properties, parsed->metadata);
-    if (!opened.ok()) return Corrupt("Parquet", opened);
+    if (!opened.ok()) return Corrupt("Parquet", opened, file.get());
     auto reader = builder.memory_pool(pool)->properties(StorageReadProperties(*parsed))->Build();
-    if (!reader.ok()) return Corrupt("Parquet", reader.status());
+    if (!reader.ok()) return Corrupt("Parquet", reader.status(), file.get());
     return std::unique_ptr<ObjectReader>(
         new ParquetObjectReader(std::move(file), std::move(*reader), std::move(parsed), pool));
   }
@@ -277,8 +283,10 @@ class ParquetObjectReader : public ObjectReader {
       ARROW_ASSIGN_OR_RAISE(auto table, arrow::Table::FromRecordBatchReader(batches.get()));
       return table->CombineChunksToBatch(pool_);
     };
-    return SelectRowGroup(reader_.get(), zone, ranges, field_indices, *schema, limits, read_whole,
-                          context);
+    auto selected = SelectRowGroup(reader_.get(), zone, ranges, field_indices, *schema, limits,
+                                   read_whole, context);
+    if (!selected.ok() && !file_->damage().ok()) return file_->damage();  // Parquet's text wraps it
+    return selected;
   }
 
  private:
@@ -293,9 +301,9 @@ class ParquetObjectReader : public ObjectReader {
     ARROW_ASSIGN_OR_RAISE(auto schema, HandedOutSchema(field_indices));
     std::vector<bool> kept(field_indices.size(), false);
     for (size_t i = 0; i < field_indices.size(); ++i) kept[i] = Kept(field_indices[i]);
-    return std::make_shared<RowGroupReader>(reader_.get(), std::move(leaves), std::move(schema),
-                                            std::move(kept), std::move(row_groups), rows_to_skip,
-                                            pool_);
+    return std::make_shared<RowGroupReader>(reader_.get(), file_.get(), std::move(leaves),
+                                            std::move(schema), std::move(kept),
+                                            std::move(row_groups), rows_to_skip, pool_);
   }
 
   bool Kept(int field) const {
@@ -362,10 +370,10 @@ class IpcBatchReader : public arrow::RecordBatchReader {
       if (index < static_cast<int>(layout_->record_batches.size())) {
         auto checked = CheckIpcMessage(object_file_.get(), layout_->record_batches[index],
                                        layout_->footer_start);
-        if (!checked.ok()) return Corrupt("Arrow IPC", checked);
+        if (!checked.ok()) return Corrupt("Arrow IPC", checked, object_file_.get());
       }
       auto batch = file_->ReadRecordBatch(index);
-      if (!batch.ok()) return Corrupt("Arrow IPC", batch.status());
+      if (!batch.ok()) return Corrupt("Arrow IPC", batch.status(), object_file_.get());
       auto valid = (*batch)->ValidateFull();  // corrupt offsets must not reach compute
       if (!valid.ok()) return Corrupt("Arrow IPC", valid);
       ARROW_ASSIGN_OR_RAISE(current_, (*batch)->SelectColumns(positions_));
@@ -399,9 +407,9 @@ class IpcObjectReader : public ObjectReader {
     options.memory_pool = pool;
     options.use_threads = false;
     auto reader = arrow::ipc::RecordBatchFileReader::Open(file, options);
-    if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
+    if (!reader.ok()) return Corrupt("Arrow IPC", reader.status(), file.get());
     auto layout = CheckIpcBlocks(file.get());
-    if (!layout.ok()) return Corrupt("Arrow IPC", layout.status());
+    if (!layout.ok()) return Corrupt("Arrow IPC", layout.status(), file.get());
     return std::unique_ptr<ObjectReader>(new IpcObjectReader(
         std::move(file), *reader, options, std::make_shared<const IpcLayout>(std::move(*layout))));
   }
@@ -444,7 +452,7 @@ class IpcObjectReader : public ObjectReader {
     auto options = options_;
     options.included_fields = in_file_order;
     auto reader = arrow::ipc::RecordBatchFileReader::Open(file_, options);
-    if (!reader.ok()) return Corrupt("Arrow IPC", reader.status());
+    if (!reader.ok()) return Corrupt("Arrow IPC", reader.status(), file_.get());
     ARROW_ASSIGN_OR_RAISE(auto schema, FieldsSchema(field_indices));
     return std::make_shared<IpcBatchReader>(*reader, file_, layout_, std::move(schema),
                                             std::move(positions), batch_size, std::move(batches),
