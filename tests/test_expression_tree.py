@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import skyhook
-from skyhook.plan.expression_tree import MAX_EXPRESSION_DEPTH, NotSerializable, serializable
+from skyhook.plan.expression_tree import MAX_EXPRESSION_DEPTH, NotSerializable, conjuncts, field_names, serializable
 from skyhook.plan.substrait import serialize
 from support.assertions import assert_same_table
 
@@ -44,6 +44,22 @@ def test_a_chain_is_balanced_and_means_the_same(combine):
     balanced = serializable(chain)
     assert _depth(chain) == 40 and _depth(balanced) <= 8
     assert TABLE.filter(balanced).equals(TABLE.filter(chain))
+
+
+def test_conjuncts_and_field_names_also_of_expressions_without_literals():
+    valid = pc.field("a").is_valid()
+    assert [str(part) for part in conjuncts((valid & valid) & pc.field("s").is_null())] == [
+        "is_valid(a)",
+        "is_valid(a)",
+        "is_null(s, {nan_is_null=false})",
+    ]
+    assert [str(part) for part in conjuncts(valid | valid)] == ["(is_valid(a) or is_valid(a))"]
+    assert field_names(valid & (pc.field("s") == "x")) == {"a", "s"}
+    nested = pc.field("n", "flag")  # one leaf of three entries in Arrow's serialization
+    assert field_names((nested > 1) & valid) == {"n", "a"}
+    chain = functools.reduce(operator.and_, [nested, valid, pc.field("s") == "x", nested])
+    assert [str(part) for part in conjuncts(chain)] == [str(nested), "is_valid(a)", '(s == "x")', str(nested)]
+    assert str(serializable(chain)) == str((nested & valid) & ((pc.field("s") == "x") & nested))
 
 
 def test_a_long_chain_serialises_in_milliseconds_with_each_extension_declared_once():

@@ -41,7 +41,7 @@ from skyhook.execution.plain_read import read_partition, warn_class_calls_refuse
 from skyhook.execution.scan_execution import ScanExecution
 from skyhook.execution.workload_log import record_query
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
-from skyhook.plan.expressions import columns_read, filter_for_storage
+from skyhook.plan.expressions import columns_read, place_filter
 from skyhook.plan.merge import ORDER, merge
 from skyhook.plan.substrait import UncarriedTypes
 from skyhook.rpc.reply import Executed, Reply
@@ -107,10 +107,11 @@ class AggregateExecution:
         self.pushback_limits = PushbackLimits(max_in_flight=max_in_flight, max_slice_cpu_ns=max_slice_cpu_ns)
         schema = source.schema
         self.output_schema = query.output_schema(schema)
-        filter_substrait, self._filter_reads = (
-            (None, None) if query.filter is None else filter_for_storage(query.filter, schema)
-        )
-        filter_ok = query.filter is None or filter_substrait is not None
+        placement = None if query.filter is None else place_filter(query.filter, schema)
+        self._filter_reads = None if placement is None else placement.reads
+        filter_ok = placement is None or placement.client is None
+        #: Storage can run some of the filter's conjuncts: a scan filters with them, the client aggregates.
+        self.filter_partly_in_storage = placement is not None and placement.storage is not None and not filter_ok
         self.stats = AggregateStatistics(filter_in_storage=filter_ok)
         #: Per partition in column objects: the dataset of its object holding the query's columns, and that object.
         self._targets: dict[int, tuple[DatasetObjects, Partition]] = {}
@@ -159,8 +160,10 @@ class AggregateExecution:
             return self.query.run_locally(self.source.schema.empty_table())
         if self.decomposition is None:
             if manifest.has_column_objects:
-                return self.query.run_locally(self._zipped_rows(partitions))
+                return self.query.run_locally(self._scanned_rows(partitions, Placement.CLIENT_ZIPPED))
             return self.query.run_locally(pa.concat_tables(self._plain_reads(partitions)))
+        if self.filter_partly_in_storage and self.policy.mode is not False:
+            return self.query.run_locally(self._scanned_rows(partitions, Placement.STORAGE_PART_OF_FILTER))
         if manifest.has_column_objects:
             self._place(partitions)
         partials = self._everywhere(self.decomposition.sub_plan, partitions, main=True)
@@ -210,11 +213,13 @@ class AggregateExecution:
         self.stats.secondary_rejected += scan.stats.secondary_rejected
         return tables
 
-    def _zipped_rows(self, partitions: list[Partition]) -> pa.Table:
-        """The rows pyarrow aggregates when Substrait cannot carry the query's types."""
+    def _scanned_rows(self, partitions: list[Partition], placement: Placement) -> pa.Table:
+        """The rows pyarrow aggregates, read by a scan: when Substrait cannot carry
+        the query's types (objects in column objects), or can carry only some of
+        the filter's conjuncts (the scan runs those in storage)."""
         needed = columns_read(self.source.schema, self.query.input_columns(), self.query.filter)
         for partition in partitions:
-            self._record(partition, Placement.CLIENT_ZIPPED, main=True)
+            self._record(partition, placement, main=True)
         self.stats.aggregate_in_storage = False
         return pa.concat_tables(self._zipped_scan(partitions, needed, self.query.filter))
 

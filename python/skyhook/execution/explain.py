@@ -18,7 +18,7 @@ from skyhook.execution.column_objects import holding
 from skyhook.execution.cost import bytes_read, object_selectivities
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.placement import Placement
-from skyhook.execution.scan_execution import ScanExecution
+from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
 from skyhook.plan.aggregate import DISTINCT
 from skyhook.plan.expressions import columns_read
 from skyhook.plan.substrait import measures_of
@@ -82,6 +82,18 @@ def _objects_read(
     ]
 
 
+def _filter_in_storage(stats: ScanStatistics) -> str:
+    if stats.filter_in_storage:
+        return "filter"
+    return "the filter's conjuncts it can run" if stats.filter_partly_in_storage else "-"
+
+
+def _filter_at_client(stats: ScanStatistics) -> str:
+    if stats.filter_in_storage:
+        return ""
+    return "the rest of the filter " if stats.filter_partly_in_storage else "filter "
+
+
 def explain_scan(execution: ScanExecution) -> Explanation:
     source, stats = execution.source, execution.stats
     partitions = matching_partitions(source.manifest, execution.filter)
@@ -90,10 +102,10 @@ def explain_scan(execution: ScanExecution) -> Explanation:
         [
             f"scan of {source.name!r}: {source.manifest.num_rows:,} rows in {len(source.manifest.partitions)} objects",
             f"  filter: {execution.filter}",
-            f"  in storage (per object pushed down): {'filter' if stats.filter_in_storage else '-'}"
+            f"  in storage (per object pushed down): {_filter_in_storage(stats)}"
             f"{' + projection' if stats.projection_in_storage else ''}",
             f"  cost model: {execution.planned_decision(partitions).reason}",
-            f"  at the client: {'filter ' if not stats.filter_in_storage else ''}"
+            f"  at the client: {_filter_at_client(stats)}"
             f"{'projection ' if not stats.projection_in_storage else ''}concatenation",
             *_objects_read(
                 source,
@@ -156,7 +168,9 @@ def explain_aggregate(execution: AggregateExecution) -> Explanation:
             for m in execution.decomposition.merges
         ),
     ]
-    if not stats.filter_in_storage:
+    if execution.filter_partly_in_storage:
+        lines.append("  storage runs the filter's conjuncts it can; the client the rest, then the aggregate")
+    elif not stats.filter_in_storage:
         lines.append("  the filter cannot be expressed in Substrait: every object is read and filtered at the client")
     lines += _objects_read(
         source,

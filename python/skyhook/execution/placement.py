@@ -38,6 +38,7 @@ class Placement(str, Enum):
 
     STORAGE = "storage"
     STORAGE_FILTER_ONLY = "storage (filter only)"  # storage filtered; the client aggregated
+    STORAGE_PART_OF_FILTER = "storage (part of the filter)"  # the conjuncts it can; the client the rest
     CLIENT = "client"  # the filter cannot be expressed in Substrait
     CLIENT_COST_MODEL = "client (cost model)"
     PUSHED_BACK = "pushed back"  # a loaded node declined; the client did the work

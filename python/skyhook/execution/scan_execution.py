@@ -29,8 +29,8 @@ from skyhook.plan.carried_types import as_dataset_types, is_carried
 from skyhook.plan.expressions import (
     Columns,
     columns_read,
-    filter_for_storage,
     output_expressions,
+    place_filter,
     projected_schema,
     to_substrait,
     unbound,
@@ -81,6 +81,7 @@ class ScanStatistics:
     pushdown: bool | str = "auto"  # requested: True, False, or "auto" (the cost model decides)
     cost_model: str = ""  # what the cost model decided and why
     filter_in_storage: bool = True  # False: not expressible in Substrait, or spanning column objects
+    filter_partly_in_storage: bool = True  # some of the filter's conjuncts ran in storage (all: filter_in_storage)
     projection_in_storage: bool = True  # (and was completed by the client)
     class_calls_refused: bool = False  # the user may not call the object class: plain reads
     zones_skipped: int = 0  # row groups / record batches storage skipped by their statistics
@@ -139,23 +140,24 @@ class ScanExecution:
         )
         self.max_result_bytes = max_result_bytes
         self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
-        self._filter_substrait, self._filter_reads = (
-            (None, None) if filter is None else filter_for_storage(filter, schema)
-        )
+        placement = None if filter is None else place_filter(filter, schema)
+        self._filter_substrait = None if placement is None else placement.storage
+        self._filter_reads = None if placement is None else placement.reads
+        #: What of the filter the client evaluates on what storage returns (None: nothing).
+        self._client_filter = None if placement is None else placement.client
         #: The columns the scan decodes (None: all), worked out once for every object.
         self._needed = columns_read(schema, columns, filter, self._filter_reads)
-        self._client_filter = filter is not None and self._filter_substrait is None
-        # A filter the client completes: storage returns the columns it and the projection read.
+        # A filter the client completes: storage returns the columns its part and the projection read.
         self._projection_substrait = None
-        if columns is not None and not self._client_filter:
+        if columns is not None and self._client_filter is None:
             self._projection_substrait = to_substrait(*output_expressions(columns), schema)
-        elif columns is not None and not isinstance(columns, Mapping) and filter is not None:
-            kept = [name for name in schema.names if name in self._filter_reads or name in columns]
+        elif columns is not None and not isinstance(columns, Mapping) and placement is not None:
+            kept = [name for name in schema.names if name in placement.client_reads or name in columns]
             self._projection_substrait = to_substrait([pc.field(name) for name in kept], kept, schema)
         self._client_projection = columns is not None and self._projection_substrait is None
         if self._projection_substrait is None and not all(map(is_carried, schema)):
             # storage would return every column, but names the uncarried ones by a placeholder
-            self._filter_substrait, self._client_filter = None, filter is not None
+            self._filter_substrait, self._client_filter = None, filter
         self.options = dict(
             use_threads=use_threads,
             pushdown=pushdown,
@@ -171,7 +173,8 @@ class ScanExecution:
         self.scanned: set[int] = set()
         self.stats = ScanStatistics(
             pushdown=pushdown,
-            filter_in_storage=not self._client_filter,
+            filter_in_storage=self._client_filter is None,
+            filter_partly_in_storage=self._filter_substrait is not None,
             projection_in_storage=not self._client_projection,
         )
 
@@ -245,7 +248,8 @@ class ScanExecution:
             if whole is not None:
                 yield from self._object_scan(run, whole, self.columns, self.filter, decided)
                 continue
-            self.stats.filter_in_storage = self.filter is None  # completed here, over the zipped pieces
+            # completed here, over the zipped pieces
+            self.stats.filter_in_storage = self.stats.filter_partly_in_storage = self.filter is None
             reads = [
                 self._object_scan(run, index, [name for name in columns if needed is None or name in needed], None)
                 for index, columns in enumerate(objects)
@@ -364,13 +368,11 @@ class ScanExecution:
                 table = reply.rows
                 # Its buffers' size: nbytes works out each column's span (~30 us a reply, per object).
                 self.rates.reply_decoded(table.get_total_buffer_size(), reply.decode_cpu_s)
-                if self._client_filter or self._client_projection:  # what storage could not do
+                if self._client_filter is not None or self._client_projection:  # what storage could not do
                     table = as_dataset_types(
                         table, pa.schema([self.source.schema.field(n) for n in table.column_names])
                     )
-                    table = pads.dataset(table).to_table(
-                        columns=self.columns, filter=self.filter if self._client_filter else None
-                    )
+                    table = pads.dataset(table).to_table(columns=self.columns, filter=self._client_filter)
                 yield table
         except ClassCallsNotPermittedError as refusal:
             warn_class_calls_refused(refusal)

@@ -69,12 +69,53 @@ def serializable(expression: pc.Expression) -> pc.Expression:
     balanced: list[Entry] = []
     if _emit(root, 0, balanced) > SERIALIZATION_BUDGET:
         raise NotSerializable(f"pyarrow's Substrait serializer would take over {SERIALIZATION_BUDGET} units")
-    if balanced == entries:
-        return expression
-    schema = batch.schema.with_metadata(pa.KeyValueMetadata(balanced))
+    return expression if balanced == entries else _rebuilt(balanced, batch)
+
+
+def conjuncts(expression: pc.Expression) -> list[pc.Expression]:
+    """The operands of expression's top-level AND (itself if it is none): a row
+    passes the filter exactly when it passes each of them."""
+    try:
+        entries, batch = _arrow_serialization(expression)
+    except pa.ArrowNotImplementedError:
+        return [expression]
+    root = _tree(entries)
+    if root.chain not in (b"and", b"and_kleene"):
+        return [expression]
+    parts = []
+    for operand in root.operands:
+        part: list[Entry] = []
+        _emit(operand, 0, part)
+        parts.append(_rebuilt(part, batch))
+    return parts
+
+
+def field_names(expression: pc.Expression) -> set[str] | None:
+    """The names of the columns expression reads (of a nested reference, its
+    column); None if Arrow cannot say."""
+    try:
+        entries, _ = _arrow_serialization(expression)
+    except pa.ArrowNotImplementedError:
+        return None
+    names, position = set(), 0
+    while position < len(entries):
+        key, value = entries[position]
+        if key == b"nested_field_ref":  # its column: the first name of its path
+            names.add(entries[position + 1][1].decode())
+            position += int(value)
+        elif key == b"field_ref":
+            names.add(value.decode())
+        position += 1
+    return names
+
+
+def _rebuilt(entries: list[Entry], batch: pa.RecordBatch) -> pc.Expression:
+    """The expression of entries, its literals and options in batch (one row,
+    also when it has no columns)."""
+    batch = batch.replace_schema_metadata(pa.KeyValueMetadata(entries))
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, schema) as writer:
-        writer.write_batch(pa.record_batch(batch.columns, schema=schema))
+    with pa.ipc.new_file(sink, batch.schema) as writer:
+        writer.write_batch(batch)
     return pc.Expression._deserialize(sink.getvalue())
 
 
@@ -87,16 +128,25 @@ def _tree(entries: list[Entry]) -> _Node:
     """The nodes of Arrow's pre-order entries, each chain of one associative
     function flattened into one node with all its operands."""
     open_calls: list[_Node] = []
-    for key, value in entries:
-        if key == b"call":
+    position = 0
+    while position < len(entries):
+        key, value = entries[position]
+        position += 1
+        if key == b"nested_field_ref":  # one leaf with the names of its path
+            path = int(value)
+            node = _Node([(key, value), *entries[position : position + path]])
+            position += path
+        elif key == b"call":
             open_calls.append(_Node([(key, value)]))
             continue
-        if key == b"options":
+        elif key == b"options":
             open_calls[-1].entries.append((key, value))
             continue
-        node = open_calls.pop() if key == b"end" else _Node([(key, value)])
-        if key == b"end":
+        elif key == b"end":
+            node = open_calls.pop()
             node.depth = _depth(node)
+        else:
+            node = _Node([(key, value)])
         if not open_calls:
             return node
         parent = open_calls[-1]
@@ -122,9 +172,10 @@ def _emit(node: _Node, level: int, out: list[Entry]) -> int:
         parts = [_Node(node.entries, node.operands[:half]), _Node(node.entries, node.operands[half:])]
         parts = [part.operands[0] if len(part.operands) == 1 else part for part in parts]
         return _emit(_Node(node.entries, parts), level, out)
-    out.append(node.entries[0])
     if node.entries[0][0] != b"call":
+        out.extend(node.entries)
         return 0
+    out.append(node.entries[0])
     cost = 2**level  # pyarrow declares the extensions again at every level of calls
     for operand in node.operands:
         cost += _emit(operand, level + 1, out)

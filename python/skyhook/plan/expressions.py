@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 import pickle
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -15,7 +18,7 @@ from substrait.gen.proto.extended_expression_pb2 import ExtendedExpression
 
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
 from skyhook.plan.carried_types import carrier, is_carried, is_faithful, request_schema
-from skyhook.plan.expression_tree import MAX_EXPRESSION_DEPTH, NotSerializable
+from skyhook.plan.expression_tree import MAX_EXPRESSION_DEPTH, NotSerializable, conjuncts, field_names
 from skyhook.plan.substrait import IN_LIST_CHUNK, referenced_fields, serialize, storage_form
 
 Columns = Sequence[str] | Mapping[str, pc.Expression] | None
@@ -81,9 +84,39 @@ def filter_for_storage(filter: pc.Expression, schema: pa.Schema) -> tuple[bytes 
     filter_columns(filter, schema) from one serialization (a query needs both)."""
     message = _filter_message(filter, schema)
     if message is None:
-        return None, set(schema.names)
+        return None, _named_columns(filter, schema)
     read = _read_fields(message, schema)
     return _for_storage(message, read, filters=1), {field.name for field in read}
+
+
+@dataclass(frozen=True)
+class FilterPlacement:
+    """Where a validated filter runs: the conjuncts storage can run, as Substrait
+    (None: none of them), and the rest, which the client evaluates on what storage
+    returns (None: nothing is left)."""
+
+    storage: bytes | None
+    client: pc.Expression | None
+    reads: set[str]  # the columns the whole filter reads
+    client_reads: set[str]  # those the client's part reads
+
+
+def place_filter(filter: pc.Expression, schema: pa.Schema) -> FilterPlacement:
+    """The filter whole in storage if it can go there, else each of its top-level
+    conjuncts that can (`price > 100 AND match_like(comment, ...)`: the
+    comparison prunes and filters in storage, the client runs match_like)."""
+    substrait, reads = filter_for_storage(filter, schema)
+    if substrait is not None:
+        return FilterPlacement(substrait, None, reads, set())
+    parts = conjuncts(filter)
+    storable = [filter_for_storage(part, schema)[0] is not None for part in parts]
+    if len(parts) > 1 and any(storable):
+        pushed = functools.reduce(operator.and_, [part for part, ok in zip(parts, storable) if ok])
+        rest = functools.reduce(operator.and_, [part for part, ok in zip(parts, storable) if not ok])
+        substrait = filter_for_storage(pushed, schema)[0]  # None past the IN-list bounds together
+        if substrait is not None:
+            return FilterPlacement(substrait, rest, reads, filter_columns(rest, schema))
+    return FilterPlacement(None, filter, reads, reads)
 
 
 def _filter_message(filter: pc.Expression, schema: pa.Schema) -> ExtendedExpression | None:
@@ -176,10 +209,18 @@ def _within_storage_limits(serialized: ExtendedExpression) -> bool:
 
 
 def filter_columns(filter: pc.Expression, schema: pa.Schema) -> set[str]:
-    """The names of the columns filter reads (a validated filter); every
-    column when pyarrow cannot tell (Substrait cannot name what it reads)."""
+    """The names of the columns filter reads (a validated filter)."""
     message = _filter_message(filter, schema)
-    return set(schema.names) if message is None else {field.name for field in _read_fields(message, schema)}
+    return (
+        _named_columns(filter, schema) if message is None else {field.name for field in _read_fields(message, schema)}
+    )
+
+
+def _named_columns(filter: pc.Expression, schema: pa.Schema) -> set[str]:
+    """The columns filter names, for one Substrait cannot carry: every column
+    when Arrow cannot say either (a reference into a nested field)."""
+    names = field_names(filter)
+    return set(schema.names) if names is None else names & set(schema.names)
 
 
 def unbound(expression: pc.Expression) -> pc.Expression:
