@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 import pyarrow as pa
 
 from skyhook.backends.base import Backend
+from skyhook.backends.manifest_commit import Publication, commit
 from skyhook.backends.object_store import StoredManifest
 from skyhook.backends.retirement import retirements
 from skyhook.catalog.design import DESIGN_ATTRIBUTE, Design
@@ -37,7 +38,7 @@ from skyhook.ingest.garbage_collection import (
     collect_garbage,
 )
 from skyhook.ingest.partitioning import DEFAULT_TARGET_OBJECT_SIZE
-from skyhook.ingest.publish import swap_retiring
+from skyhook.ingest.publish import retiring
 from skyhook.ingest.sources import DataSource
 from skyhook.names import ObjectOwner, check_dataset_name, object_owner
 
@@ -215,8 +216,11 @@ class Store:
         check_dataset_name(name)
         stored = self.backend.get_manifest(name)
         if stored is None:
-            raise DatasetNotFoundError(f"no dataset named {name!r} in {self.uri}")
+            raise self._missing(name)
         return stored
+
+    def _missing(self, name: str) -> DatasetNotFoundError:
+        return DatasetNotFoundError(f"no dataset named {name!r} in {self.uri}")
 
     def write_dataset(
         self,
@@ -289,14 +293,16 @@ class Store:
         """Delete the manifest and the dataset's workload log; its objects are
         retired, deleted once retention_seconds have passed. A corrupt manifest raises
         CorruptManifestError and nothing is deleted."""
-        while True:
-            stored = self._stored_manifest(name)
-            Manifest.from_bytes(stored.data, name)  # a corrupt one is refused
-            if swap_retiring(
-                self.backend, name, stored, "", lambda: self.backend.delete_manifest(name, stored.version)
-            ):
-                break
+        check_dataset_name(name)
+
+        def change(stored: StoredManifest | None) -> Publication[None]:
             # Replaced meanwhile: delete what is there now (its writer retired the old objects).
+            if stored is None:
+                raise self._missing(name)
+            Manifest.from_bytes(stored.data, name)  # a corrupt one is refused
+            return Publication(None, None, retiring(self.backend, name, stored, ""))
+
+        commit(self.backend, name, change)
         clear_log(self.backend, name)
         collect_after_write(self.backend, self.retention_seconds, name)
 

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from skyhook.backends.base import Backend
+from skyhook.backends.manifest_commit import Publication, commit
+from skyhook.backends.object_store import StoredManifest
 from skyhook.catalog.design import Design
 from skyhook.catalog.manifest import ColumnObject, Manifest, Partition
 from skyhook.design.object_transform import ObjectTransform, TargetDesign, at_client, in_storage
@@ -121,10 +123,9 @@ def _object_design(design: Design, held: ColumnObject, columns: list[str]) -> De
 
 
 def _published(backend: Backend, dataset: str, results: dict[str, ObjectTransform]) -> Manifest:
-    """The current manifest with the transformed objects' designs and sizes, swapped in;
-    retried against whatever another writer published meanwhile."""
-    while True:
-        stored = backend.get_manifest(dataset)
+    """The current manifest with the transformed objects' designs and sizes, committed."""
+
+    def change(stored: StoredManifest | None) -> Publication[Manifest] | Manifest:
         if stored is None:
             raise DatasetNotFoundError(f"dataset {dataset!r} was deleted while its objects were transformed")
         current = Manifest.from_bytes(stored.data, dataset)
@@ -143,8 +144,9 @@ def _published(backend: Backend, dataset: str, results: dict[str, ObjectTransfor
         if partitions == current.partitions:
             return current
         updated = replace(current, partitions=partitions)
-        if backend.replace_manifest(dataset, updated.to_bytes(), stored.version):
-            return updated
+        return Publication(updated.to_bytes(), updated)
+
+    return commit(backend, dataset, change)
 
 
 def _rewritten(held: Partition | ColumnObject, results: dict[str, ObjectTransform]) -> Partition | ColumnObject:

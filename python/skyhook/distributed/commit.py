@@ -14,6 +14,8 @@ from dataclasses import replace
 import pyarrow as pa
 
 from skyhook.backends.base import Backend
+from skyhook.backends.manifest_commit import Publication, commit
+from skyhook.backends.object_store import StoredManifest
 from skyhook.backends.retirement import retire_objects, withdraw_retirement
 from skyhook.catalog.design import DESIGN_ATTRIBUTE, ObjectDesign
 from skyhook.catalog.manifest import ColumnObject, Manifest, Partition, statistics_type
@@ -87,8 +89,9 @@ def commit_in_place(
     earlier run did). held() is called just before each swap: it raises if
     the runner may no longer publish (its lease lost)."""
     built: tuple[list[Partition], pa.StructArray] | None = None
-    while True:
-        stored = backend.get_manifest(dataset)
+
+    def change(stored: StoredManifest | None) -> Publication[tuple[Manifest, bool]] | tuple[Manifest, bool]:
+        nonlocal built
         if stored is None:
             raise DatasetNotFoundError(f"dataset {dataset!r} was deleted while a plan was transforming it")
         current = Manifest.from_bytes(stored.data, dataset)
@@ -104,19 +107,22 @@ def commit_in_place(
         if built is None:
             built = built_partitions(backend, targets, current.schema, layout)
         updated = _swapped(current, generation, set(sources), *built)
-        # The commit protocol: the sources are retired before the swap (readers
-        # of earlier manifests keep them for the retention period), withdrawn if it fails.
         retiring = [name for p in current.partitions if p.object_name in sources for name in p.object_names]
+        return Publication(updated.to_bytes(), (updated, True), lambda: _retired_while_held(retiring))
+
+    def _retired_while_held(retiring: list[str]) -> Callable[[], None]:
+        """The commit protocol: the sources are retired before the swap (readers of
+        earlier manifests keep them for the retention period), withdrawn if it fails."""
         records = retire_objects(backend, dataset, generation, retiring)
         try:
             held()
         except BaseException:
             withdraw_retirement(backend, records)
             raise
-        if backend.replace_manifest(dataset, updated.to_bytes(), stored.version):
-            return updated, True
-        withdraw_retirement(backend, records)
-        # Another writer (an append) published meanwhile: swap against its manifest.
+        return lambda: withdraw_retirement(backend, records)
+
+    # Against another writer's publication (an append), the swap is made again on its manifest.
+    return commit(backend, dataset, change)
 
 
 def _swapped(

@@ -14,6 +14,8 @@ from typing import Protocol
 
 import pyarrow as pa
 
+from skyhook.backends.manifest_commit import Publication, commit
+from skyhook.backends.object_store import StoredManifest
 from skyhook.catalog.manifest import Manifest
 from skyhook.catalog.object_statistics import statistics_row
 from skyhook.errors import DatasetNotFoundError, TypeMismatchError, UnknownColumnError
@@ -81,19 +83,17 @@ def analyze(objects: DatasetObjects, progress: Progress | None = None) -> Manife
 
 def publish_object_statistics(objects: DatasetObjects, rows: dict[str, pa.StructArray]) -> Manifest:
     """The current manifest with rows (by object name) attached where they
-    still describe the partition's objects, swapped in by compare-and-swap and
-    retried against whatever another writer published meanwhile (an append's
-    partitions, a transform's designs, an overwrite's objects are kept)."""
-    while True:
-        stored = objects.backend.get_manifest(objects.name)
+    still describe the partition's objects, committed (an append's partitions,
+    a transform's designs, an overwrite's objects published meanwhile are kept)."""
+
+    def change(stored: StoredManifest | None) -> Publication[Manifest] | Manifest:
         if stored is None:
             raise DatasetNotFoundError(f"dataset {objects.name!r} was deleted while its statistics were computed")
         current = Manifest.from_bytes(stored.data, objects.name)
         updated, attached = current.with_object_statistics(rows)
-        if not attached:
-            return current
-        if objects.backend.replace_manifest(objects.name, updated.to_bytes(), stored.version):
-            return updated
+        return Publication(updated.to_bytes(), updated) if attached else current
+
+    return commit(objects.backend, objects.name, change)
 
 
 def create_index(objects: DatasetObjects, column: str, progress: Progress | None = None) -> None:

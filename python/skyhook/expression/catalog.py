@@ -18,7 +18,8 @@ from typing import Any
 import pyarrow as pa
 
 from skyhook import stored_json
-from skyhook.backends.object_store import ObjectStore
+from skyhook.backends.manifest_commit import Publication, commit
+from skyhook.backends.object_store import ObjectStore, StoredManifest
 from skyhook.catalog.design import Design, ObjectDesign
 from skyhook.catalog.manifest import Manifest, statistics_type
 from skyhook.errors import CorruptManifestError
@@ -97,16 +98,10 @@ def update_catalog(
     result (None: delete the domain) by compare-and-swap, trying again against
     whatever another writer published meanwhile. change may raise to give up.
     Returns (the catalog replaced, the one published)."""
-    name = catalog_dataset(domain)
-    while True:
-        stored = store.get_manifest(name)
+
+    def step(stored: StoredManifest | None) -> Publication[tuple[Catalog | None, Catalog | None]]:
         current = None if stored is None else Catalog.from_bytes(stored.data, domain)
         changed = change(current)
-        if changed is None:
-            done = stored is None or store.delete_manifest(name, stored.version)
-        elif stored is None:
-            done = store.create_manifest(name, changed.to_manifest().to_bytes())
-        else:
-            done = store.replace_manifest(name, changed.to_manifest().to_bytes(), stored.version)
-        if done:
-            return current, changed
+        return Publication(None if changed is None else changed.to_manifest().to_bytes(), (current, changed))
+
+    return commit(store, catalog_dataset(domain), step)

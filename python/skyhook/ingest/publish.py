@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from skyhook.backends.manifest_commit import BeforeSwap, Publication, commit
 from skyhook.backends.object_store import ObjectStore, StoredManifest
 from skyhook.backends.retirement import retire_objects, withdraw_retirement
 from skyhook.catalog.manifest import Manifest
@@ -31,48 +32,39 @@ def exists_error(name: str) -> DatasetExistsError:
 
 
 def publish(store: ObjectStore, manifest: Manifest, mode: str, must_exist: bool = False) -> Manifest:
-    """Compare-and-swap the manifest into place and return the manifest
-    published (an append's holds the rows before it too). An overwrite retires
-    the objects of the manifest it replaces (an append keeps them)."""
+    """Commit the manifest and return the manifest published (an append's holds
+    the rows before it too). An overwrite retires the objects of the manifest
+    it replaces (an append keeps them). Against another writer's publication,
+    overwrite means "replace whatever is there now", append "add to it"."""
     name, data = manifest.dataset, manifest.to_bytes()
-    while True:
-        current = store.get_manifest(name)
+
+    def change(current: StoredManifest | None) -> Publication[Manifest]:
         if current is None:
             if must_exist:
                 raise DatasetNotFoundError(f"dataset {name!r} was deleted: nothing to append to")
-            if store.create_manifest(name, data):
-                return manifest
-            if mode == "create":
-                raise exists_error(name)
-        elif mode == "create":
+            return Publication(data, manifest)
+        if mode == "create":
             raise exists_error(name)
-        elif mode == "append":
-            # Re-read on every try: the objects of this write go after whatever
-            # the others published, each named once.
+        if mode == "append":  # after whatever the others published, each object named once
             appended = _appendable(Manifest.from_bytes(current.data, name), manifest).appended(manifest)
-            if store.replace_manifest(name, appended.to_bytes(), current.version):
-                return appended
-        elif swap_retiring(
-            store, name, current, manifest.generation, lambda: store.replace_manifest(name, data, current.version)
-        ):
-            return manifest
-        # Another writer published in between: overwrite means "replace
-        # whatever is there now", append "add to it", so try again against it.
+            return Publication(appended.to_bytes(), appended)
+        return Publication(data, manifest, retiring(store, name, current, manifest.generation))
+
+    return commit(store, name, change)
 
 
-def swap_retiring(
-    store: ObjectStore, name: str, replaced: StoredManifest, replaced_by: str, swap: Callable[[], bool]
-) -> bool:
-    """Run swap (a compare-and-swap of the manifest replaced, by the publication
-    replaced_by; "" for a delete) with the objects of replaced retired just
-    before it; a swap that fails withdraws them. A corrupt manifest's objects are left to fsck."""
-    manifest = _readable_manifest(replaced, name)
-    names = [name for partition in manifest.partitions for name in partition.object_names] if manifest else []
-    records = retire_objects(store, name, replaced_by, names)
-    if swap():
-        return True
-    withdraw_retirement(store, records)
-    return False
+def retiring(store: ObjectStore, name: str, replaced: StoredManifest, replaced_by: str) -> BeforeSwap:
+    """Before a swap of the manifest replaced, by the publication replaced_by
+    ("" for a delete): its objects retired; withdrawn if the swap fails. A
+    corrupt manifest's objects are left to fsck."""
+
+    def retire() -> Callable[[], None]:
+        manifest = _readable_manifest(replaced, name)
+        names = [name for partition in manifest.partitions for name in partition.object_names] if manifest else []
+        records = retire_objects(store, name, replaced_by, names)
+        return lambda: withdraw_retirement(store, records)
+
+    return retire
 
 
 def _appendable(current: Manifest, added: Manifest) -> Manifest:
