@@ -34,7 +34,7 @@ def real_replies(store: skyhook.Store) -> dict[str, bytes]:
     # Strings, lists, decimals, nulls: every kind of buffer; few columns keep the replies short.
     dataset = store.write_dataset("t", TABLE.select(["id", "s", "tags", "dec", "ts"]), rows_per_object=1000)
     name = dataset.manifest.partitions[0].object_name
-    filter = dataset.scanner(filter=F("id") < 30).execution._filter_substrait
+    filter = dataset.scanner(filter=F("id") < 30).execution.plan.filter_substrait
     call = store.backend.call
     return {
         "scan": call(name, "scan", ScanRequest(filter=filter).encode()),

@@ -13,9 +13,10 @@ from skyhook.execution.column_objects import holding, layout
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.placement import Decision
 from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
+from skyhook.execution.scan_plan import ScanPlan, plan_scan
 from skyhook.plan.expressions import columns_read
 
-# Query shapes whose sampled decisions are kept (a dataset object sees few).
+# Query shapes whose plans and sampled decisions are kept (a dataset object sees few).
 _DECISIONS_KEPT = 256
 # Scan options that change what a sample decides.
 _DECIDING_OPTIONS = ("pushdown", "pushdown_threshold", "reply_compression", "reply_within_object")
@@ -30,6 +31,7 @@ class ObjectScans:
         # query shape to finish is its sample, and the objects after it (of this
         # scan and of later ones; the dataset's data never changes) follow it.
         self._decisions: dict[tuple, Decision] = {}
+        self._plans: dict[tuple, ScanPlan] = {}
         self._lock = threading.Lock()
 
     def scan_object(
@@ -49,7 +51,8 @@ class ObjectScans:
         )
         with self._lock:
             decided = self._decisions.get(shape)
-        execution = ScanExecution(self.source, columns, filter, batch_size=batch_size, **options)
+        plan = self._plan(columns, filter)
+        execution = ScanExecution(self.source, columns, filter, batch_size=batch_size, plan=plan, **options)
         table = execution.object_table(partition, decided)
         if decided is None and execution.sampled is not None:
             with self._lock:
@@ -58,6 +61,19 @@ class ObjectScans:
                 self._decisions.setdefault(shape, execution.sampled)
         (scan.stats if scan is not None else self.stats).absorb(execution.stats)
         return table.to_reader(max_chunksize=batch_size)
+
+    def _plan(self, columns: list[str], filter: pc.Expression | None) -> ScanPlan:
+        """The query's plan, made by its first object's scan (the others, in
+        parallel, wait for it: a plan takes about a millisecond) and reused."""
+        key = (str(filter), tuple(columns))
+        with self._lock:
+            planned = self._plans.get(key)
+            if planned is not None and (filter is None or planned.filter.equals(filter)):
+                return planned
+            if len(self._plans) >= _DECISIONS_KEPT:
+                self._plans.clear()
+            self._plans[key] = plan_scan(self.source.schema, columns, filter)
+            return self._plans[key]
 
     def _read(self, partition: Partition, columns: list[str], filter: pc.Expression | None) -> tuple:
         """Which of its objects a scan of partition reads: a sample's decision holds for objects alike."""

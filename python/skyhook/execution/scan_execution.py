@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, fields
 from itertools import groupby
 from typing import TYPE_CHECKING
@@ -24,17 +24,10 @@ from skyhook.execution.link_cost import Work
 from skyhook.execution.observed_rates import rates_of
 from skyhook.execution.placement import Decision, PlacementPolicy, at_client, reply_bound_by_object, sampled
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
+from skyhook.execution.scan_plan import ScanPlan, plan_scan
 from skyhook.execution.workload_log import record_query
-from skyhook.plan.carried_types import as_dataset_types, is_carried
-from skyhook.plan.expressions import (
-    Columns,
-    columns_read,
-    output_expressions,
-    place_filter,
-    projected_schema,
-    to_substrait,
-    unbound,
-)
+from skyhook.plan.carried_types import as_dataset_types
+from skyhook.plan.expressions import Columns, unbound
 from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import ScanRequest
 from skyhook.rpc.result_options import PushbackLimits, ResultOptions, checked_compression
@@ -122,12 +115,15 @@ class ScanExecution:
         reply_compression: str | None = None,
         reply_within_object: bool | None = None,
         logged: bool = True,
+        plan: ScanPlan | None = None,
     ) -> None:
-        """logged: whether a finished scan goes into the workload log (a transform's own reads do not)."""
-        schema = source.schema
+        """logged: whether a finished scan goes into the workload log (a transform's own reads do not).
+        plan: plan_scan(source.schema, columns, filter), when the caller has it."""
         self.logged = logged
         self.source = source
-        self.projected_schema = projected_schema(schema, columns, filter)
+        #: Made once per query and shared by the executions of its objects (plan_scan).
+        self.plan = plan if plan is not None else plan_scan(source.schema, columns, filter)
+        self.projected_schema = self.plan.projected_schema
         self.columns = columns
         self.filter = filter
         self.batch_size = batch_size
@@ -140,24 +136,6 @@ class ScanExecution:
         )
         self.max_result_bytes = max_result_bytes
         self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
-        placement = None if filter is None else place_filter(filter, schema)
-        self._filter_substrait = None if placement is None else placement.storage
-        self._filter_reads = None if placement is None else placement.reads
-        #: What of the filter the client evaluates on what storage returns (None: nothing).
-        self._client_filter = None if placement is None else placement.client
-        #: The columns the scan decodes (None: all), worked out once for every object.
-        self._needed = columns_read(schema, columns, filter, self._filter_reads)
-        # A filter the client completes: storage returns the columns its part and the projection read.
-        self._projection_substrait = None
-        if columns is not None and self._client_filter is None:
-            self._projection_substrait = to_substrait(*output_expressions(columns), schema)
-        elif columns is not None and not isinstance(columns, Mapping) and placement is not None:
-            kept = [name for name in schema.names if name in placement.client_reads or name in columns]
-            self._projection_substrait = to_substrait([pc.field(name) for name in kept], kept, schema)
-        self._client_projection = columns is not None and self._projection_substrait is None
-        if self._projection_substrait is None and not all(map(is_carried, schema)):
-            # storage would return every column, but names the uncarried ones by a placeholder
-            self._filter_substrait, self._client_filter = None, filter
         self.options = dict(
             use_threads=use_threads,
             pushdown=pushdown,
@@ -173,13 +151,13 @@ class ScanExecution:
         self.scanned: set[int] = set()
         self.stats = ScanStatistics(
             pushdown=pushdown,
-            filter_in_storage=self._client_filter is None,
-            filter_partly_in_storage=self._filter_substrait is not None,
-            projection_in_storage=not self._client_projection,
+            filter_in_storage=self.plan.client_filter is None,
+            filter_partly_in_storage=self.plan.filter_substrait is not None,
+            projection_in_storage=not self.plan.client_projection,
         )
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        partitions = matching_partitions(self.source.manifest, self.filter, self._filter_reads)
+        partitions = matching_partitions(self.source.manifest, self.filter, self.plan.filter_reads)
         self.scanned = {partition.number for partition in partitions}
         self.stats.objects_pruned += len(self.source.manifest.partitions) - len(partitions)
         before = (self.stats.rows_scanned, self.stats.rows_returned, self.stats.bytes_read, self.stats.wall_s)
@@ -198,7 +176,7 @@ class ScanExecution:
             self.source.name,
             self.source.schema,
             "scan",
-            self._needed,
+            self.plan.needed,
             self.filter,
             dict(rows_scanned=rows_scanned, rows_returned=rows_returned, bytes_read=read, wall_s=wall_s),
             [partition.object_name for partition in partitions],
@@ -241,7 +219,7 @@ class ScanExecution:
         of each object holding some (the projection in storage, no filter:
         their rows must line up), zipped and finished here."""
         schema = self.source.schema
-        needed = self._needed
+        needed = self.plan.needed
         runs = groupby(partitions, key=lambda partition: (layout(partition, schema.names), holding(partition, needed)))
         for (objects, whole), run in runs:
             run = list(run)
@@ -323,8 +301,8 @@ class ScanExecution:
 
     def _request(self) -> ScanRequest:
         return ScanRequest(
-            filter=self._filter_substrait,
-            projection=self._projection_substrait,
+            filter=self.plan.filter_substrait,
+            projection=self.plan.projection_substrait,
             result=ResultOptions(
                 compression=self.policy.compression,
                 batch_size=self.batch_size,
@@ -337,7 +315,7 @@ class ScanExecution:
     def _pushdown(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         started, cpu_before = time.perf_counter(), self.stats.storage_cpu_s
         returned_before = self.stats.bytes_returned
-        needed = self._needed
+        needed = self.plan.needed
         replies = self.source.backend.call_each(
             [p.object_name for p in partitions],
             self._request(),
@@ -368,11 +346,11 @@ class ScanExecution:
                 table = reply.rows
                 # Its buffers' size: nbytes works out each column's span (~30 us a reply, per object).
                 self.rates.reply_decoded(table.get_total_buffer_size(), reply.decode_cpu_s)
-                if self._client_filter is not None or self._client_projection:  # what storage could not do
+                if self.plan.client_filter is not None or self.plan.client_projection:  # what storage could not do
                     table = as_dataset_types(
                         table, pa.schema([self.source.schema.field(n) for n in table.column_names])
                     )
-                    table = pads.dataset(table).to_table(columns=self.columns, filter=self._client_filter)
+                    table = pads.dataset(table).to_table(columns=self.columns, filter=self.plan.client_filter)
                 yield table
         except ClassCallsNotPermittedError as refusal:
             warn_class_calls_refused(refusal)
@@ -430,7 +408,7 @@ class ScanExecution:
         if self.stats.objects_over_object > before[2]:
             decision = Decision(False, f"{basis}: its reply would pass its size: plain reads for {len(rest)} objects")
         else:
-            needed = self._needed
+            needed = self.plan.needed
             sent = self.stats.bytes_returned - before[0]
             ratio = sent / max(1, sum(bytes_read(partition, needed) for partition in sample))  # objects whole
             measured = (sent, self.stats.bytes_decoded - sample_before[0], self.stats.storage_cpu_s - sample_before[1])
@@ -476,8 +454,8 @@ class ScanExecution:
             moved += size
             yield table
         wall_s = time.perf_counter() - started
-        decoded = sum(decoded_bytes(self.source.manifest, partition, self._needed) for partition in partitions)
-        variable = variable_width_bytes(self.source.manifest, partitions, self._needed)
+        decoded = sum(decoded_bytes(self.source.manifest, partition, self.plan.needed) for partition in partitions)
+        variable = variable_width_bytes(self.source.manifest, partitions, self.plan.needed)
         cpu_s = self.rates.client_cpu_s - cpu_before
         self.rates.plain_phase(len(partitions), moved, cpu_s, wall_s, (decoded - variable, variable))
 
