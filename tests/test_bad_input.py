@@ -209,3 +209,17 @@ def test_overwrite_replaces_objects(store, dataset):
     assert store.list_datasets() == []
     with pytest.raises(skyhook.DatasetNotFoundError):
         store.delete_dataset("t")
+
+
+def test_an_unknown_option_is_an_invalid_request_and_does_nothing(store):
+    dataset = store.write_dataset("options", pa.table({"a": [1, 2]}))
+    calls = [
+        lambda: dataset.to_table(pushdwn=False),
+        lambda: dataset.count_rows("a > 1", max_inflight=3),
+        lambda: dataset.aggregate([("a", "sum")], pushdwn=False),
+        lambda: dataset.append(pa.table({"a": [3]}), rows_per_objekt=1),
+    ]
+    for call in calls:
+        with pytest.raises(skyhook.InvalidRequestError, match="takes no option"):
+            call()
+    assert store.dataset("options").to_table().num_rows == 2

@@ -61,7 +61,7 @@ def test_scanner_round_trip(store: skyhook.Store) -> None:
     scanner = write(store).scanner(["v"], "k == 1", batch_size=10, use_threads=False, pushdown=True)
     copied = pickle.loads(pickle.dumps(scanner))
     assert isinstance(copied, skyhook.Scanner)
-    assert (copied.execution.batch_size, copied.execution.use_threads) == (10, False)
+    assert (copied.execution.batch_size, copied.execution.options.use_threads) == (10, False)
     assert copied.execution.policy.mode is True
     assert_same_table(copied.to_table(), expected(TABLE, ["v"], pc.field("k") == 1))
 

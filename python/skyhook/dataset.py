@@ -32,12 +32,13 @@ from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.explain import Explanation, analyze_aggregate, analyze_scan, explain_aggregate, explain_scan
 from skyhook.execution.object_scans import ObjectScans
 from skyhook.execution.observed_rates import rates_of
-from skyhook.execution.scan_execution import ScanStatistics
+from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
+from skyhook.execution.scan_options import ScanOptions
 from skyhook.execution.scanner import Scanner
 from skyhook.execution.workload_log import QueryRecord, read_log
 from skyhook.ingest.codec_choice import SAMPLE_ROWS, CodecChoice, choose_codec
 from skyhook.ingest.sources import DataSource
-from skyhook.ingest.write import write_dataset
+from skyhook.ingest.write import WriteOptions, write_dataset
 from skyhook.plan.aggregate import AggregateQuery
 from skyhook.plan.expressions import Columns, conjunction, projected_schema
 from skyhook.plan.where import parse_where
@@ -190,11 +191,11 @@ class Dataset(ObjectDataset):
             self.store.backend,
             self.name,
             data,
+            WriteOptions.of(options, "append"),
             mode="append",
             must_exist=True,
             retention_seconds=self.store.retention_seconds,
             link_bytes_per_second=rates_of(self.store.backend).link_bytes_per_second,
-            **options,
         )
         return Dataset(self.store, manifest)
 
@@ -232,7 +233,8 @@ class Dataset(ObjectDataset):
         columns = self.manifest.schema.names
         requested = self.manifest.write_design if design is None else ObjectDesign.request(design, columns, 0)
         link = rates_of(self.store.backend).link_bytes_per_second
-        return choose_codec(self.head(SAMPLE_ROWS, logged=False), requested, link)  # not a query of the workload
+        sample = ScanExecution(self.objects, logged=False).head(SAMPLE_ROWS)  # not a query of the workload
+        return choose_codec(sample, requested, link)
 
     def plan_transform(self, target: TransformTarget) -> Plan:
         """A plan to rewrite this dataset across its objects to target (compact
@@ -394,5 +396,7 @@ class DatasetGroupBy:
         if filter is not None:
             projected_schema(self.dataset.schema, [], filter)  # validates the filter
         query = AggregateQuery.make(self.dataset.schema, self.keys, aggregations, filter)
-        self.dataset.last_aggregate = AggregateExecution(self.dataset.objects, query, **options)
+        self.dataset.last_aggregate = AggregateExecution(
+            self.dataset.objects, query, ScanOptions.of(options, "aggregate")
+        )
         return self.dataset.last_aggregate

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class SkyhookError(Exception):
     """Base of every error skyhook raises."""
@@ -107,3 +109,11 @@ def first_line(error: BaseException) -> str:
     """The gist of a (possibly multi-line) library error, for our own messages."""
     text = str(error)
     return text.splitlines()[0] if text else type(error).__name__
+
+
+def check_keywords(keywords: Iterable[str], known: Iterable[str], method: str) -> None:
+    """InvalidRequestError naming the first of keywords that method does not take."""
+    known = sorted(known)
+    unknown = sorted(set(keywords) - set(known))
+    if unknown:
+        raise InvalidRequestError(f"{method} takes no option {unknown[0]!r}; it takes {', '.join(known)}")

@@ -269,23 +269,26 @@ class Store:
         land. A writer that fails deletes its own objects; the objects of the
         manifest an overwrite replaced are retired, and deleted once
         retention_seconds have passed (see collect_garbage)."""
-        manifest = write.write_dataset(
-            self.backend,
-            name,
-            data,
+        options = write.WriteOptions(
             design=design,
             format=format,
             target_object_size=target_object_size,
             rows_per_object=rows_per_object,
             row_group_size=row_group_size,
             compression=compression,
-            mode=mode,
             progress=progress,
             partitioning=partitioning,
             csv_options=csv_options,
+            codec_chosen=codec_chosen,
+        )
+        manifest = write.write_dataset(
+            self.backend,
+            name,
+            data,
+            options,
+            mode=mode,
             retention_seconds=self.retention_seconds,
             link_bytes_per_second=rates_of(self.backend).link_bytes_per_second,
-            codec_chosen=codec_chosen,
         )
         return Dataset(self, manifest)
 

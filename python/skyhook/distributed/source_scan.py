@@ -15,6 +15,7 @@ from skyhook.catalog.manifest import Manifest
 from skyhook.errors import DatasetChangedError
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
+from skyhook.execution.scan_options import ScanOptions
 
 
 def scan_sources(
@@ -35,7 +36,9 @@ def scan_sources(
         history=(),
         kept=(),
     )
-    execution = ScanExecution(DatasetObjects(subset, backend), columns, filter, pushdown=True, logged=False)
+    execution = ScanExecution(
+        DatasetObjects(subset, backend), columns, filter, options=ScanOptions(pushdown=True), logged=False
+    )
     return execution.to_table(), execution.stats
 
 

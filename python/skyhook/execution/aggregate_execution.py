@@ -39,6 +39,7 @@ from skyhook.execution.cost import bytes_read
 from skyhook.execution.placement import Placement, PlacementPolicy, at_client, reply_bound_by_object, sampled
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.execution.scan_execution import ScanExecution
+from skyhook.execution.scan_options import ScanOptions
 from skyhook.execution.workload_log import record_query
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
 from skyhook.plan.expressions import columns_read, place_filter
@@ -46,7 +47,7 @@ from skyhook.plan.merge import ORDER, merge
 from skyhook.plan.substrait import UncarriedTypes
 from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import PlanRequest
-from skyhook.rpc.result_options import PushbackLimits, ResultOptions, checked_compression
+from skyhook.rpc.result_options import ResultOptions, checked_compression
 from skyhook.rpc.statistics import (
     BYTES_READ,
     BYTES_RETURNED,
@@ -89,22 +90,14 @@ class AggregateExecution:
         self,
         source: DatasetObjects,
         query: AggregateQuery,
-        *,
-        use_threads: bool = True,
-        max_in_flight: int | None = None,
-        max_slice_cpu_ns: int | None = None,
-        pushdown: bool | str = "auto",
-        pushdown_threshold: float | None = None,
-        reply_compression: str | None = None,
-        reply_within_object: bool | None = None,
+        options: ScanOptions = ScanOptions(),
     ) -> None:
         self.source = source
         self.query = query
-        self.use_threads = use_threads
-        compression = checked_compression(reply_compression, source.backend.reply_compression)
-        within_object = reply_bound_by_object(reply_within_object, source.backend)
-        self.policy = PlacementPolicy(pushdown, pushdown_threshold, compression, within_object)
-        self.pushback_limits = PushbackLimits(max_in_flight=max_in_flight, max_slice_cpu_ns=max_slice_cpu_ns)
+        self.options = options
+        compression = checked_compression(options.reply_compression, source.backend.reply_compression)
+        within_object = reply_bound_by_object(options.reply_within_object, source.backend)
+        self.policy = PlacementPolicy(options.pushdown, options.pushdown_threshold, compression, within_object)
         schema = source.schema
         self.output_schema = query.output_schema(schema)
         placement = None if query.filter is None else place_filter(query.filter, schema)
@@ -203,7 +196,7 @@ class AggregateExecution:
     def _zipped_scan(self, partitions: list[Partition], columns: list[str], filter) -> list[pa.Table]:
         """Each partition's rows of columns that pass filter, read by the scan
         (which zips the objects of partitions whose columns span them)."""
-        scan = ScanExecution(self.source, columns, filter, use_threads=self.use_threads, logged=False)
+        scan = ScanExecution(self.source, columns, filter, options=self.options, logged=False)
         tables = scan.partition_tables(partitions)
         self.stats.rows_scanned += scan.stats.rows_scanned
         self.stats.bytes_read += scan.stats.bytes_read
@@ -225,7 +218,7 @@ class AggregateExecution:
 
     def _plain_reads(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         read = lambda partition: read_partition(self.source, partition, filter=self.query.filter)  # noqa: E731
-        for partition, (size, rows, table) in zip(partitions, at_client(read, partitions, self.use_threads)):
+        for partition, (size, rows, table) in zip(partitions, at_client(read, partitions, self.options.use_threads)):
             self.stats.bytes_returned += size
             self.stats.rows_scanned += rows
             self._record(partition, Placement.CLIENT, main=True)
@@ -280,13 +273,13 @@ class AggregateExecution:
         request = PlanRequest(
             plan=sub.plan,
             result=ResultOptions(compression=self.policy.compression, reply_within_object=self.policy.within_object),
-            pushback=self.pushback_limits,
+            pushback=self.options.pushback,
         )
         replies = self.source.backend.call_each(
             [self._target(p)[1].object_name for p in partitions],
             request,
             f"aggregating {self.source.name!r}",
-            parallel=self.use_threads,
+            parallel=self.options.use_threads,
         )
         answered = 0
         try:
@@ -329,7 +322,9 @@ class AggregateExecution:
     def _at_client(
         self, sub: SubPlan, partitions: list[Partition], placement: Placement, main: bool
     ) -> Iterator[pa.Table]:
-        completed = at_client(lambda partition: self._complete_here(sub, partition), partitions, self.use_threads)
+        completed = at_client(
+            lambda partition: self._complete_here(sub, partition), partitions, self.options.use_threads
+        )
         for partition, (size, rows, table) in zip(partitions, completed):
             self.stats.bytes_returned += size
             self.stats.rows_scanned += rows

@@ -13,6 +13,7 @@ from skyhook.execution.column_objects import holding, layout
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.placement import Decision
 from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
+from skyhook.execution.scan_options import ScanOptions
 from skyhook.execution.scan_plan import ScanPlan, plan_scan
 from skyhook.plan.expressions import columns_read
 
@@ -40,19 +41,19 @@ class ObjectScans:
         """Called from Arrow's I/O threads for the fragment of object ``index``:
         the object's rows that may pass filter, with at least columns. scan is
         the skyhook scan this belongs to, if any: its options and metrics."""
-        options = scan.options if scan is not None else {}
+        options = scan.options if scan is not None else ScanOptions()
         filter = None if filter.equals(pc.scalar(True)) else filter
         partition = self.source.manifest.partitions[index]
         shape = (
             str(filter),
             tuple(columns),
-            *(options.get(key) for key in _DECIDING_OPTIONS),
+            *(getattr(options, key) for key in _DECIDING_OPTIONS),
             *self._read(partition, columns, filter),
         )
         with self._lock:
             decided = self._decisions.get(shape)
         plan = self._plan(columns, filter)
-        execution = ScanExecution(self.source, columns, filter, batch_size=batch_size, plan=plan, **options)
+        execution = ScanExecution(self.source, columns, filter, batch_size=batch_size, options=options, plan=plan)
         table = execution.object_table(partition, decided)
         if decided is None and execution.sampled is not None:
             with self._lock:

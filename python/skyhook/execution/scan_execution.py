@@ -24,13 +24,14 @@ from skyhook.execution.link_cost import Work
 from skyhook.execution.observed_rates import rates_of
 from skyhook.execution.placement import Decision, PlacementPolicy, at_client, reply_bound_by_object, sampled
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
+from skyhook.execution.scan_options import ScanOptions
 from skyhook.execution.scan_plan import ScanPlan, plan_scan
 from skyhook.execution.workload_log import record_query
 from skyhook.plan.carried_types import as_dataset_types
 from skyhook.plan.expressions import Columns, unbound
 from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import ScanRequest
-from skyhook.rpc.result_options import PushbackLimits, ResultOptions, checked_compression
+from skyhook.rpc.result_options import ResultOptions, checked_compression
 from skyhook.rpc.statistics import (
     BYTES_ABANDONED,
     BYTES_DECODED,
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
     from skyhook.catalog.manifest import Partition
     from skyhook.execution.dataset_objects import DatasetObjects
 
-DEFAULT_MAX_RESULT_BYTES = 1 << 30
 _absorbing = threading.Lock()
 
 
@@ -106,14 +106,7 @@ class ScanExecution:
         filter: pc.Expression | None = None,
         *,
         batch_size: int | None = None,
-        use_threads: bool = True,
-        pushdown: bool | str = "auto",
-        pushdown_threshold: float | None = None,
-        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
-        max_in_flight: int | None = None,
-        max_slice_cpu_ns: int | None = None,
-        reply_compression: str | None = None,
-        reply_within_object: bool | None = None,
+        options: ScanOptions = ScanOptions(),
         logged: bool = True,
         plan: ScanPlan | None = None,
     ) -> None:
@@ -127,30 +120,24 @@ class ScanExecution:
         self.columns = columns
         self.filter = filter
         self.batch_size = batch_size
-        self.use_threads = use_threads
-        compression = checked_compression(reply_compression, source.backend.reply_compression)
+        self.options = options
+        compression = checked_compression(options.reply_compression, source.backend.reply_compression)
         self.rates = rates_of(source.backend)
-        within_object = reply_bound_by_object(reply_within_object, source.backend)
+        within_object = reply_bound_by_object(options.reply_within_object, source.backend)
         self.policy = PlacementPolicy(
-            pushdown, pushdown_threshold, compression, within_object, self.rates, source.backend.runs_in_process
-        )
-        self.max_result_bytes = max_result_bytes
-        self.pushback_limits = {"max_in_flight": max_in_flight, "max_slice_cpu_ns": max_slice_cpu_ns}
-        self.options = dict(
-            use_threads=use_threads,
-            pushdown=pushdown,
-            pushdown_threshold=pushdown_threshold,
-            max_result_bytes=max_result_bytes,
-            reply_compression=reply_compression,
-            reply_within_object=reply_within_object,
-            **self.pushback_limits,
+            options.pushdown,
+            options.pushdown_threshold,
+            compression,
+            within_object,
+            self.rates,
+            source.backend.runs_in_process,
         )
         #: What the sampled object decided, once one was sampled.
         self.sampled: Decision | None = None
         #: Partitions the last run could not rule out by statistics.
         self.scanned: set[int] = set()
         self.stats = ScanStatistics(
-            pushdown=pushdown,
+            pushdown=options.pushdown,
             filter_in_storage=self.plan.client_filter is None,
             filter_partly_in_storage=self.plan.filter_substrait is not None,
             projection_in_storage=not self.plan.client_projection,
@@ -252,8 +239,9 @@ class ScanExecution:
             column_view(self.source, partitions, index),
             columns,
             None if filter is None else unbound(filter),  # bound to the dataset, not to the object's columns
+            batch_size=self.batch_size,
+            options=self.options,
             logged=False,
-            **{**self.options, "batch_size": self.batch_size},
         )
         execution.stats = self.stats
         for table in execution._cost_based(execution.source.manifest.partitions, decided):
@@ -278,7 +266,7 @@ class ScanExecution:
     def count_rows(self) -> int:
         if self.filter is None:
             return self.source.manifest.num_rows
-        counter = ScanExecution(self.source, [], self.filter, **self.options)
+        counter = ScanExecution(self.source, [], self.filter, options=self.options)
         rows = sum(batch.num_rows for batch in counter.to_batches())
         self.stats.absorb(counter.stats)
         return rows
@@ -306,10 +294,10 @@ class ScanExecution:
             result=ResultOptions(
                 compression=self.policy.compression,
                 batch_size=self.batch_size,
-                max_result_bytes=self.max_result_bytes,
+                max_result_bytes=self.options.max_result_bytes,
                 reply_within_object=self.policy.within_object,
             ),
-            pushback=PushbackLimits(**self.pushback_limits),
+            pushback=self.options.pushback,
         )
 
     def _pushdown(self, partitions: list[Partition]) -> Iterator[pa.Table]:
@@ -320,7 +308,7 @@ class ScanExecution:
             [p.object_name for p in partitions],
             self._request(),
             f"scanning {self.source.name!r}",
-            parallel=self.use_threads,
+            parallel=self.options.use_threads,
         )
         answered = 0
         try:
@@ -449,7 +437,7 @@ class ScanExecution:
         """The baseline a pushdown must beat: move whole objects to the client and
         let pyarrow filter them here, decoding only the columns it needs."""
         started, cpu_before, moved = time.perf_counter(), self.rates.client_cpu_s, 0
-        for size, rows, table in at_client(self._read_and_filter, partitions, self.use_threads):
+        for size, rows, table in at_client(self._read_and_filter, partitions, self.options.use_threads):
             self._count_plain_read(size, rows)
             moved += size
             yield table

@@ -16,6 +16,7 @@ import pyarrow.dataset as pads
 
 from skyhook._arrow_dataset import ObjectScanOptions, adopt_scanner
 from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
+from skyhook.execution.scan_options import ScanOptions
 from skyhook.plan.expressions import Columns, conjunction
 
 if TYPE_CHECKING:
@@ -46,7 +47,11 @@ class Scanner(pads.Scanner):
         # As in pyarrow, a filtered dataset's filter applies too (pyarrow adds it to the C++ scan).
         combined = conjunction(arrow_dataset._scan_options.get("filter"), filter)
         self.execution = ScanExecution(
-            source, columns, combined, batch_size=batch_size, use_threads=use_threads, **options
+            source,
+            columns,
+            combined,
+            batch_size=batch_size,
+            options=ScanOptions.of({**options, "use_threads": use_threads}, "scanner"),
         )
         if batch_size is not None:
             arrow_options["batch_size"] = batch_size

@@ -8,7 +8,7 @@ replaces nothing: its manifest names the objects before it and its own."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import pyarrow as pa
@@ -17,7 +17,7 @@ from skyhook.backends.base import Backend
 from skyhook.backends.object_codec import encode_object
 from skyhook.catalog.design import AUTO_COMPRESSION, DESIGN_ATTRIBUTE, Design, ObjectDesign
 from skyhook.catalog.manifest import Manifest, Partition
-from skyhook.errors import DatasetNotFoundError, InvalidRequestError
+from skyhook.errors import DatasetNotFoundError, InvalidRequestError, check_keywords
 from skyhook.ingest.codec_choice import CodecChoice, choose_codec
 from skyhook.ingest.csv_options import CsvOptions
 from skyhook.ingest.files import Partitioning
@@ -36,45 +36,59 @@ Progress = Callable[[int, int], None]
 CodecChosen = Callable[[CodecChoice], None]
 
 
+@dataclass(frozen=True)
+class WriteOptions:
+    """How a write stores its rows (Store.write_dataset says what each means).
+    design (or its shorthand format, row_group_size, compression) is what the
+    new objects are built as; by default a new dataset's Design() and an
+    append's the dataset's write design. A design of compression "auto" takes
+    the codec chosen on the first object's rows (skyhook.ingest.codec_choice),
+    told to codec_chosen."""
+
+    design: Design | None = None
+    format: str | None = None
+    target_object_size: int = DEFAULT_TARGET_OBJECT_SIZE
+    rows_per_object: int | None = None
+    row_group_size: int | None = None
+    compression: str | None = None
+    progress: Progress | None = None
+    partitioning: Partitioning = "hive"
+    csv_options: CsvOptions | Mapping[str, Any] | None = None
+    codec_chosen: CodecChosen | None = None
+
+    @classmethod
+    def of(cls, keywords: Mapping[str, Any], method: str) -> WriteOptions:
+        """The options keywords name; an unknown one is an InvalidRequestError naming it."""
+        check_keywords(keywords, (field.name for field in fields(cls)), method)
+        return cls(**keywords)
+
+
 def write_dataset(
     backend: Backend,
     name: str,
     data: DataSource,
+    options: WriteOptions = WriteOptions(),
     *,
-    design: Design | None = None,
-    format: str | None = None,
-    target_object_size: int = DEFAULT_TARGET_OBJECT_SIZE,
-    rows_per_object: int | None = None,
-    row_group_size: int | None = None,
-    compression: str | None = None,
     mode: str = "create",
-    progress: Progress | None = None,
-    partitioning: Partitioning = "hive",
-    csv_options: CsvOptions | Mapping[str, Any] | None = None,
     must_exist: bool = False,
     retention_seconds: float = DEFAULT_RETENTION_SECONDS,
     link_bytes_per_second: float | None = None,
-    codec_chosen: CodecChosen | None = None,
 ) -> Manifest:
     """Store data as the dataset name (see Store.write_dataset); returns its
     published manifest. must_exist: an append fails if the dataset is gone.
-    design (or its shorthand format, row_group_size, compression) is what the
-    new objects are built as; by default a new dataset's Design() and an
-    append's the dataset's write design. retention_seconds: how long the objects
-    an overwrite replaces outlive it (skyhook.ingest.garbage_collection); the
-    retired objects already due are deleted after the write. A design of
-    compression "auto" takes the codec chosen on the first object's rows for
-    a link of link_bytes_per_second (skyhook.ingest.codec_choice), told to
-    codec_chosen."""
+    retention_seconds: how long the objects an overwrite replaces outlive it
+    (skyhook.ingest.garbage_collection); the retired objects already due are
+    deleted after the write. link_bytes_per_second: the link compression "auto"
+    chooses for."""
     check_dataset_name(name)
     check_mode(mode)
-    design = _asked_design(design, format, row_group_size, compression)
+    design = _asked_design(options.design, options.format, options.row_group_size, options.compression)
     if mode == "create" and backend.get_manifest(name) is not None:
         raise exists_error(name)  # early, before any work; the publish decides for sure
     current = _current_manifest(backend, name) if mode == "append" else None
     if must_exist and current is None:
         raise DatasetNotFoundError(f"no dataset named {name!r} in {backend.uri}")
-    source = open_source(data, partitioning, csv_options)
+    source = open_source(data, options.partitioning, options.csv_options)
     if current is not None:  # an append: the rows take the dataset's schema and its write design
         source = conform(source, current.schema, name)
     # Checked against the columns before anything is read or written.
@@ -92,13 +106,15 @@ def write_dataset(
         partitions: list[Partition] = []
         statistics: list[pa.StructArray] = []
         try:
-            for table in split_partitions(source.schema, source.batches, target_object_size, rows_per_object):
+            for table in split_partitions(
+                source.schema, source.batches, options.target_object_size, options.rows_per_object
+            ):
                 number = len(partitions)
                 if requested.compression == AUTO_COMPRESSION:
                     choice = choose_codec(table, requested, link_bytes_per_second)
                     requested = replace(requested, compression=choice.codec)
-                    if codec_chosen:
-                        codec_chosen(choice)
+                    if options.codec_chosen:
+                        options.codec_chosen(choice)
                 partition_object = object_name(name, generation, number)
                 encoded, attribute = encode_object(table, requested.to_bytes())
                 written.append(partition_object)  # before the put: a failed put may have stored it
@@ -107,8 +123,8 @@ def write_dataset(
                 object_design = ObjectDesign.from_bytes(attribute)
                 partitions.append(Partition(number, partition_object, table.num_rows, encoded.size, object_design))
                 pending.heartbeat()
-                if progress:
-                    progress(table.num_rows, table.nbytes)
+                if options.progress:
+                    options.progress(table.num_rows, table.nbytes)
             manifest = Manifest(
                 name,
                 source.schema,

@@ -1,0 +1,41 @@
+"""How scans and aggregates run: one typed options type, made once from the
+keywords the reading methods of Dataset take and passed on as it is."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from skyhook.errors import check_keywords
+from skyhook.rpc.result_options import PushbackLimits
+
+DEFAULT_MAX_RESULT_BYTES = 1 << 30
+
+
+@dataclass(frozen=True)
+class ScanOptions:
+    use_threads: bool = True
+    #: True: every object runs in storage; False: read whole and done here; "auto": the cost model decides.
+    pushdown: bool | str = "auto"
+    #: The selectivity above which the cost model reads plainly (None: its estimate of the crossover).
+    pushdown_threshold: float | None = None
+    #: The largest reply of one object (scans).
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    #: Push-back: a node declines past this many skyhook calls on it, or stops past this CPU per slice.
+    max_in_flight: int | None = None
+    max_slice_cpu_ns: int | None = None
+    #: "none", "lz4" or "zstd" (None: the backend's).
+    reply_compression: str | None = None
+    #: Storage pushes back a reply larger than its object (None: unless pushdown=True).
+    reply_within_object: bool | None = None
+
+    @property
+    def pushback(self) -> PushbackLimits:
+        return PushbackLimits(max_in_flight=self.max_in_flight, max_slice_cpu_ns=self.max_slice_cpu_ns)
+
+    @classmethod
+    def of(cls, keywords: Mapping[str, Any], method: str) -> ScanOptions:
+        """The options keywords name; an unknown one is an InvalidRequestError naming it."""
+        check_keywords(keywords, (field.name for field in fields(cls)), method)
+        return cls(**keywords)
