@@ -33,8 +33,9 @@ LIBRARY: dict[str, set[str]] = {
     "design": {"native", "catalog", "backends", "rpc"} | FOUNDATION,
     "distributed": {"native", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
     "dataset": {"native"} | CLIENT | FOUNDATION,
-    "store": {"dataset"} | CLIENT | FOUNDATION,
-    "skyhook": {"store", "dataset"} | CLIENT | FOUNDATION,
+    "sql": {"dataset"} | CLIENT | FOUNDATION,
+    "store": {"dataset", "sql"} | CLIENT | FOUNDATION,
+    "skyhook": {"store", "dataset", "sql"} | CLIENT | FOUNDATION,
     # The gene-expression use case (issue 12), over the whole client; only the CLI uses it.
     "expression": {"skyhook", "store", "dataset"} | CLIENT | FOUNDATION,
 }

@@ -363,6 +363,22 @@ def query(
         _print_statistics(scanner.stats.as_dict())
 
 
+@app.command("sql")
+def sql_query(
+    query: str,
+    store: StoreOption = DEFAULT_STORE,
+    limit: Annotated[int, typer.Option(min=0, help="Rows to print (--output writes all).")] = 20,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write the whole result to .parquet or .csv.")
+    ] = None,
+) -> None:
+    """Run a SQL query with DuckDB, the store's datasets its tables (filters and projections run in storage)."""
+    if output is not None:
+        _check_output(output)
+    with _open(store) as source:
+        _show(source.sql(query), output, limit, complete=True)
+
+
 def _aggregation(spec: str) -> tuple[str | list, str]:
     if spec == "count_all":  # rows per group: pyarrow's ([], "count_all")
         return [], spec

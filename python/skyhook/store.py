@@ -41,6 +41,7 @@ from skyhook.ingest.partitioning import DEFAULT_TARGET_OBJECT_SIZE
 from skyhook.ingest.publish import retiring
 from skyhook.ingest.sources import DataSource
 from skyhook.names import ObjectOwner, check_dataset_name, object_owner
+from skyhook.sql import run_sql
 
 # fsck counts a RADOS write whose writer has been silent this long as abandoned.
 DEFAULT_FSCK_GRACE_SECONDS = 600
@@ -205,6 +206,12 @@ class Store:
 
     def list_datasets(self) -> list[str]:
         return self.backend.dataset_names()
+
+    def sql(self, query: str) -> pa.Table:
+        """The result of a SQL query run by DuckDB, this store's datasets its
+        tables by name; the filters and projections DuckDB pushes down run in
+        storage (skyhook.sql)."""
+        return run_sql(self, query)
 
     def dataset(self, name: str) -> Dataset:
         return Dataset(self, self.manifest(name))

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from skyhook.dataset import Dataset
 
 COLUMNS = ["l_orderkey", "l_partkey", "l_extendedprice"]
-# TPC-H Q1 and Q6 over a table or view named lineitem, as DuckDB runs them (the oracle).
+# TPC-H Q1, Q3 and Q6 over tables or views named lineitem (and customer, orders), as DuckDB runs them.
 Q1_SQL = """
 select l_returnflag, l_linestatus, sum(l_quantity) as sum_qty, sum(l_extendedprice) as sum_base_price,
   sum(l_extendedprice * (1 - l_discount)) as sum_disc_price,
@@ -26,6 +26,12 @@ select l_returnflag, l_linestatus, sum(l_quantity) as sum_qty, sum(l_extendedpri
   avg(l_quantity) as avg_qty, avg(l_extendedprice) as avg_price, avg(l_discount) as avg_disc, count(*) as count_order
 from lineitem where l_shipdate <= date '1998-09-02'
 group by l_returnflag, l_linestatus order by l_returnflag, l_linestatus"""
+Q3_SQL = """
+select l_orderkey, sum(l_extendedprice * (1 - l_discount)) as revenue, o_orderdate, o_shippriority
+from customer, orders, lineitem
+where c_mktsegment = 'BUILDING' and c_custkey = o_custkey and l_orderkey = o_orderkey
+  and o_orderdate < date '1995-03-15' and l_shipdate > date '1995-03-15'
+group by l_orderkey, o_orderdate, o_shippriority order by revenue desc, o_orderdate, l_orderkey limit 10"""
 Q6_SQL = """
 select sum(l_extendedprice * l_discount) as revenue from lineitem
 where l_shipdate >= date '1994-01-01' and l_shipdate < date '1995-01-01'
@@ -34,18 +40,23 @@ where l_shipdate >= date '1994-01-01' and l_shipdate < date '1995-01-01'
 
 def generate_lineitem(scale_factor: float, directory: Path) -> Path:
     """lineitem as one Parquet file, generated once per scale factor."""
-    target = directory / f"lineitem-sf{scale_factor:g}.parquet"
+    return generate_table("lineitem", scale_factor, directory)
+
+
+def generate_table(table: str, scale_factor: float, directory: Path) -> Path:
+    """A TPC-H table as one Parquet file, generated once per scale factor."""
+    target = directory / f"{table}-sf{scale_factor:g}.parquet"
     if target.exists():
         return target
     generator = shutil.which("tpchgen-cli") or str(Path(sys.executable).with_name("tpchgen-cli"))
-    scratch = directory / f".tpchgen-sf{scale_factor:g}"
+    scratch = directory / f".tpchgen-{table}-sf{scale_factor:g}"
     scratch.mkdir(parents=True, exist_ok=True)
     subprocess.run(
-        [generator, "parquet", "-s", f"{scale_factor:g}", "--tables=lineitem", f"--output-dir={scratch}"],
+        [generator, "parquet", "-s", f"{scale_factor:g}", f"--tables={table}", f"--output-dir={scratch}"],
         check=True,
         capture_output=True,
     )
-    (scratch / "lineitem.parquet").rename(target)
+    (scratch / f"{table}.parquet").rename(target)
     scratch.rmdir()
     return target
 
