@@ -9,7 +9,8 @@ object's column to it exactly (cpp/skyhook/storage/object/object_columns.h),
 and the client converts replies back to the dataset's types.
 
 A faithful carrier keeps the values and their order, so comparisons, IN lists
-and null tests on it are the dataset's; other functions may differ (hour() of
+and null tests on it are the dataset's (every function, when only the layout
+differs: string and binary views); other functions may differ (hour() of
 a zoned timestamp, the precision of decimal arithmetic) and run at the client.
 An opaque carrier (duration as int64, decimal256 as fixed_size_binary[32],
 the same bytes) only carries a column through a projection.
@@ -44,6 +45,12 @@ def carrier(type: pa.DataType) -> pa.DataType | None:
     if pa.types.is_binary_view(type):
         return pa.binary()
     return type if _named_as_itself(type) else None
+
+
+def is_layout_only(type: pa.DataType) -> bool:
+    """The carrier holds the same values in another layout (a view's values as a
+    plain string or binary): every function means on it what it means on the column."""
+    return pa.types.is_string_view(type) or pa.types.is_binary_view(type)
 
 
 def is_faithful(type: pa.DataType) -> bool:

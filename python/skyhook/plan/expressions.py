@@ -17,7 +17,7 @@ from substrait.gen.proto.algebra_pb2 import Expression
 from substrait.gen.proto.extended_expression_pb2 import ExtendedExpression
 
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
-from skyhook.plan.carried_types import carrier, is_carried, is_faithful, request_schema
+from skyhook.plan.carried_types import carrier, is_carried, is_faithful, is_layout_only, request_schema
 from skyhook.plan.expression_tree import MAX_EXPRESSION_DEPTH, NotSerializable, conjuncts, field_names
 from skyhook.plan.substrait import IN_LIST_CHUNK, referenced_fields, serialize, storage_form
 
@@ -149,13 +149,17 @@ def _types_kept(message: ExtendedExpression, read: list[pa.Field], is_filter: bo
     """Whether the expressions mean on the carriers what they mean on the read fields' types."""
     if not all(is_carried(field) for field in read):
         return False
-    converted = [field for field in read if carrier(field.type) != field.type]
+    converted = [field for field in read if carrier(field.type) != field.type and not is_layout_only(field.type)]
     if not converted:
         return True
     bodies = [referred.expression for referred in message.referred_expr]
     if not all(is_faithful(field.type) for field in converted):  # opaque: projected only
         return not is_filter and all(body.WhichOneof("rex_type") == "selection" for body in bodies)
-    functions = {declaration.extension_function.name.split(":")[0] for declaration in message.extensions}
+    functions = {
+        declaration.extension_function.name.split(":")[0]
+        for declaration in message.extensions
+        if declaration.HasField("extension_function")  # not the types pyarrow declares (large_string, ...)
+    }
     return functions <= _SAME_ON_CARRIERS and all(_only_comparisons(body) for body in bodies)
 
 
