@@ -3,6 +3,7 @@ LIKE) on every backend, against DuckDB running the same WHERE clause locally."""
 
 from __future__ import annotations
 
+import datetime
 import time
 
 import duckdb
@@ -121,3 +122,34 @@ def test_parse_errors_point_at_the_text(typed_table, where, column):
     with pytest.raises(InvalidRequestError, match=rf"at column {column} .*SQL-style") as error:
         parse_where(where, typed_table.schema)
     assert "\n" not in str(error.value)
+
+
+QUOTED_AND_TYPED = [
+    '"Dep Delay" > 0',
+    '"Dep Delay" BETWEEN -5 AND 5 AND "order" = 3',
+    "day < DATE '2020-01-20'",
+    "day >= DATE '2020-01-10' AND arrival < TIMESTAMP '2020-01-15 12:00:00'",
+    "arrival > TIMESTAMP '2020-01-25 00:00:00' OR \"Dep Delay\" IS NULL",
+    'carrier = "carrier" OR "order" IN (1, 2)',  # a quoted name of a column is that column
+]
+
+
+@pytest.mark.parametrize("where", QUOTED_AND_TYPED)
+def test_quoted_columns_and_date_literals_match_duckdb(store, where):
+    rows = 600
+    table = pa.table(
+        {
+            "Dep Delay": pa.array([None if i % 17 == 0 else i % 41 - 20 for i in range(rows)], pa.int64()),
+            "order": pa.array([i % 5 for i in range(rows)], pa.int32()),
+            "day": pa.array([datetime.date(2020, 1, 1) + datetime.timedelta(days=i % 31) for i in range(rows)]),
+            "arrival": pa.array([datetime.datetime(2020, 1, 1) + datetime.timedelta(hours=i) for i in range(rows)]),
+            "carrier": pa.array(["carrier" if i % 7 == 0 else "AA" for i in range(rows)]),
+        }
+    )
+    dataset = store.write_dataset("quoted", table.append_column("id", pa.array(range(rows))), rows_per_object=200)
+    local = duckdb.connect()
+    local.register("local", table.append_column("id", pa.array(range(rows))))
+    expected = local.sql(f"select id from local where {where} order by id").to_arrow_table().column("id")
+    result = dataset.to_table(columns=["id"], filter=where)
+    assert result.column("id").to_pylist() == expected.to_pylist()
+    assert dataset.last_scan.stats.filter_in_storage

@@ -6,6 +6,10 @@ original text so a parse error points at what the user typed.
 Python keywords; NULL/TRUE/FALSE the Python constants; ``x [NOT] BETWEEN a AND b``
 becomes ``x [not] in between(a, b)`` and ``x [NOT] LIKE 'p'`` (or ILIKE)
 ``x [not] in like('p')``, which where.py turns into comparisons and string matches.
+A double-quoted name of a column is that column (SQL's quoted identifier:
+``"Dep Delay" > 0``), written as a placeholder identifier; ``DATE '...'`` and
+``TIMESTAMP '...'`` are their text, which takes the type of the column it is
+compared with.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ _TOKEN = re.compile(
 _KEYWORDS = {"and", "or", "not", "in", "is"}  # Python's keywords: never column names of a text filter
 _CONSTANTS = {"null": "None", "true": "True", "false": "False"}
 _OPERATORS = {"=": "==", "<>": "!="}
+_TYPED_LITERALS = {"date", "timestamp"}  # their text takes the column's type (where.py)
 #: The matches where.py takes as the right side of ``in``.
 MATCHES = ("between", "like", "ilike")
 
@@ -43,6 +48,8 @@ class Rewritten:
 
     text: str = ""
     origins: list[int] = field(default_factory=list)
+    #: Placeholder identifier -> the column a double-quoted name named.
+    quoted: dict[str, str] = field(default_factory=dict)
 
     def add(self, text: str, origin: int) -> None:
         if not self.text:
@@ -57,12 +64,19 @@ class Rewritten:
         return self.origins[min(max(offset, 0), len(self.origins) - 1)]
 
 
+def quotes_a_column(text: str, columns: set[str]) -> bool:
+    """Whether text has a double-quoted name of a column (then it is SQL-style)."""
+    return any(token.kind == "string" and _unquoted(token) in columns for token in _tokens(text))
+
+
 def rewrite_sql(text: str, columns: set[str]) -> Rewritten:
     """The Python form of a SQL-style filter; words naming columns stay columns."""
+    tokens = _tokens(text)
+    # DATE '1992-01-05' and TIMESTAMP '...': their text.
     tokens = [
-        _Token(match.lastgroup or "other", match.group(), match.start())
-        for match in _TOKEN.finditer(text)
-        if match.lastgroup != "space"
+        token
+        for token, after in zip(tokens, [*tokens[1:], None])
+        if not (_typed_literal(token, columns) and after is not None and after.kind == "sql_string")
     ]
     out = Rewritten()
     # Open BETWEENs, by the parenthesis depth they started at: "and" separates their
@@ -95,6 +109,10 @@ def rewrite_sql(text: str, columns: set[str]) -> Rewritten:
             elif index + 1 < len(tokens):  # LIKE takes one pattern
                 index += 1
                 out.add(_python_text(tokens[index], columns) + ")", tokens[index].start)
+        elif token.kind == "string" and _unquoted(token) in columns:
+            placeholder = f"_quoted_column_{len(out.quoted)}"
+            out.quoted[placeholder] = _unquoted(token)
+            out.add(" " + placeholder, token.start)
         else:
             out.add(" " + _python_text(token, columns), token.start)
         index += 1
@@ -102,6 +120,22 @@ def rewrite_sql(text: str, columns: set[str]) -> Rewritten:
         betweens.pop()
         out.add(")", len(text))
     return out
+
+
+def _tokens(text: str) -> list[_Token]:
+    return [
+        _Token(match.lastgroup or "other", match.group(), match.start())
+        for match in _TOKEN.finditer(text)
+        if match.lastgroup != "space"
+    ]
+
+
+def _unquoted(token: _Token) -> str:
+    return token.text[1:-1]
+
+
+def _typed_literal(token: _Token, columns: set[str]) -> bool:
+    return token.kind == "word" and token.text not in columns and token.text.lower() in _TYPED_LITERALS
 
 
 def is_sql_keyword(word: str) -> bool:

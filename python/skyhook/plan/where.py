@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
-from skyhook.plan.sql_filter import MATCHES, is_sql_keyword, rewrite_sql
+from skyhook.plan.sql_filter import MATCHES, is_sql_keyword, quotes_a_column, rewrite_sql
 
 _COMPARISONS: dict[type, Callable[[Any, Any], pc.Expression]] = {
     ast.Eq: operator.eq,
@@ -47,8 +47,11 @@ _EXAMPLE = "write e.g. \"price > 10 and flag in ('A', 'R')\" or, SQL-style, \"pr
 
 def parse_where(text: str, schema: pa.Schema) -> pc.Expression:
     text = text.strip()
-    tree = _parse_python(text, schema) or _parse_sql(text, schema)
-    return _Converter(schema).boolean(tree.body)
+    tree = None if quotes_a_column(text, set(schema.names)) else _parse_python(text, schema)
+    quoted: dict[str, str] = {}
+    if tree is None:
+        tree, quoted = _parse_sql(text, schema)
+    return _Converter(schema, quoted).boolean(tree.body)
 
 
 def _parse_python(text: str, schema: pa.Schema) -> ast.Expression | None:
@@ -62,11 +65,12 @@ def _parse_python(text: str, schema: pa.Schema) -> ast.Expression | None:
     return None if any(is_sql_keyword(name) for name in names - set(schema.names)) else tree
 
 
-def _parse_sql(text: str, schema: pa.Schema) -> ast.Expression:
-    """SQL-style text, or a mistake: then the error points into the text as typed."""
+def _parse_sql(text: str, schema: pa.Schema) -> tuple[ast.Expression, dict[str, str]]:
+    """SQL-style text (and the columns its placeholders name), or a mistake:
+    then the error points into the text as typed."""
     rewritten = rewrite_sql(text, set(schema.names))
     try:
-        return ast.parse(rewritten.text, mode="eval")
+        return ast.parse(rewritten.text, mode="eval"), rewritten.quoted
     except SyntaxError as error:
         if not text:
             raise InvalidRequestError(f"the filter is empty; {_EXAMPLE}") from None
@@ -77,8 +81,9 @@ def _parse_sql(text: str, schema: pa.Schema) -> ast.Expression:
 
 
 class _Converter:
-    def __init__(self, schema: pa.Schema) -> None:
+    def __init__(self, schema: pa.Schema, quoted: dict[str, str]) -> None:
         self.schema = schema
+        self.quoted = quoted  # placeholder identifier -> the column a quoted name named
 
     def boolean(self, node: ast.expr) -> pc.Expression:
         if isinstance(node, ast.BoolOp):
@@ -204,13 +209,14 @@ class _Converter:
         return pc.scalar(self.literal(node))
 
     def column(self, node: ast.Name) -> pc.Expression:
-        if self.schema.get_field_index(node.id) < 0:
-            raise UnknownColumnError(f"unknown column {node.id!r}; the dataset has {', '.join(self.schema.names)}")
-        return pc.field(node.id)
+        name = self.quoted.get(node.id, node.id)
+        if self.schema.get_field_index(name) < 0:
+            raise UnknownColumnError(f"unknown column {name!r}; the dataset has {', '.join(self.schema.names)}")
+        return pc.field(name)
 
     def type_of(self, node: ast.expr) -> pa.DataType | None:
-        if isinstance(node, ast.Name) and self.schema.get_field_index(node.id) >= 0:
-            return self.schema.field(node.id).type
+        if isinstance(node, ast.Name) and self.schema.get_field_index(self.quoted.get(node.id, node.id)) >= 0:
+            return self.schema.field(self.quoted.get(node.id, node.id)).type
         return None
 
     @staticmethod
