@@ -321,3 +321,16 @@ def test_pushdown_modes(files):
     plain = skyhook_cli("query", "t", "--store", store, "--where", "k < 10", "--pushdown", "off").stdout
     pushed = skyhook_cli("query", "t", "--store", store, "--where", "k < 10", "--pushdown", "on").stdout
     assert statistic(plain, "objects_read_plain") == "1" and statistic(pushed, "objects_read_plain") == "0"
+
+
+def test_counts_agree_with_their_nouns_and_limit_zero_prints_no_rows(tmp_path):
+    store = tmp_path / "store"
+    source = tmp_path / "one.parquet"
+    pq.write_table(pa.table({"x": [1]}), source)
+    imported = CliRunner().invoke(app, ["import", "one", str(source), "--store", str(store)])
+    assert "imported 1 row into 1 object as one (1 object" in imported.stdout, imported.output
+    described = CliRunner().invoke(app, ["describe", "one", "--store", str(store)])
+    assert "one: 1 row, 1 object" in described.stdout, described.output
+    for extra in ([], ["-g", "x", "-a", "x:sum"]):
+        queried = CliRunner().invoke(app, ["query", "one", "--store", str(store), "--limit", "0", *extra])
+        assert queried.exit_code == 0 and "there are more" not in queried.stdout and "(--limit 0)" in queried.stdout

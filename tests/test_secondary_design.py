@@ -207,7 +207,7 @@ def test_cli_design_analyze_and_index(tmp_path):
     uri = tmp_path.as_uri()
     analyzed = CliRunner().invoke(app, ["design", "analyze", "t", "--store", uri])
     assert analyzed.exit_code == 0, analyzed.output
-    assert "statistics of t computed in 1 objects, published in the manifest for 1" in analyzed.output
+    assert "statistics of t computed in 1 object, published in the manifest for 1" in analyzed.output
     assert store.dataset("t").manifest.fresh_object_statistics(0) is not None
     indexed = CliRunner().invoke(app, ["design", "index", "t", "--column", "id", "--store", uri])
     assert indexed.exit_code == 0, indexed.output

@@ -42,6 +42,7 @@ from skyhook.errors import (
 from skyhook.expression.commands import expression_app
 from skyhook.ingest.files import file_format, input_files
 from skyhook.ingest.garbage_collection import DEFAULT_RETENTION_SECONDS
+from skyhook.names import counted
 from skyhook.store import DEFAULT_FSCK_GRACE_SECONDS
 
 
@@ -195,9 +196,9 @@ def import_(
                 bar.stop()
     console.print(
         Text.assemble(
-            f"imported {rows:,} rows into {objects} objects as ",
+            f"imported {counted(rows, 'row')} into {counted(objects, 'object')} as ",
             (dataset, "bold"),
-            f" ({len(result.manifest.partitions)} objects, {_size(result.manifest.size_bytes)} in all)",
+            f" ({counted(len(result.manifest.partitions), 'object')}, {_size(result.manifest.size_bytes)} in all)",
         )
     )
 
@@ -265,7 +266,7 @@ def describe(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
         console.print(
             Text.assemble(
                 (dataset, "bold"),
-                f": {manifest.num_rows:,} rows, {len(manifest.partitions)} objects, "
+                f": {counted(manifest.num_rows, 'row')}, {counted(len(manifest.partitions), 'object')}, "
                 f"{_size(manifest.size_bytes)}, {manifest.format}",
             )
         )
@@ -393,6 +394,13 @@ def _show(result: pa.Table, output: Optional[Path], limit: int, complete: bool) 
     if output:
         _write(result, output)
         console.print(f"wrote {result.num_rows:,} rows to {output}", markup=False)
+    elif limit == 0:
+        console.print(
+            f"{counted(result.num_rows, 'row')}, none printed (--limit 0)"
+            if complete
+            else "rows not printed (--limit 0)",
+            markup=False,
+        )
     elif complete or result.num_rows <= limit:
         _print_table(
             result.slice(0, limit), f"{result.num_rows:,} rows" + (f", first {limit}" * (result.num_rows > limit))
@@ -562,7 +570,7 @@ def design_transform(
         with bar:
             report = ds.transform(design, chosen, "client" if client_side else "storage", lambda _: bar.advance(task))
     console.print(
-        f"{report.rewritten} of {len(report.objects)} objects rewritten ({'at the client' if client_side else 'in storage'}) "
+        f"{report.rewritten} of {counted(len(report.objects), 'object')} rewritten ({'at the client' if client_side else 'in storage'}) "
         f"in {report.seconds:.2f} s: {_size(report.bytes_before)} -> {_size(report.bytes_after)}",
         markup=False,
     )
@@ -1072,7 +1080,7 @@ def design_analyze(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
             if bar.live.is_started:
                 bar.stop()
     console.print(
-        f"statistics of {dataset} computed in {len(data.manifest.partitions)} objects, "
+        f"statistics of {dataset} computed in {counted(len(data.manifest.partitions), 'object')}, "
         f"published in the manifest for {published}",
         markup=False,
     )
@@ -1095,7 +1103,7 @@ def design_index(
             if bar.live.is_started:
                 bar.stop()
     done = "dropped from" if drop else "built in"
-    console.print(f"index of {column} {done} {len(data.manifest.partitions)} objects", markup=False)
+    console.print(f"index of {column} {done} {counted(len(data.manifest.partitions), 'object')}", markup=False)
 
 
 def main() -> None:

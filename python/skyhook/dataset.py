@@ -39,6 +39,7 @@ from skyhook.execution.workload_log import QueryRecord, read_log
 from skyhook.ingest.codec_choice import SAMPLE_ROWS, CodecChoice, choose_codec
 from skyhook.ingest.sources import DataSource
 from skyhook.ingest.write import WriteOptions, write_dataset
+from skyhook.names import counted
 from skyhook.plan.aggregate import AggregateQuery
 from skyhook.plan.expressions import Columns, conjunction, projected_schema
 from skyhook.plan.where import parse_where
@@ -94,8 +95,8 @@ class Dataset(ObjectDataset):
 
     def __repr__(self) -> str:
         return (
-            f"<skyhook.Dataset {self.name!r}: {self.manifest.num_rows} rows in "
-            f"{len(self.manifest.partitions)} objects, {self.manifest.format}>"
+            f"<skyhook.Dataset {self.name!r}: {counted(self.manifest.num_rows, 'row')} in "
+            f"{counted(len(self.manifest.partitions), 'object')}, {self.manifest.format}>"
         )
 
     @property

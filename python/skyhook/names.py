@@ -48,3 +48,8 @@ def object_owner(name: str) -> ObjectOwner | None:
     other name (manifests, indexes, foreign objects)."""
     match = _OBJECT_NAME.fullmatch(name)
     return ObjectOwner(match["dataset"], match["generation"]) if match else None
+
+
+def counted(count: int, noun: str) -> str:
+    """'1 object', '2 objects': a count and its noun, singular or plural."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"

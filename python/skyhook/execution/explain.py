@@ -19,6 +19,7 @@ from skyhook.execution.cost import bytes_read, object_selectivities
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.placement import Placement
 from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
+from skyhook.names import counted
 from skyhook.plan.aggregate import DISTINCT
 from skyhook.plan.expressions import columns_read
 from skyhook.plan.substrait import measures_of
@@ -100,7 +101,7 @@ def explain_scan(execution: ScanExecution) -> Explanation:
     kept = {partition.number for partition in partitions}
     return Explanation(
         [
-            f"scan of {source.name!r}: {source.manifest.num_rows:,} rows in {len(source.manifest.partitions)} objects",
+            f"scan of {source.name!r}: {counted(source.manifest.num_rows, 'row')} in {counted(len(source.manifest.partitions), 'object')}",
             f"  filter: {execution.filter}",
             f"  in storage (per object pushed down): {_filter_in_storage(stats)}"
             f"{' + projection' if stats.projection_in_storage else ''}",
@@ -144,7 +145,7 @@ def explain_aggregate(execution: AggregateExecution) -> Explanation:
     if execution.plan is None or execution.decomposition is None:
         return Explanation(
             [
-                f"aggregate of {source.name!r}: {source.manifest.num_rows:,} rows in {len(source.manifest.partitions)} objects",
+                f"aggregate of {source.name!r}: {counted(source.manifest.num_rows, 'row')} in {counted(len(source.manifest.partitions), 'object')}",
                 "  the keys or inputs have types Substrait cannot carry: pyarrow aggregates every object at the client",
                 "  objects: every object read whole",
             ]
@@ -153,7 +154,7 @@ def explain_aggregate(execution: AggregateExecution) -> Explanation:
     sub_plan = plan_pb2.Plan.FromString(execution.decomposition.sub_plan.plan)
     partitions = matching_partitions(source.manifest, query.filter)
     lines = [
-        f"aggregate of {source.name!r}: {source.manifest.num_rows:,} rows in {len(source.manifest.partitions)} objects",
+        f"aggregate of {source.name!r}: {counted(source.manifest.num_rows, 'row')} in {counted(len(source.manifest.partitions), 'object')}",
         f"  plan (Substrait): read {list(execution.decomposition.read_schema.names)} -> "
         f"{'filter -> ' if stats.filter_in_storage and query.filter is not None else ''}"
         f"project -> aggregate by {query.keys or '()'}: "
