@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 import pyarrow.compute as pc
 from substrait.gen.proto import plan_pb2
 
@@ -21,7 +22,7 @@ from skyhook.execution.placement import Placement
 from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
 from skyhook.names import counted
 from skyhook.plan.aggregate import DISTINCT
-from skyhook.plan.expressions import columns_read
+from skyhook.plan.expressions import columns_read, placement_reasons
 from skyhook.plan.substrait import measures_of
 
 
@@ -83,6 +84,14 @@ def _objects_read(
     ]
 
 
+def _conjunct_lines(filter: pc.Expression, schema: pa.Schema) -> list[str]:
+    """Where each conjunct of a filter not wholly in storage runs, and why."""
+    return [
+        f"    {part}: " + ("storage" if reason is None else f"client ({reason})")
+        for part, reason in placement_reasons(filter, schema)
+    ]
+
+
 def _filter_in_storage(stats: ScanStatistics) -> str:
     if stats.filter_in_storage:
         return "filter"
@@ -103,6 +112,7 @@ def explain_scan(execution: ScanExecution) -> Explanation:
         [
             f"scan of {source.name!r}: {counted(source.manifest.num_rows, 'row')} in {counted(len(source.manifest.partitions), 'object')}",
             f"  filter: {execution.filter}",
+            *([] if stats.filter_in_storage else _conjunct_lines(execution.filter, source.schema)),
             f"  in storage (per object pushed down): {_filter_in_storage(stats)}"
             f"{' + projection' if stats.projection_in_storage else ''}",
             f"  cost model: {execution.planned_decision(partitions).reason}",
@@ -172,7 +182,9 @@ def explain_aggregate(execution: AggregateExecution) -> Explanation:
     if execution.filter_partly_in_storage:
         lines.append("  storage runs the filter's conjuncts it can; the client the rest, then the aggregate")
     elif not stats.filter_in_storage:
-        lines.append("  the filter cannot be expressed in Substrait: every object is read and filtered at the client")
+        lines.append("  the filter cannot run in storage: every object is read and filtered at the client")
+    if not stats.filter_in_storage:
+        lines += _conjunct_lines(query.filter, source.schema)
     lines += _objects_read(
         source,
         partitions,

@@ -16,7 +16,7 @@ from google.protobuf.message import Message
 from substrait.gen.proto.algebra_pb2 import Expression
 from substrait.gen.proto.extended_expression_pb2 import ExtendedExpression
 
-from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
+from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError, first_line
 from skyhook.plan.carried_types import carrier, is_carried, is_faithful, is_layout_only, request_schema
 from skyhook.plan.expression_tree import MAX_EXPRESSION_DEPTH, NotSerializable, conjuncts, field_names
 from skyhook.plan.substrait import IN_LIST_CHUNK, referenced_fields, serialize, storage_form
@@ -128,11 +128,33 @@ def _filter_message(filter: pc.Expression, schema: pa.Schema) -> ExtendedExpress
 
 
 def _for_storage(message: ExtendedExpression, read: list[pa.Field], filters: int) -> bytes | None:
+    return None if _refusal(message, read, filters) else message.SerializeToString()
+
+
+def _refusal(message: ExtendedExpression, read: list[pa.Field], filters: int) -> str | None:
+    """Why storage cannot run message as the client means it (None: it can);
+    rewrites its IN lists for storage on the way (storage_form)."""
     if not _types_kept(message, read, filters > 0):
-        return None
+        return "a column it reads travels to storage as another type, on which it would mean something else"
     if not storage_form(message, filters=filters):
-        return None
-    return message.SerializeToString() if _within_storage_limits(message) else None
+        return "an IN list whose null semantics Substrait cannot carry"
+    if not _within_storage_limits(message):
+        return "past storage's limits (IN-list values, nesting, nodes)"
+    return None
+
+
+def placement_reasons(filter: pc.Expression, schema: pa.Schema) -> list[tuple[pc.Expression, str | None]]:
+    """Each top-level conjunct of a validated filter and why it cannot run in
+    storage (None: it can), for explain()."""
+    reasons = []
+    for part in conjuncts(filter):
+        try:
+            message = serialize([part], ["filter"], request_schema(schema))
+        except NotSerializable as error:
+            reasons.append((part, f"Substrait cannot carry it ({first_line(error)})"))
+            continue
+        reasons.append((part, _refusal(message, _read_fields(message, schema), filters=1)))
+    return reasons
 
 
 def _read_fields(message: ExtendedExpression, schema: pa.Schema) -> list[pa.Field]:
