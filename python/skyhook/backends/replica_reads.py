@@ -75,7 +75,10 @@ class ReplicaReads:
         """Hosts holding the pool's OSDs (0 where the placement cannot be read)."""
         with self._lock:
             self._refresh()
-            return len(set(self._host_of.values()))
+            return self._host_count()
+
+    def _host_count(self) -> int:
+        return len(set(self._host_of.values()))
 
     def hosts_for(self, objects: list[str]) -> list[str | None]:
         """A host per object (None: the primary decides), all None with one host
@@ -83,7 +86,7 @@ class ReplicaReads:
         capability, say)."""
         with self._lock:
             self._refresh()
-            if len(set(self._host_of.values())) < 2:
+            if self._host_count() < 2:
                 return [None] * len(objects)
             try:
                 groups = [stable_mod(seed, self._pg_num) for seed in self._seeds(objects)]
@@ -99,7 +102,7 @@ class ReplicaReads:
         the replicas that the earlier ones are everywhere). Nothing to do with one host."""
         with self._lock:
             self._refresh()
-            if len(set(self._host_of.values())) < 2 or not objects:
+            if self._host_count() < 2 or not objects:
                 return
             groups = {stable_mod(seed, self._pg_num) for seed in self._seeds(sorted(objects))}
             markers = [self._marker(group) for group in sorted(groups)]

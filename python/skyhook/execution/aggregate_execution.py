@@ -36,7 +36,14 @@ from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, ObjectNotFoundError
 from skyhook.execution.column_objects import column_view, holding, layout
 from skyhook.execution.cost import bytes_read
-from skyhook.execution.placement import Placement, PlacementPolicy, at_client, reply_bound_by_object, sampled
+from skyhook.execution.placement import (
+    Placement,
+    PlacementPolicy,
+    at_client,
+    reply_bound_by_object,
+    sample_size,
+    sampled,
+)
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.execution.scan_execution import ScanExecution
 from skyhook.execution.scan_options import ScanOptions
@@ -253,8 +260,7 @@ class AggregateExecution:
         if not main or self.policy.mode is True:  # the cost model decides on the main sub-plan only
             yield from self._in_storage(sub, partitions, main)
             return
-        # One object per host serving calls: together they take about the time of one.
-        wave = max(1, self.source.backend.storage_hosts)
+        wave = sample_size(self.source.backend)
         first, rest = partitions[:wave], partitions[wave:]
         returned_before = self.stats.bytes_returned
         yield from self._in_storage(sub, first, main)

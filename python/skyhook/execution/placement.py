@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TypeVar
 
-from skyhook.backends.base import MethodCaller
+from skyhook.backends.base import Backend, MethodCaller
 from skyhook.backends.parallel import ordered_map
 from skyhook.errors import InvalidRequestError
 from skyhook.execution.cost import PUSHDOWN_THRESHOLDS, Prediction
@@ -142,6 +142,12 @@ def reply_bound_by_object(requested: bool | None, backend: MethodCaller) -> bool
     cross no link, so the plain read they would be pushed back to saves
     nothing and storage's work would be lost)."""
     return False if requested is None and backend.runs_in_process else requested
+
+
+def sample_size(backend: Backend) -> int:
+    """Objects run before the cost model decides for the rest: one per host
+    serving calls (together they take about the time of one; 1 in process)."""
+    return max(1, backend.storage_hosts)
 
 
 def sampled(numbers: list[int]) -> str:

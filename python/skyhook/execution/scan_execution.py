@@ -22,7 +22,14 @@ from skyhook.execution.column_objects import column_view, holding, layout, zippe
 from skyhook.execution.cost import bytes_read, decoded_bytes, predicted_reply_ratio, variable_width_bytes
 from skyhook.execution.link_cost import Work
 from skyhook.execution.observed_rates import rates_of
-from skyhook.execution.placement import Decision, PlacementPolicy, at_client, reply_bound_by_object, sampled
+from skyhook.execution.placement import (
+    Decision,
+    PlacementPolicy,
+    at_client,
+    reply_bound_by_object,
+    sample_size,
+    sampled,
+)
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
 from skyhook.execution.scan_options import ScanOptions
 from skyhook.execution.scan_plan import ScanPlan, plan_scan
@@ -384,7 +391,8 @@ class ScanExecution:
             self.stats.cost_model = decision.reason if self.policy.mode == "auto" else ""
             yield from self._pushdown(partitions) if decision.pushdown else self._read_whole(partitions)
             return
-        sample, rest = partitions[: self._sample_size], partitions[self._sample_size :]
+        size = sample_size(self.source.backend)
+        sample, rest = partitions[:size], partitions[size:]
         before = (self.stats.bytes_returned, self.stats.objects_pushed_back, self.stats.objects_over_object)
         sample_before = (self.stats.bytes_decoded, self.stats.storage_cpu_s)
         yield from self._pushdown(sample)
@@ -409,12 +417,6 @@ class ScanExecution:
         self.sampled = decision
         yield from self._pushdown(rest) if decision.pushdown else self._read_whole(rest)
 
-    @property
-    def _sample_size(self) -> int:
-        """Objects pushed down before the cost model decides for the rest: one per
-        host serving calls (together they take about the time of one; 1 in process)."""
-        return max(1, self.source.backend.storage_hosts)
-
     def _sample_work(self, sample: list[Partition], measured: tuple[int, int, float], needed: list[str] | None) -> Work:
         """The sampled objects' work as their replies measured it (bytes sent,
         decoded, storage CPU): the other objects are taken to be like them."""
@@ -430,7 +432,7 @@ class ScanExecution:
         predicted = None
         if self.policy.mode == "auto":
             predicted = predicted_reply_ratio(self.source.manifest, self.filter, partitions, self.columns)
-        sample = [partition.number for partition in partitions[: self._sample_size]]
+        sample = [partition.number for partition in partitions[: sample_size(self.source.backend)]]
         return self.policy.decide(predicted, len(partitions), sample or [0])
 
     def _read_whole(self, partitions: list[Partition]) -> Iterator[pa.Table]:
