@@ -25,7 +25,7 @@ from skyhook.distributed.planner import make_plan
 from skyhook.distributed.runner import PlanProgress, run_plan
 from skyhook.distributed.schedule import Schedule
 from skyhook.distributed.target import TransformTarget, resolve
-from skyhook.errors import DatasetChangedError, DatasetExistsError, InvalidRequestError
+from skyhook.errors import DatasetChangedError, DatasetExistsError, InvalidRequestError, options_from
 from skyhook.execution import secondary_design
 from skyhook.execution.aggregate_execution import AggregateExecution
 from skyhook.execution.dataset_objects import DatasetObjects
@@ -192,7 +192,7 @@ class Dataset(ObjectDataset):
             self.store.backend,
             self.name,
             data,
-            WriteOptions.of(options, "append"),
+            options_from(WriteOptions, options, "append"),
             mode="append",
             must_exist=True,
             retention_seconds=self.store.retention_seconds,
@@ -398,6 +398,6 @@ class DatasetGroupBy:
             projected_schema(self.dataset.schema, [], filter)  # validates the filter
         query = AggregateQuery.make(self.dataset.schema, self.keys, aggregations, filter)
         self.dataset.last_aggregate = AggregateExecution(
-            self.dataset.objects, query, ScanOptions.of(options, "aggregate")
+            self.dataset.objects, query, options_from(ScanOptions, options, "aggregate")
         )
         return self.dataset.last_aggregate

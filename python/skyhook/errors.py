@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
+from dataclasses import fields
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class SkyhookError(Exception):
@@ -111,9 +115,11 @@ def first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def check_keywords(keywords: Iterable[str], known: Iterable[str], method: str) -> None:
-    """InvalidRequestError naming the first of keywords that method does not take."""
-    known = sorted(known)
+def options_from(options_type: type[T], keywords: Mapping[str, Any], method: str) -> T:
+    """The options dataclass of keywords; InvalidRequestError naming the first
+    keyword that method does not take, and those it takes."""
+    known = sorted(field.name for field in fields(options_type))
     unknown = sorted(set(keywords) - set(known))
     if unknown:
         raise InvalidRequestError(f"{method} takes no option {unknown[0]!r}; it takes {', '.join(known)}")
+    return options_type(**keywords)

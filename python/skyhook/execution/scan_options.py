@@ -1,13 +1,11 @@
 """How scans and aggregates run: one typed options type, made once from the
-keywords the reading methods of Dataset take and passed on as it is."""
+keywords the reading methods of Dataset take (errors.options_from) and passed
+on as it is."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
-from skyhook.errors import check_keywords
 from skyhook.rpc.result_options import PushbackLimits
 
 DEFAULT_MAX_RESULT_BYTES = 1 << 30
@@ -33,9 +31,3 @@ class ScanOptions:
     @property
     def pushback(self) -> PushbackLimits:
         return PushbackLimits(max_in_flight=self.max_in_flight, max_slice_cpu_ns=self.max_slice_cpu_ns)
-
-    @classmethod
-    def of(cls, keywords: Mapping[str, Any], method: str) -> ScanOptions:
-        """The options keywords name; an unknown one is an InvalidRequestError naming it."""
-        check_keywords(keywords, (field.name for field in fields(cls)), method)
-        return cls(**keywords)

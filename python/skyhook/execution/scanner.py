@@ -15,6 +15,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from skyhook._arrow_dataset import ObjectScanOptions, adopt_scanner
+from skyhook.errors import options_from
 from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
 from skyhook.execution.scan_options import ScanOptions
 from skyhook.plan.expressions import Columns, conjunction
@@ -51,7 +52,7 @@ class Scanner(pads.Scanner):
             columns,
             combined,
             batch_size=batch_size,
-            options=ScanOptions.of({**options, "use_threads": use_threads}, "scanner"),
+            options=options_from(ScanOptions, {**options, "use_threads": use_threads}, "scanner"),
         )
         if batch_size is not None:
             arrow_options["batch_size"] = batch_size

@@ -8,7 +8,7 @@ replaces nothing: its manifest names the objects before it and its own."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -17,7 +17,7 @@ from skyhook.backends.base import Backend
 from skyhook.backends.object_codec import encode_object
 from skyhook.catalog.design import AUTO_COMPRESSION, DESIGN_ATTRIBUTE, Design, ObjectDesign
 from skyhook.catalog.manifest import Manifest, Partition
-from skyhook.errors import DatasetNotFoundError, InvalidRequestError, check_keywords
+from skyhook.errors import DatasetNotFoundError, InvalidRequestError
 from skyhook.ingest.codec_choice import CodecChoice, choose_codec
 from skyhook.ingest.csv_options import CsvOptions
 from skyhook.ingest.files import Partitioning
@@ -55,12 +55,6 @@ class WriteOptions:
     partitioning: Partitioning = "hive"
     csv_options: CsvOptions | Mapping[str, Any] | None = None
     codec_chosen: CodecChosen | None = None
-
-    @classmethod
-    def of(cls, keywords: Mapping[str, Any], method: str) -> WriteOptions:
-        """The options keywords name; an unknown one is an InvalidRequestError naming it."""
-        check_keywords(keywords, (field.name for field in fields(cls)), method)
-        return cls(**keywords)
 
 
 def write_dataset(
