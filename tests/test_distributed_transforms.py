@@ -281,7 +281,9 @@ def test_objects_kept_whole_are_copied_by_storage(store, monkeypatch):
         )
     call_many = store.backend.call_many
     monkeypatch.setattr(
-        store.backend, "call_many", lambda method, calls: call_many(method, [touched.append(c[0]) or c for c in calls])
+        store.backend,
+        "call_many",
+        lambda method, calls, *rest: call_many(method, [touched.append(c[0]) or c for c in calls], *rest),
     )
     plan = dataset.run_plan(plan)
     monkeypatch.undo()

@@ -19,6 +19,7 @@ from skyhook.errors import InvalidRequestError
 from skyhook.execution import observed_rates
 from skyhook.execution.link_cost import Work, estimate
 from skyhook.execution.observed_rates import STORAGE_MEMORY, LinearFit, ObservedRates, rates_of
+from skyhook.execution.placement import sample_admission
 from support.assertions import assert_same_table
 from support.oracle import expected
 
@@ -100,6 +101,9 @@ def test_estimates_follow_the_rates():
     assert estimate(constructed(1e6), work, "lz4") is None  # lz4's compression never observed
     assert estimate(constructed(None), work, "zstd") is None  # the link's rate never observed
     assert estimate(constructed(1e6), work, "none").pushdown_s == pytest.approx(30.0)
+    # Replies larger than their objects are pushed back after storage's work: both paths' time.
+    pushed_back = estimate(constructed(1e6), work, "none", within_object=True)
+    assert pushed_back.pushdown_s == pytest.approx(30.0 + 10.0) and not pushed_back.pushdown
     # A measured sample's CPU and reply bytes come before the fitted ones.
     sampled = Work(10e6, 30e6, 30e6, reply_sent=1e5, storage_cpu_s=1e-5)
     assert estimate(constructed(1e10), sampled, "zstd").pushdown
@@ -156,15 +160,19 @@ def test_a_sample_and_the_rates_decide(written, table, link):
     scanner = dataset.scanner(columns=["id", "group"], filter=filter)
     assert_same_table(scanner.to_table(), expected(table, ["id", "group"], filter))
     assert scanner.stats.cost_model.startswith("sampled object 0: estimated pushdown")
-    # Slow link: 2 % of the rows cross instead of whole objects; fast: storage's work is not free.
-    assert scanner.stats.objects_read_plain == (0 if link == SLOW else 3)
+    # Slow link: 2 % of the rows cross instead of whole objects; fast: storage's work is not free
+    # (plain reads for the objects whose calls had not started beside the sample's).
+    assert ("plain reads for 3 objects" in scanner.stats.cost_model) is (link == FAST)
+    started = 4 - scanner.stats.objects_read_plain
+    assert started == 4 if link == SLOW else sample_admission(dataset.store.backend).admits(started - 1)
 
 
 def test_a_given_threshold_decides_by_bytes(written, table):
     dataset = connected(written, SLOW)
     scanner = dataset.scanner(columns=["id"], filter=F("value") > 2.0, pushdown_threshold=0.0)
     assert_same_table(scanner.to_table(), expected(table, ["id"], F("value") > 2.0))
-    assert "reply/object bytes" in scanner.stats.cost_model and scanner.stats.objects_read_plain == 3
+    assert "reply/object bytes" in scanner.stats.cost_model and "plain reads for 3 objects" in scanner.stats.cost_model
+    assert sample_admission(dataset.store.backend).admits(4 - scanner.stats.objects_read_plain - 1)
 
 
 def test_a_connection_observes_its_rates(written, table):

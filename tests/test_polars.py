@@ -46,8 +46,8 @@ def replies(store, monkeypatch) -> Iterator[list]:
     seen: list = []
     call_many = store.backend.call_many
 
-    def recording(method: str, calls):
-        for reply in call_many(method, calls):
+    def recording(method: str, calls, admission=None):
+        for reply in call_many(method, calls, admission):
             seen.append(decode_reply(reply))
             yield reply
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from skyhook.backends.object_store import ObjectStore
-from skyhook.backends.parallel import ordered_map
+from skyhook.backends.parallel import Admission, admitted, ordered_map
 from skyhook.errors import CorruptObjectError, CorruptReplyError, TypeMismatchError, UnknownColumnError
 from skyhook.rpc.reply import Executed, Reply, decode_reply, merge_continuations
 from skyhook.rpc.requests import DataRequest
@@ -17,6 +17,8 @@ from skyhook.rpc.statistics import BYTES_RETURNED
 
 #: Where reply bodies are decoded, beside the calls still running in storage.
 _decoding = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="skyhook-reply")
+#: Replies taken from the calls ahead of the one the caller reads (decoding meanwhile).
+DECODE_AHEAD = 2 * (os.cpu_count() or 1)
 
 
 class MethodCaller(ABC):
@@ -42,12 +44,20 @@ class MethodCaller(ABC):
         """Run a storage-side method on one object and return its encoded reply."""
 
     @abstractmethod
-    def call_many(self, method: str, calls: Iterable[tuple[str, bytes]]) -> Iterator[bytes]:
+    def call_many(
+        self, method: str, calls: Iterable[tuple[str, bytes]], admission: Admission | None = None
+    ) -> Iterator[bytes]:
         """Replies of many calls, in the order given, with a bounded number in flight.
-        Closing the iterator early abandons calls not yet started."""
+        Closing the iterator early abandons calls not yet started; so does
+        admission, checked before each call starts (the replies end early)."""
 
     def call_each(
-        self, object_names: list[str], request: DataRequest, context: str, parallel: bool = True
+        self,
+        object_names: list[str],
+        request: DataRequest,
+        context: str,
+        parallel: bool = True,
+        admission: Admission | None = None,
     ) -> Iterator[Reply]:
         """Decoded replies of one request sent to each object, in order, each
         body decoded into rows (when parallel, on threads of their own while
@@ -55,17 +65,19 @@ class MethodCaller(ABC):
         naming context and the object. An object whose call a node limit ended
         early is continued with more calls (each told the bytes replied before,
         which count towards the object's size), and its replies are merged into
-        one; if any of them was pushed back, the object's reply is that push-back."""
+        one; if any of them was pushed back, the object's reply is that push-back.
+        admission: how many of the calls may start (call_many); the replies of
+        those that did, in order."""
         method, encoded_request = request.METHOD, request.encode()
-        calls = ((name, encoded_request) for name in object_names)
-        replies = self.call_many(method, calls) if parallel else (self.call(name, method, body) for name, body in calls)
+        calls = [(name, encoded_request) for name in object_names]
+        replies = (
+            self.call_many(method, calls, admission)
+            if parallel
+            else (self.call(name, method, body) for name, body in admitted(calls, admission))
+        )
         decode = lambda call: self._whole(*call, request, context).with_rows()  # noqa: E731
         answers = zip(object_names, replies)
-        yield from (
-            ordered_map(_decoding, decode, answers, window=2 * (os.cpu_count() or 1))
-            if parallel
-            else map(decode, answers)
-        )
+        yield from (ordered_map(_decoding, decode, answers, window=DECODE_AHEAD) if parallel else map(decode, answers))
 
     def _whole(self, name: str, encoded: bytes, request: DataRequest, context: str) -> Reply:
         """An object's reply, continued while a node limit ended its calls early."""

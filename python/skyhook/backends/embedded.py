@@ -39,7 +39,7 @@ from skyhook.backends.object_store import (
     StoredManifest,
     VersionedObject,
 )
-from skyhook.backends.parallel import ordered_map
+from skyhook.backends.parallel import Admission, admitted, ordered_map
 from skyhook.errors import InvalidRequestError, ObjectNotFoundError, SkyhookError, StorageError, StoreNotFoundError
 from skyhook.names import check_dataset_name, object_owner
 
@@ -182,9 +182,14 @@ class EmbeddedBackend(Backend):
     def call(self, name: str, method: str, request: bytes) -> bytes:
         return _embedded.call(str(self._object_path(name)), method, request)
 
-    def call_many(self, method: str, calls: Iterable[tuple[str, bytes]]) -> Iterator[bytes]:
+    def call_many(
+        self, method: str, calls: Iterable[tuple[str, bytes]], admission: Admission | None = None
+    ) -> Iterator[bytes]:
         return ordered_map(
-            self._pool, lambda call: self.call(call[0], method, call[1]), calls, window=2 * self.parallelism
+            self._pool,
+            lambda call: self.call(call[0], method, call[1]),
+            admitted(calls, admission),
+            window=2 * self.parallelism,
         )
 
     # The manifest's version is its content: every manifest names a generation

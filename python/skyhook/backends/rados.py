@@ -37,6 +37,7 @@ from skyhook.backends.object_store import (
     StoredManifest,
     VersionedObject,
 )
+from skyhook.backends.parallel import Admission, admitted
 from skyhook.backends.replica_reads import ReplicaReads
 from skyhook.errors import (
     ClassCallsNotPermittedError,
@@ -205,20 +206,29 @@ class RadosBackend(Backend):
             if method in CHANGING_METHODS:
                 self._written(name)
 
-    def call_many(self, method: str, calls: Iterable[tuple[str, bytes]]) -> Iterator[bytes]:
+    def call_many(
+        self, method: str, calls: Iterable[tuple[str, bytes]], admission: Admission | None = None
+    ) -> Iterator[bytes]:
         if method in WRITING_METHODS:  # rare and heavy: one at a time
-            for name, request in calls:
+            for name, request in admitted(calls, admission):
                 yield self.call(name, method, request)
             return
         calls = list(calls)
         hosts, window = self._routes([name for name, _ in calls])
         stream = self._pool.stream(CLASS_NAME, method)
+        started = 0
         try:
-            for (name, request), host in zip(calls, hosts):
-                self._do(stream.submit, name, request, host)
-                if stream.in_flight >= window:
-                    yield self._do(stream.next)
-            while stream.in_flight:
+            while True:
+                while (
+                    started < len(calls)
+                    and stream.in_flight < window
+                    and (admission is None or admission.admits(started))
+                ):
+                    name, request = calls[started]
+                    self._do(stream.submit, name, request, hosts[started])
+                    started += 1
+                if not stream.in_flight:
+                    return
                 yield self._do(stream.next)
         finally:
             stream.drain()

@@ -23,7 +23,7 @@ partition's partials (execution/column_objects.py).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import asdict, dataclass, field
 from itertools import chain, groupby
 from typing import TYPE_CHECKING
@@ -32,15 +32,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.substrait as pas
 
+from skyhook.backends.parallel import Admission
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, ObjectNotFoundError
 from skyhook.execution.column_objects import column_view, holding, layout
 from skyhook.execution.cost import bytes_read
 from skyhook.execution.placement import (
+    Decision,
     Placement,
     PlacementPolicy,
     at_client,
     reply_bound_by_object,
+    sample_admission,
     sample_size,
     sampled,
 )
@@ -260,22 +263,40 @@ class AggregateExecution:
         if not main or self.policy.mode is True:  # the cost model decides on the main sub-plan only
             yield from self._in_storage(sub, partitions, main)
             return
-        wave = sample_size(self.source.backend)
-        first, rest = partitions[:wave], partitions[wave:]
+        first = partitions[: sample_size(self.source.backend)]
         returned_before = self.stats.bytes_returned
-        yield from self._in_storage(sub, first, main)
-        if any(self.stats.where.get(partition.number) == Placement.STORAGE_FILTER_ONLY for partition in first):
-            sizes = sum(self._target(partition)[1].size_bytes for partition in first)
-            ratio = (self.stats.bytes_returned - returned_before) / max(1, sizes)
-            basis = sampled([partition.number for partition in first])
-            if not self.policy.by_ratio(basis, ratio, len(rest)).pushdown:
-                yield from self._at_client(sub, rest, Placement.CLIENT_COST_MODEL, main)
-                return
-        yield from self._in_storage(sub, rest, main)
+        admission = sample_admission(self.source.backend)
+        decision = Decision(True, "")
 
-    def _in_storage(self, sub: SubPlan, partitions: list[Partition], main: bool) -> Iterator[pa.Table]:
+        def decide() -> None:
+            nonlocal decision
+            if any(self.stats.where.get(partition.number) == Placement.STORAGE_FILTER_ONLY for partition in first):
+                sizes = sum(self._target(partition)[1].size_bytes for partition in first)
+                ratio = (self.stats.bytes_returned - returned_before) / max(1, sizes)
+                basis = sampled([partition.number for partition in first])
+                decision = self.policy.by_ratio(basis, ratio, len(partitions) - len(first))
+            admission.admit_all() if decision.pushdown else admission.stop()
+
+        answered = yield from self._in_storage(sub, partitions, main, admission, decide)
+        rest = partitions[answered:]  # those whose calls had not started when the sample decided
+        if rest and decision.pushdown:
+            yield from self._in_storage(sub, rest, main)
+        elif rest:
+            yield from self._at_client(sub, rest, Placement.CLIENT_COST_MODEL, main)
+
+    def _in_storage(
+        self,
+        sub: SubPlan,
+        partitions: list[Partition],
+        main: bool,
+        admission: Admission | None = None,
+        on_sample: Callable[[], None] | None = None,
+    ) -> Generator[pa.Table, None, int]:
+        """Each object's part of sub in storage; returns how many objects it
+        answered (all, unless admission stopped the calls early). on_sample:
+        called once the first sample_size objects' replies are in."""
         if not partitions:
-            return
+            return 0
         request = PlanRequest(
             plan=sub.plan,
             result=ResultOptions(compression=self.policy.compression, reply_within_object=self.policy.within_object),
@@ -286,7 +307,9 @@ class AggregateExecution:
             request,
             f"aggregating {self.source.name!r}",
             parallel=self.options.use_threads,
+            admission=admission,
         )
+        sample = min(len(partitions), sample_size(self.source.backend))
         answered = 0
         try:
             for partition, reply in zip(partitions, replies):
@@ -298,9 +321,13 @@ class AggregateExecution:
                 self.stats.keys_on_codes += reply.statistics.get(KEYS_ON_CODES, 0)
                 self.stats.bytes_returned += reply.statistics[BYTES_RETURNED]  # as sent, all calls
                 yield self._finish(sub, partition, reply, main)
+                if answered == sample and on_sample is not None:
+                    on_sample()
         except ClassCallsNotPermittedError as refusal:
             warn_class_calls_refused(refusal)
             yield from self._at_client(sub, partitions[answered:], Placement.CLIENT_NOT_PERMITTED, main)
+            answered = len(partitions)
+        return answered
 
     def _finish(self, sub: SubPlan, partition: Partition, reply: Reply, main: bool) -> pa.Table:
         if reply.executed is Executed.NONE:

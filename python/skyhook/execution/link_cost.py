@@ -53,8 +53,10 @@ class Estimate:
         )
 
 
-def estimate(rates: ObservedRates, work: Work, codec: str) -> Estimate | None:
-    """None while a rate the estimate needs has not been observed."""
+def estimate(rates: ObservedRates, work: Work, codec: str, within_object: bool = False) -> Estimate | None:
+    """None while a rate the estimate needs has not been observed.
+    within_object: storage pushes back replies that would pass their objects'
+    size, so such pushdown costs its work and then the plain reads."""
     link = rates.link_bytes_per_second
     client_s = plain_client_seconds(rates, work)
     if link is None or client_s is None:
@@ -77,7 +79,10 @@ def estimate(rates: ObservedRates, work: Work, codec: str) -> Estimate | None:
         sent / link,
         (rates.reply_cpu_per_byte.value or 0.0) * work.reply_decoded / client_parallelism,
     )
-    return Estimate(pushdown_s, max(work.object_bytes / link, client_s), link)
+    plain_s = max(work.object_bytes / link, client_s)
+    if within_object and sent > work.object_bytes:
+        pushdown_s += plain_s
+    return Estimate(pushdown_s, plain_s, link)
 
 
 def plain_client_seconds(rates: ObservedRates, work: Work) -> float | None:

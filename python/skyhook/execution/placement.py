@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TypeVar
 
-from skyhook.backends.base import Backend, MethodCaller
-from skyhook.backends.parallel import ordered_map
+from skyhook.backends.base import DECODE_AHEAD, Backend, MethodCaller
+from skyhook.backends.parallel import Admission, ordered_map
 from skyhook.errors import InvalidRequestError
 from skyhook.execution.cost import PUSHDOWN_THRESHOLDS, Prediction
 from skyhook.execution.link_cost import Estimate, Work, estimate
@@ -116,7 +116,7 @@ class PlacementPolicy:
 
     def estimate(self, work: Work) -> Estimate | None:
         """Times of both paths, once the rates they need are known."""
-        return None if self.rates is None else estimate(self.rates, work, self.compression)
+        return None if self.rates is None else estimate(self.rates, work, self.compression, bool(self.within_object))
 
     def by_estimate(self, basis: str, estimated: Estimate, objects: int) -> Decision:
         """The path estimated to take less time."""
@@ -148,6 +148,15 @@ def sample_size(backend: Backend) -> int:
     """Objects run before the cost model decides for the rest: one per host
     serving calls (together they take about the time of one; 1 in process)."""
     return max(1, backend.storage_hosts)
+
+
+def sample_admission(backend: Backend) -> Admission:
+    """The calls that start before a sample decides: the sample's and, where
+    storage runs on hosts of its own, a wave more (past the replies the client
+    decodes ahead of the one it reads: ending before the decision would stall
+    every host), so that no host waits while the client decides."""
+    size = sample_size(backend)
+    return Admission(size if backend.runs_in_process else size + max(size, DECODE_AHEAD - 1))
 
 
 def sampled(numbers: list[int]) -> str:

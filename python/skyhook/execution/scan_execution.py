@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import asdict, dataclass, fields
 from itertools import groupby
 from typing import TYPE_CHECKING
@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from skyhook.backends.parallel import Admission
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, ObjectNotFoundError, first_line
 from skyhook.execution.column_objects import column_view, holding, layout, zipped
@@ -27,6 +28,7 @@ from skyhook.execution.placement import (
     PlacementPolicy,
     at_client,
     reply_bound_by_object,
+    sample_admission,
     sample_size,
     sampled,
 )
@@ -307,7 +309,16 @@ class ScanExecution:
             pushback=self.options.pushback,
         )
 
-    def _pushdown(self, partitions: list[Partition]) -> Iterator[pa.Table]:
+    def _pushdown(
+        self,
+        partitions: list[Partition],
+        admission: Admission | None = None,
+        on_sample: Callable[[], None] | None = None,
+    ) -> Generator[pa.Table, None, int]:
+        """The objects' work in storage; returns how many objects it answered
+        (all, unless admission stopped the calls early). on_sample: called once
+        the replies of the first sample_size objects are in (the cost model's
+        sample), while the calls admission lets start run on."""
         started, cpu_before = time.perf_counter(), self.stats.storage_cpu_s
         returned_before = self.stats.bytes_returned
         needed = self.plan.needed
@@ -316,7 +327,9 @@ class ScanExecution:
             self._request(),
             f"scanning {self.source.name!r}",
             parallel=self.options.use_threads,
+            admission=admission,
         )
+        sample = min(len(partitions), sample_size(self.source.backend))
         answered = 0
         try:
             for partition, reply in zip(partitions, replies):
@@ -326,37 +339,43 @@ class ScanExecution:
                     size, rows, table = self._read_and_filter(partition)
                     self._count_plain_read(size, rows)
                     yield table
-                    continue
-                self.stats.rows_scanned += reply.statistics[ROWS_SCANNED]
-                self.stats.continuations += reply.statistics.get(CALLS, 1) - 1
-                self.stats.bytes_read += reply.statistics[BYTES_READ]
-                self.stats.bytes_returned += reply.statistics[BYTES_RETURNED]  # as sent, all calls
-                self.stats.bytes_decoded += reply.statistics.get(BYTES_DECODED, reply.statistics[BYTES_RETURNED])
-                self.stats.storage_cpu_s += reply.statistics[STORAGE_CPU_NS] / 1e9
-                self.stats.zones_skipped += reply.statistics.get(ZONES_SKIPPED, 0)
-                self.stats.rows_read_by_index += reply.statistics.get(ROWS_READ_BY_INDEX, 0)
-                self.stats.index_bytes_read += reply.statistics.get(INDEX_BYTES_READ, 0)
-                self.stats.secondary_rejected += reply.statistics.get(SECONDARY_REJECTED, 0)
-                self._observe(reply, decoded_bytes(self.source.manifest, partition, needed))
-                table = reply.rows
-                # Its buffers' size: nbytes works out each column's span (~30 us a reply, per object).
-                self.rates.reply_decoded(table.get_total_buffer_size(), reply.decode_cpu_s)
-                if self.plan.client_filter is not None or self.plan.client_projection:  # what storage could not do
-                    table = as_dataset_types(
-                        table, pa.schema([self.source.schema.field(n) for n in table.column_names])
-                    )
-                    table = pads.dataset(table).to_table(columns=self.columns, filter=self.plan.client_filter)
-                yield table
+                else:
+                    yield self._replied(partition, reply, needed)
+                if answered == sample and on_sample is not None:
+                    on_sample()
         except ClassCallsNotPermittedError as refusal:
             warn_class_calls_refused(refusal)
             self.stats.class_calls_refused = True
             yield from self._read_whole(partitions[answered:])
+            answered = len(partitions)
         self.rates.pushdown_phase(
             answered,
             self.stats.bytes_returned - returned_before,
             self.stats.storage_cpu_s - cpu_before,
             time.perf_counter() - started,
         )
+        return answered
+
+    def _replied(self, partition: Partition, reply: Reply, needed: list[str] | None) -> pa.Table:
+        """One object's rows as storage replied them, its statistics counted; finished here if need be."""
+        self.stats.rows_scanned += reply.statistics[ROWS_SCANNED]
+        self.stats.continuations += reply.statistics.get(CALLS, 1) - 1
+        self.stats.bytes_read += reply.statistics[BYTES_READ]
+        self.stats.bytes_returned += reply.statistics[BYTES_RETURNED]  # as sent, all calls
+        self.stats.bytes_decoded += reply.statistics.get(BYTES_DECODED, reply.statistics[BYTES_RETURNED])
+        self.stats.storage_cpu_s += reply.statistics[STORAGE_CPU_NS] / 1e9
+        self.stats.zones_skipped += reply.statistics.get(ZONES_SKIPPED, 0)
+        self.stats.rows_read_by_index += reply.statistics.get(ROWS_READ_BY_INDEX, 0)
+        self.stats.index_bytes_read += reply.statistics.get(INDEX_BYTES_READ, 0)
+        self.stats.secondary_rejected += reply.statistics.get(SECONDARY_REJECTED, 0)
+        self._observe(reply, decoded_bytes(self.source.manifest, partition, needed))
+        table = reply.rows
+        # Its buffers' size: nbytes works out each column's span (~30 us a reply, per object).
+        self.rates.reply_decoded(table.get_total_buffer_size(), reply.decode_cpu_s)
+        if self.plan.client_filter is not None or self.plan.client_projection:  # what storage could not do
+            table = as_dataset_types(table, pa.schema([self.source.schema.field(n) for n in table.column_names]))
+            table = pads.dataset(table).to_table(columns=self.columns, filter=self.plan.client_filter)
+        return table
 
     def _observe(self, reply: Reply, read_decoded: int) -> None:
         """Storage's costs and the codec's compression, for the cost model."""
@@ -384,38 +403,65 @@ class ScanExecution:
             self.stats.objects_pushed_back += 1
 
     def _cost_based(self, partitions: list[Partition], decided: Decision | None = None) -> Iterator[pa.Table]:
+        """By the mode, a decision made before (statistics, or an earlier sample),
+        or a sample: the first objects' replies decide for the rest, while the
+        calls of a wave more run on. A pushdown the cost model chose is watched
+        the same way: replies that pass their objects' size make plain reads of
+        the objects whose calls had not started."""
         if not partitions:
             return
         decision = decided or self.planned_decision(partitions)
         if decision.pushdown is not None:
             self.stats.cost_model = decision.reason if self.policy.mode == "auto" else ""
+        watched = decision.pushdown is not False and self.policy.mode == "auto" and decided is None
+        if not watched:
             yield from self._pushdown(partitions) if decision.pushdown else self._read_whole(partitions)
             return
-        size = sample_size(self.source.backend)
-        sample, rest = partitions[:size], partitions[size:]
+        sample = partitions[: sample_size(self.source.backend)]
         before = (self.stats.bytes_returned, self.stats.objects_pushed_back, self.stats.objects_over_object)
         sample_before = (self.stats.bytes_decoded, self.stats.storage_cpu_s)
-        yield from self._pushdown(sample)
+        admission = sample_admission(self.source.backend)
+        rest = len(partitions) - len(sample)
+
+        def decide() -> None:
+            nonlocal decision
+            if decision.pushdown is None:
+                decision = self._sample_decision(sample, rest, before, sample_before)
+                self.sampled = decision
+            elif self.stats.objects_over_object > before[2]:
+                basis = sampled([partition.number for partition in sample])
+                decision = Decision(
+                    False, f"{decision.reason}; but {basis}: replies would pass their size: plain reads"
+                )
+            self.stats.cost_model = decision.reason
+            admission.admit_all() if decision.pushdown else admission.stop()
+
+        answered = yield from self._pushdown(partitions, admission, decide)
+        unstarted = partitions[answered:]  # those whose calls had not started when the sample decided
+        if unstarted:
+            yield from self._pushdown(unstarted) if decision.pushdown else self._read_whole(unstarted)
+
+    def _sample_decision(
+        self,
+        sample: list[Partition],
+        rest: int,
+        before: tuple[int, int, int],
+        sample_before: tuple[int, float],
+    ) -> Decision:
+        """What the sampled objects' replies (the statistics counted since before) decide for the rest."""
         if self.stats.objects_pushed_back > before[1]:
-            self.stats.cost_model = "sample pushed back by a loaded node: no estimate, pushdown"
-            yield from self._pushdown(rest)
-            return
+            return Decision(True, "sample pushed back by a loaded node: no estimate, pushdown")
         basis = sampled([partition.number for partition in sample])
         if self.stats.objects_over_object > before[2]:
-            decision = Decision(False, f"{basis}: its reply would pass its size: plain reads for {len(rest)} objects")
-        else:
-            needed = self.plan.needed
-            sent = self.stats.bytes_returned - before[0]
-            ratio = sent / max(1, sum(bytes_read(partition, needed) for partition in sample))  # objects whole
-            measured = (sent, self.stats.bytes_decoded - sample_before[0], self.stats.storage_cpu_s - sample_before[1])
-            estimated = self.policy.estimate(self._sample_work(sample, measured, needed))
-            if estimated is not None:
-                decision = self.policy.by_estimate(basis, estimated, len(rest))
-            else:
-                decision = self.policy.by_ratio(basis, ratio, len(rest))
-        self.stats.cost_model = decision.reason
-        self.sampled = decision
-        yield from self._pushdown(rest) if decision.pushdown else self._read_whole(rest)
+            return Decision(False, f"{basis}: its reply would pass its size: plain reads for {rest} objects")
+        needed = self.plan.needed
+        sent = self.stats.bytes_returned - before[0]
+        ratio = sent / max(1, sum(bytes_read(partition, needed) for partition in sample))  # objects whole
+        measured = (sent, self.stats.bytes_decoded - sample_before[0], self.stats.storage_cpu_s - sample_before[1])
+        estimated = self.policy.estimate(self._sample_work(sample, measured, needed))
+        if estimated is not None:
+            return self.policy.by_estimate(basis, estimated, rest)
+        return self.policy.by_ratio(basis, ratio, rest)
 
     def _sample_work(self, sample: list[Partition], measured: tuple[int, int, float], needed: list[str] | None) -> Work:
         """The sampled objects' work as their replies measured it (bytes sent,
