@@ -135,7 +135,8 @@ class Dataset(ObjectDataset):
         """filter is a pyarrow expression or text such as "price > 10 and flag == 'R'".
         options: pushdown (False reads whole objects and filters here), pushdown_threshold,
         max_result_bytes (per object reply), max_in_flight and max_slice_cpu_ns (push-back),
-        reply_compression ("none", "lz4", "zstd"; None: the backend's), reply_within_object
+        reply_compression ("none", "lz4", "zstd"; None: chosen by the link's and the client's
+        observed rates, else the backend's), reply_within_object
         (storage pushes back a reply larger than its object; None: unless pushdown=True),
         and pyarrow's batch_readahead, fragment_readahead, cache_metadata, memory_pool."""
         if isinstance(filter, str):

@@ -37,6 +37,7 @@ from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, ObjectNotFoundError
 from skyhook.execution.column_objects import column_view, holding, layout
 from skyhook.execution.cost import bytes_read
+from skyhook.execution.observed_rates import rates_of
 from skyhook.execution.placement import (
     Decision,
     Placement,
@@ -48,6 +49,7 @@ from skyhook.execution.placement import (
     sampled,
 )
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
+from skyhook.execution.reply_codec import reply_codec
 from skyhook.execution.scan_execution import ScanExecution
 from skyhook.execution.scan_options import ScanOptions
 from skyhook.execution.workload_log import record_query
@@ -57,7 +59,7 @@ from skyhook.plan.merge import ORDER, merge
 from skyhook.plan.substrait import UncarriedTypes
 from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import PlanRequest
-from skyhook.rpc.result_options import ResultOptions, checked_compression
+from skyhook.rpc.result_options import ResultOptions
 from skyhook.rpc.statistics import (
     BYTES_READ,
     BYTES_RETURNED,
@@ -105,7 +107,7 @@ class AggregateExecution:
         self.source = source
         self.query = query
         self.options = options
-        compression = checked_compression(options.reply_compression, source.backend.reply_compression)
+        compression = reply_codec(options.reply_compression, source.backend, rates_of(source.backend))
         within_object = reply_bound_by_object(options.reply_within_object, source.backend)
         self.policy = PlacementPolicy(options.pushdown, options.pushdown_threshold, compression, within_object)
         schema = source.schema

@@ -77,7 +77,7 @@ def estimate(rates: ObservedRates, work: Work, codec: str, within_object: bool =
     pushdown_s = max(
         storage_cpu_s / (rates.storage_parallelism.value or 1.0),
         sent / link,
-        (rates.reply_cpu_per_byte.value or 0.0) * work.reply_decoded / client_parallelism,
+        (rates.reply_cpu_per_byte(codec) or 0.0) * work.reply_decoded / client_parallelism,
     )
     plain_s = max(work.object_bytes / link, client_s)
     if within_object and sent > work.object_bytes:

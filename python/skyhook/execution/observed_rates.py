@@ -106,7 +106,7 @@ class ObservedRates:
         self.link_override = link_bytes_per_second
         self.link = Smoothed()
         self.client_cpu_per_byte = Smoothed()  # plain reads: decode and filter, per decoded byte needed
-        self.reply_cpu_per_byte = Smoothed()  # the client's decode of a reply, per decoded byte
+        self.reply_cpu: dict[str, Smoothed] = {}  # codec -> the client's decode of a reply, per decoded byte
         self.storage = LinearFit(2, STORAGE_MEMORY)  # CPU s = a * decoded bytes read + b * decoded reply bytes
         # Wall s of a batch of plain reads = a * objects + b * fixed-width + c * variable-width decoded
         # bytes: what the client's work (its CPU share, its threads, the link) made of them.
@@ -155,10 +155,15 @@ class ObservedRates:
             if reply_decoded >= MIN_COMPRESSION_SAMPLE_BYTES:
                 self.compression.setdefault(codec, Smoothed()).observe(sent / reply_decoded)
 
-    def reply_decoded(self, decoded: int, cpu_s: float) -> None:
+    def reply_decoded(self, decoded: int, cpu_s: float, codec: str) -> None:
         if decoded >= MIN_LINK_SAMPLE_BYTES:
             with self._lock:
-                self.reply_cpu_per_byte.observe(cpu_s / decoded)
+                self.reply_cpu.setdefault(codec, Smoothed()).observe(cpu_s / decoded)
+
+    def reply_cpu_per_byte(self, codec: str) -> float | None:
+        """The client's CPU seconds to decode a reply with codec, per decoded byte."""
+        observed = self.reply_cpu.get(codec)
+        return None if observed is None else observed.value
 
     def pushdown_phase(self, objects: int, moved: int, storage_cpu_s: float, wall_s: float) -> None:
         """Calls of one request to several objects: storage CPU seconds per wall second."""

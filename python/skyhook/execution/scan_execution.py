@@ -33,6 +33,7 @@ from skyhook.execution.placement import (
     sampled,
 )
 from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
+from skyhook.execution.reply_codec import reply_codec
 from skyhook.execution.scan_options import ScanOptions
 from skyhook.execution.scan_plan import ScanPlan, plan_scan
 from skyhook.execution.workload_log import record_query
@@ -40,7 +41,7 @@ from skyhook.plan.carried_types import as_dataset_types
 from skyhook.plan.expressions import Columns, unbound
 from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import ScanRequest
-from skyhook.rpc.result_options import ResultOptions, checked_compression
+from skyhook.rpc.result_options import ResultOptions
 from skyhook.rpc.statistics import (
     BYTES_ABANDONED,
     BYTES_DECODED,
@@ -130,8 +131,8 @@ class ScanExecution:
         self.filter = filter
         self.batch_size = batch_size
         self.options = options
-        compression = checked_compression(options.reply_compression, source.backend.reply_compression)
         self.rates = rates_of(source.backend)
+        compression = reply_codec(options.reply_compression, source.backend, self.rates)
         within_object = reply_bound_by_object(options.reply_within_object, source.backend)
         self.policy = PlacementPolicy(
             options.pushdown,
@@ -371,7 +372,7 @@ class ScanExecution:
         self._observe(reply, decoded_bytes(self.source.manifest, partition, needed))
         table = reply.rows
         # Its buffers' size: nbytes works out each column's span (~30 us a reply, per object).
-        self.rates.reply_decoded(table.get_total_buffer_size(), reply.decode_cpu_s)
+        self.rates.reply_decoded(table.get_total_buffer_size(), reply.decode_cpu_s, self.policy.compression)
         if self.plan.client_filter is not None or self.plan.client_projection:  # what storage could not do
             table = as_dataset_types(table, pa.schema([self.source.schema.field(n) for n in table.column_names]))
             table = pads.dataset(table).to_table(columns=self.columns, filter=self.plan.client_filter)

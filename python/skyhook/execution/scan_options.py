@@ -23,7 +23,8 @@ class ScanOptions:
     #: Push-back: a node declines past this many skyhook calls on it, or stops past this CPU per slice.
     max_in_flight: int | None = None
     max_slice_cpu_ns: int | None = None
-    #: "none", "lz4" or "zstd" (None: the backend's).
+    #: "none", "lz4" or "zstd" (None: across a link, the fastest for its observed rates
+    #: once they are known, else the backend's; execution/reply_codec.py).
     reply_compression: str | None = None
     #: Storage pushes back a reply larger than its object (None: unless pushdown=True).
     reply_within_object: bool | None = None
