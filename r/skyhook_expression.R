@@ -14,7 +14,9 @@ skyhook_python <- function(python) {
 .skyhook_bridge <- function() reticulate::import("skyhook.expression.r_bridge")
 
 .skyhook_frame <- function(columns) {
-  frame <- as.data.frame(lapply(columns, function(column) unlist(column)), stringsAsFactors = FALSE)
+  # A Python None arrives as NULL, which unlist() would drop: NA keeps every row.
+  present <- function(column) unlist(lapply(column, function(value) if (is.null(value)) NA else value))
+  frame <- as.data.frame(lapply(columns, present), stringsAsFactors = FALSE)
   rownames(frame) <- NULL
   frame
 }

@@ -7,7 +7,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import anndata
+import h5py
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
@@ -33,6 +36,10 @@ def skyhook_cli(*args: str) -> subprocess.CompletedProcess:
 def files(tmp_path_factory):
     directory = tmp_path_factory.mktemp("expression-cli")
     generate_anndata(300, 25, groups=4, seed=5).write_h5ad(directory / "m.h5ad")
+    with h5py.File(directory / "plain.h5ad", "w") as plain:  # HDF5, but not AnnData
+        plain.create_dataset("values", data=np.arange(10))
+    anndata.AnnData(np.zeros((0, 5), np.float32)).write_h5ad(directory / "no-cells.h5ad")
+    anndata.AnnData(np.zeros((5, 0), np.float32)).write_h5ad(directory / "no-genes.h5ad")
     return directory
 
 
@@ -76,6 +83,11 @@ WRONG = [
     (["ttest", "nb", "group", "--method", "wilcoxon"], "unknown method 'wilcoxon'"),
     (["ttest", "nb", "group", "--cells", "percent_mito <"], "percent_mito"),
     (["ttest", "nb", "group", "--plot", "{dir}/plot.pdf"], "use a .png file name"),
+    (["ttest", "nb", "group", "--cells", "percent_mito < -1"], "no selected cell has a label in 'group'"),
+    (["ttest", "nb", "group", "--group", "group0", "--group", "rest"], "group 'rest' has no selected cells"),
+    (["import", "m", "{dir}/plain.h5ad"], "plain.h5ad: not a readable .h5ad file"),
+    (["import", "m", "{dir}/no-cells.h5ad"], "the matrix has 0 cells and 5 genes: nothing to store"),
+    (["import", "m", "{dir}/no-genes.h5ad"], "the matrix has 5 cells and 0 genes: nothing to store"),
 ]
 
 
@@ -92,3 +104,18 @@ def test_wrong_input_is_one_line(files, args, expected):
     assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: "), result.stderr
     assert expected in result.stderr
     assert skyhook.connect(str(store)).list_datasets() == before
+
+
+def test_integer_labels_are_named_by_their_text(tmp_path):
+    """A command line gives every label as text: "1" names the integer cluster 1."""
+    adata = generate_anndata(300, 25, groups=3, seed=7)
+    adata.obs["cluster"] = pd.Series(adata.obs["group"].cat.codes.to_numpy(), index=adata.obs.index)
+    store = tmp_path / "store"
+    ex.write_matrix(skyhook.connect(str(store)), "nb", adata)
+    result = CliRunner().invoke(
+        app, ["expression", "ttest", "nb", "cluster", "--group", "1", "--reference", "0", "--store", str(store)]
+    )
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert "1 vs 0" in result.stdout
+    expected = ex.open_matrix(skyhook.connect(str(store)), "nb").ttest("cluster", groups=[1], reference=0)
+    assert expected.column("group").unique().to_pylist() == ["1"]

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pyarrow.csv as pacsv
 import pytest
 
@@ -50,3 +51,35 @@ def test_r_wrapper_returns_the_python_table(tmp_path):
     assert run.returncode == 0, run.stdout + run.stderr
     got = pacsv.read_csv(out, convert_options=pacsv.ConvertOptions(column_types=expected.schema))
     assert got.equals(expected.replace_schema_metadata(None)), (got.slice(0, 3), expected.slice(0, 3))
+
+
+R_SCALARS = """
+source("{root}/r/skyhook_expression.R")
+skyhook_python("{python}")
+stats <- skyhook_group_stats("{uri}", "nb", "group")
+stopifnot(is.data.frame(stats), any(is.na(stats$group)))
+by_number <- skyhook_ttest("{uri}", "nb", "cluster", groups = 2)
+stopifnot(all(by_number$group == "2"), nrow(by_number) == 15)
+write.csv(stats, "{out}", row.names = FALSE)
+"""
+
+
+def test_r_wrapper_takes_unlabelled_cells_and_a_number_for_a_group(tmp_path):
+    if shutil.which("Rscript") is None:
+        pytest.skip("no R: scripts/install-r.sh installs it (scripts/test.sh runs it)")
+    uri = (tmp_path / "store").as_uri()
+    adata = generate_anndata(200, 15, groups=3, seed=11, unlabelled=0.1)
+    adata.obs["cluster"] = (np.arange(adata.n_obs) % 3).astype(np.int64)
+    with skyhook.connect(uri) as store:
+        ex.write_matrix(store, "nb", adata)
+        expected = ex.open_matrix(store, "nb").group_stats("group")
+    out = tmp_path / "stats.csv"
+    script = R_SCALARS.format(root=ROOT, python=sys.executable, uri=uri, out=out)
+    run = subprocess.run(
+        ["Rscript", "-e", script],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "RETICULATE_PYTHON": sys.executable},
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert pacsv.read_csv(out).num_rows == expected.num_rows

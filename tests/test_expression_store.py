@@ -178,3 +178,53 @@ def test_bad_input_writes_nothing(store):
     with pytest.raises(KeyboardInterrupt):
         ex.write_matrix(store, "m", small(), progress=interrupted)
     assert store.list_datasets() == [] and store.fsck().clean
+
+
+def test_groups_come_in_category_order_both_ways(store):
+    """scanpy orders groups by their categories: "2" before "10" where the
+    categories say so, unlabelled cells last; to_anndata gives the categories back."""
+    adata = small(cells=120)
+    order = ["2", "10", "1"]
+    labels = np.array(order)[np.arange(adata.n_obs) % 3]
+    adata.obs["cluster"] = pd.Categorical(labels, categories=order)
+    adata.obs.loc[adata.obs.index[:5], "cluster"] = np.nan
+    ex.write_matrix(store, "m", adata)
+    matrix = ex.open_matrix(store, "m")
+    stats = matrix.group_stats("cluster")
+    assert list(dict.fromkeys(stats.column("group").to_pylist())) == [*order, None]
+    tested = matrix.ttest("cluster")
+    assert list(dict.fromkeys(tested.column("group").to_pylist())) == order
+    obs = matrix.to_anndata().obs
+    assert isinstance(obs["cluster"].dtype, pd.CategoricalDtype)
+    assert list(obs["cluster"].cat.categories) == order
+    assert obs["cluster"].isna().sum() == 5
+
+
+def test_a_raw_matrix_keeps_the_gene_flags_of_var(store):
+    """scanpy keeps highly_variable in .var, not in .raw.var: a matrix taken
+    from .raw still selects its genes by it (genes .var lacks: not selected)."""
+    adata = small(genes=12)
+    full = adata.copy()
+    full.var = full.var.drop(columns=["highly_variable"])  # as scanpy leaves .raw
+    adata = adata[:, :8].copy()
+    adata.raw = full
+    flags = np.zeros(8, bool)
+    flags[[1, 4, 6]] = True
+    adata.var["highly_variable"] = flags
+    ex.write_matrix(store, "m", adata)
+    matrix = ex.open_matrix(store, "m")
+    assert matrix.entry.source == "raw" and matrix.shape == (60, 12)
+    result = matrix.ttest("group", genes="highly_variable")
+    assert sorted(set(result.column("gene").to_pylist())) == sorted(adata.var_names[flags])
+
+
+def test_one_label_given_alone_or_as_a_number(store):
+    """R passes a vector of one as a scalar, and numbers as doubles."""
+    adata = small(cells=90)
+    adata.obs["cluster"] = (np.arange(adata.n_obs) % 3).astype(np.int64)
+    ex.write_matrix(store, "m", adata)
+    matrix = ex.open_matrix(store, "m")
+    expected = matrix.ttest("cluster", groups=[2])
+    for given in (2, 2.0, np.int64(2), "2"):
+        assert matrix.ttest("cluster", groups=given).equals(expected)
+    assert matrix.ttest("cluster", groups=[1], reference=0.0).column("reference").unique().to_pylist() == ["0"]

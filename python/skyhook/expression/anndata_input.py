@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from skyhook.errors import InvalidInputError
+from skyhook.errors import InvalidInputError, first_line
 from skyhook.expression.source import CELL_ID, GENE_NAME, ExpressionData, frame_table
 
 
@@ -24,7 +24,7 @@ def read_anndata(adata: Any, layer: str | None = None, use_raw: bool | None = No
     elif use_raw or (use_raw is None and adata.raw is not None):
         if adata.raw is None:
             raise InvalidInputError("use_raw=True but the AnnData has no .raw")
-        values, var, var_names, source = adata.raw.X, adata.raw.var, adata.raw.var_names, "raw"
+        values, var, var_names, source = adata.raw.X, _raw_var(adata), adata.raw.var_names, "raw"
     else:
         values, var, var_names, source = adata.X, adata.var, adata.var_names, "X"
     if values is None:
@@ -39,6 +39,16 @@ def read_anndata(adata: Any, layer: str | None = None, use_raw: bool | None = No
     )
 
 
+def _raw_var(adata: Any) -> Any:
+    """The gene table of .raw with the columns of .var its genes have there
+    (highly_variable, say: scanpy keeps them in .var), null for the others."""
+    raw_var = adata.raw.var
+    added = [name for name in adata.var.columns if name not in raw_var.columns]
+    if not added:
+        return raw_var
+    return raw_var.join(adata.var[added], how="left")
+
+
 def _read_h5ad(path: Path) -> Any:
     import anndata
 
@@ -46,8 +56,12 @@ def _read_h5ad(path: Path) -> Any:
         raise InvalidInputError(f"{path}: no such .h5ad file")
     try:
         return anndata.read_h5ad(path)
-    except (OSError, ValueError, KeyError) as error:
-        raise InvalidInputError(f"{path}: not a readable .h5ad file ({type(error).__name__}: {error})") from None
+    except MemoryError:
+        raise
+    except Exception as error:  # anndata's reader fails in its own ways on HDF5 that is not AnnData
+        raise InvalidInputError(
+            f"{path}: not a readable .h5ad file ({type(error).__name__}: {first_line(error)})"
+        ) from None
 
 
 def _in_memory(values: Any) -> Any:

@@ -42,14 +42,20 @@ def rank_genes(
     check_method(method)
     moments = matrix.moments(groupby, genes, cells, **options)
     labelled = [label for label in moments.groups if label is not None]
-    if reference != REST and reference not in labelled:
-        raise GroupError(f"reference group {reference!r} has no selected cells in {groupby!r}")
-    if isinstance(groups, str):
+    if not labelled:
+        raise GroupError(f"no selected cell has a label in {groupby!r}: no group to test")
+    if reference != REST:
+        reference = _label(reference, labelled, groupby, "reference group")
+    if groups is not None and np.ndim(groups) == 0:  # one label (R passes a length-1 vector as a scalar)
         groups = [groups]
-    tested = list(groups) if groups is not None else [label for label in labelled if label != reference]
+    tested = (
+        [_label(group, labelled, groupby, "group") for group in groups]
+        if groups is not None
+        else [label for label in labelled if label != reference]
+    )
+    if not tested:
+        raise GroupError(f"{groupby!r} has no selected group besides the reference group {reference!r}")
     for group in tested:
-        if group not in labelled:
-            raise GroupError(f"group {group!r} has no selected cells in {groupby!r} (groups: {labelled[:20]})")
         if group == reference:
             raise GroupError(f"group {group!r} is the reference group: it cannot be tested against itself")
     parts = []
@@ -61,6 +67,17 @@ def rank_genes(
         _check_size(other.count[0], "the rest" if reference == REST else f"reference group {reference!r}")
         parts.append(_compared(moments, row, other, str(group), str(reference), method, matrix))
     return matrix.with_metadata(pa.concat_tables(parts) if parts else _empty())
+
+
+def _label(given: Any, labelled: list[Any], groupby: str, what: str) -> Any:
+    """The label given names: itself, or the one label written as given's text
+    (a command line's "1" for the integer label 1)."""
+    if given in labelled:
+        return labelled[labelled.index(given)]
+    spelled = [label for label in labelled if isinstance(given, str) and str(label) == given]
+    if len(spelled) == 1:
+        return spelled[0]
+    raise GroupError(f"{what} {given!r} has no selected cells in {groupby!r} (groups: {labelled[:20]})")
 
 
 def ttest_between(

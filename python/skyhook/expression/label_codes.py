@@ -6,23 +6,34 @@ to labels and gives each group's size."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.dataset import Dataset
+from skyhook.expression.source import CATEGORIES
 
 SUFFIX = "__code"
 
 
 def with_codes(cell_metadata: pa.Table) -> pa.Table:
-    """cell_metadata plus an int32 code column per text column (null stays null)."""
-    for name in list(cell_metadata.column_names):
-        column = cell_metadata.column(name)
+    """cell_metadata plus an int32 code column per text column (null stays
+    null): a label's position among its column's categories where it was
+    categorical (source.CATEGORIES), else among its sorted labels. Groups come
+    in the order of their codes."""
+    for field in list(cell_metadata.schema):
+        column = cell_metadata.column(field.name)
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-            labels = pc.unique(column.drop_null()).sort()
+            categories = (field.metadata or {}).get(CATEGORIES)
+            labels = (
+                pa.array(json.loads(categories), column.type)
+                if categories is not None
+                else pc.unique(column.drop_null()).sort()
+            )
             codes = pc.index_in(column, value_set=labels).cast(pa.int32())
-            cell_metadata = cell_metadata.append_column(name + SUFFIX, codes)
+            cell_metadata = cell_metadata.append_column(field.name + SUFFIX, codes)
     return cell_metadata
 
 
@@ -45,10 +56,15 @@ def group_sizes(
     counted = obs.group_by(keys).aggregate([([], "count_all")], filter=cells, **options)
     record.append(obs.last_aggregate.stats)
     labels = counted.column(groupby).to_pylist()
+    key_values = counted.column(key).to_pylist()
+    ordered_by = key_values if key != groupby else labels  # codes: the categories' order
     order = sorted(
         range(len(labels)),
-        key=lambda i: (labels[i] is None, str(type(labels[i])), "" if labels[i] is None else labels[i]),
+        key=lambda i: (
+            ordered_by[i] is None,
+            str(type(ordered_by[i])),
+            "" if ordered_by[i] is None else ordered_by[i],
+        ),
     )
-    key_values = counted.column(key).to_pylist()
     rows = {key_values[i]: row for row, i in enumerate(order)}
     return [labels[i] for i in order], rows, counted.column("count_all").to_numpy()[order].astype(np.float64)

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from skyhook.expression import sparse_layout
 from skyhook.expression.dense_layout import gene_column
+from skyhook.expression.label_codes import SUFFIX
 from skyhook.expression.selection import (
     CellSelection,
     GeneSelection,
@@ -53,6 +54,9 @@ def matrix_slice(matrix: StoredMatrix, genes: GeneSelection, cells: CellSelectio
         for index, name in enumerate(names):
             x[rows, index] = values.column(name).to_numpy()
     obs_frame = obs.select([CELL_ID, *cell_metadata_columns(obs.schema)]).to_pandas().set_index(CELL_ID)
+    for name in obs_frame.columns:
+        if obs.schema.get_field_index(name + SUFFIX) >= 0:  # text labels: categories in their codes' order
+            obs_frame[name] = obs_frame[name].astype(_categories(obs.column(name), obs.column(name + SUFFIX)))
     var_frame = var.drop_columns(["gene"]).to_pandas().set_index(GENE_NAME)
     obs_frame.index.name = var_frame.index.name = None
     return anndata.AnnData(
@@ -61,3 +65,11 @@ def matrix_slice(matrix: StoredMatrix, genes: GeneSelection, cells: CellSelectio
         var=var_frame,
         uns={"skyhook": {"matrix": f"{matrix.domain}/{matrix.name}", "metadata": matrix.metadata}},
     )
+
+
+def _categories(labels: pa.ChunkedArray, codes: pa.ChunkedArray) -> Any:
+    """The pandas categorical type of labels, its categories ordered by their codes."""
+    import pandas as pd
+
+    pairs = pa.table({"label": labels, "code": codes}).drop_null().group_by(["code", "label"]).aggregate([])
+    return pd.CategoricalDtype(pairs.sort_by("code").column("label").to_pylist())

@@ -4,6 +4,7 @@ gene table (var), checked to fit each other."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,8 @@ from skyhook.errors import InvalidInputError
 
 CELL_ID = "cell_id"
 GENE_NAME = "gene_name"
+#: Field metadata of a text column that was categorical: its categories, in order (JSON).
+CATEGORIES = b"skyhook.categories"
 #: Columns the layouts add next to the obs columns (layouts.py); obs may not use them.
 RESERVED = re.compile(r"cell|cell_id|gene|value|g[0-9]+|.*__code")
 
@@ -51,6 +54,8 @@ def checked(data: ExpressionData) -> ExpressionData:
     """data with integer or boolean values widened to float64, if everything
     fits: InvalidInputError (one line) otherwise."""
     cells, genes = data.values.shape
+    if not cells or not genes:
+        raise InvalidInputError(f"the matrix has {cells} cells and {genes} genes: nothing to store")
     if data.obs.num_rows != cells:
         raise InvalidInputError(f"the cell table has {data.obs.num_rows} rows for {cells} cells of the matrix")
     if data.var.num_rows != genes:
@@ -87,16 +92,23 @@ def _check_unique(table: pa.Table, column: str, what: str) -> None:
 def frame_table(frame: Any, id_column: str, ids: Any) -> pa.Table:
     """A pandas frame of cell or gene metadata as an Arrow table, ids first:
     categories become their labels (plain strings filter and group in storage,
-    dictionaries do not), anything not numeric or boolean becomes text."""
-    columns: dict[str, pa.Array] = {id_column: pa.array([str(value) for value in ids], pa.string())}
+    dictionaries do not), their order kept in the field's metadata
+    (CATEGORIES); anything not numeric or boolean becomes text."""
+    fields = [pa.field(id_column, pa.string())]
+    columns: list[pa.Array] = [pa.array([str(value) for value in ids], pa.string())]
     for name in frame.columns:
         if str(name) == id_column:
             raise InvalidInputError(f"a metadata column is named {id_column!r}, the name skyhook gives the ids")
         series = frame[name]
-        array = pa.array(series.astype(object) if str(series.dtype) == "category" else series, from_pandas=True)
+        categorical = str(series.dtype) == "category"
+        array = pa.array(series.astype(object) if categorical else series, from_pandas=True)
         if pa.types.is_dictionary(array.type):
             array = array.cast(array.type.value_type)
+        metadata = None
         if not (pa.types.is_integer(array.type) or pa.types.is_floating(array.type) or pa.types.is_boolean(array.type)):
             array = pa.array([None if value is None else str(value) for value in array.to_pylist()], pa.string())
-        columns[str(name)] = array
-    return pa.table(columns)
+            if categorical:
+                metadata = {CATEGORIES: json.dumps([str(label) for label in series.cat.categories])}
+        fields.append(pa.field(str(name), array.type, metadata=metadata))
+        columns.append(array)
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
