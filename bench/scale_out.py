@@ -17,6 +17,7 @@ prints ratios. Needs root; not part of the tests.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -85,6 +86,10 @@ class Sampler:
 
 
 def timed(run, sampler: Sampler) -> dict:
+    # What the previous path left (garbage, freed buffers the allocator has yet to
+    # return) is cleared outside the timing: each path pays for its own work only.
+    gc.collect()
+    pa.default_memory_pool().release_unused()
     before = sampler.now()
     result = run(fetch=False)
     after = sampler.now()

@@ -145,18 +145,23 @@ def reply_bound_by_object(requested: bool | None, backend: MethodCaller) -> bool
 
 
 def sample_size(backend: Backend) -> int:
-    """Objects run before the cost model decides for the rest: one per host
-    serving calls (together they take about the time of one; 1 in process)."""
-    return max(1, backend.storage_hosts)
+    """Objects whose replies decide for the rest: one per host serving calls
+    for half of them (together they take about the time of one; 1 in
+    process). Replies come in object order, so a sampled object whose host
+    lags holds the decision back: fewer of them hold it back less."""
+    return max(1, (backend.storage_hosts + 1) // 2)
 
 
 def sample_admission(backend: Backend) -> Admission:
     """The calls that start before a sample decides: the sample's and, where
-    storage runs on hosts of its own, a wave more (past the replies the client
-    decodes ahead of the one it reads: ending before the decision would stall
-    every host), so that no host waits while the client decides."""
+    storage runs on hosts of its own, two waves more (past the replies the
+    client decodes ahead of the one it reads: ending before the decision would
+    stall every host), so that no host waits while the client decides unless a
+    sampled object lags by two objects' time."""
     size = sample_size(backend)
-    return Admission(size if backend.runs_in_process else size + max(size, DECODE_AHEAD - 1))
+    if backend.runs_in_process:
+        return Admission(size)
+    return Admission(size + max(2 * backend.storage_hosts, DECODE_AHEAD - 1))
 
 
 def sampled(numbers: list[int]) -> str:
