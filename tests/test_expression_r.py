@@ -31,6 +31,14 @@ stopifnot(identical(skyhook_domains("{uri}"), "lab"), skyhook_matrices("{uri}", 
 """
 
 
+def run_r(script: str, uri: str, out: Path) -> None:
+    """script (with its {root}, {python}, {uri} and {out} filled in) run by Rscript, which must succeed."""
+    script = script.format(root=ROOT, python=sys.executable, uri=uri, out=out)
+    env = {**os.environ, "RETICULATE_PYTHON": sys.executable}
+    run = subprocess.run(["Rscript", "-e", script], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
 def test_r_wrapper_returns_the_python_table(tmp_path):
     if shutil.which("Rscript") is None:
         pytest.skip("no R: scripts/install-r.sh installs it (scripts/test.sh runs it)")
@@ -41,14 +49,7 @@ def test_r_wrapper_returns_the_python_table(tmp_path):
             "group", method="student", groups=["group1"], cells="batch == 'a'"
         )
     out = tmp_path / "r.csv"
-    script = SCRIPT.format(root=ROOT, python=sys.executable, uri=uri, out=out)
-    run = subprocess.run(
-        ["Rscript", "-e", script],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "RETICULATE_PYTHON": sys.executable},
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
+    run_r(SCRIPT, uri, out)
     got = pacsv.read_csv(out, convert_options=pacsv.ConvertOptions(column_types=expected.schema))
     assert got.equals(expected.replace_schema_metadata(None)), (got.slice(0, 3), expected.slice(0, 3))
 
@@ -74,12 +75,5 @@ def test_r_wrapper_takes_unlabelled_cells_and_a_number_for_a_group(tmp_path):
         ex.write_matrix(store, "nb", adata)
         expected = ex.open_matrix(store, "nb").group_stats("group")
     out = tmp_path / "stats.csv"
-    script = R_SCALARS.format(root=ROOT, python=sys.executable, uri=uri, out=out)
-    run = subprocess.run(
-        ["Rscript", "-e", script],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "RETICULATE_PYTHON": sys.executable},
-    )
-    assert run.returncode == 0, run.stdout + run.stderr
+    run_r(R_SCALARS, uri, out)
     assert pacsv.read_csv(out).num_rows == expected.num_rows
