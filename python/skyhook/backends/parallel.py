@@ -33,7 +33,7 @@ def ordered_map(
 
 class Admission:
     """How many of a stream's calls may start, in order: a first few (a cost
-    model's sample and a wave more, so that no host waits for the decision),
+    model's sample and some more, so that no host waits for the decision),
     then all of them, or no more than have started (the stream ends early)."""
 
     def __init__(self, first: int) -> None:

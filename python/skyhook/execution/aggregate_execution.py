@@ -23,7 +23,7 @@ partition's partials (execution/column_objects.py).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import asdict, dataclass, field
 from itertools import chain, groupby
 from typing import TYPE_CHECKING
@@ -32,19 +32,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.substrait as pas
 
-from skyhook.backends.parallel import Admission
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, ObjectNotFoundError
 from skyhook.execution.column_objects import column_view, holding, layout
 from skyhook.execution.cost import bytes_read
 from skyhook.execution.observed_rates import rates_of
 from skyhook.execution.placement import (
-    Decision,
     Placement,
     PlacementPolicy,
+    SampleGate,
     at_client,
     reply_bound_by_object,
-    sample_admission,
     sample_size,
     sampled,
 )
@@ -267,36 +265,29 @@ class AggregateExecution:
             return
         first = partitions[: sample_size(self.source.backend)]
         returned_before = self.stats.bytes_returned
-        admission = sample_admission(self.source.backend)
-        decision = Decision(True, "")
 
-        def decide() -> None:
-            nonlocal decision
-            if any(self.stats.where.get(partition.number) == Placement.STORAGE_FILTER_ONLY for partition in first):
-                sizes = sum(self._target(partition)[1].size_bytes for partition in first)
-                ratio = (self.stats.bytes_returned - returned_before) / max(1, sizes)
-                basis = sampled([partition.number for partition in first])
-                decision = self.policy.by_ratio(basis, ratio, len(partitions) - len(first))
-            admission.admit_all() if decision.pushdown else admission.stop()
+        def decide() -> bool:
+            if not any(self.stats.where.get(p.number) == Placement.STORAGE_FILTER_ONLY for p in first):
+                return True
+            sizes = sum(self._target(partition)[1].size_bytes for partition in first)
+            ratio = (self.stats.bytes_returned - returned_before) / max(1, sizes)
+            basis = sampled([partition.number for partition in first])
+            return self.policy.by_ratio(basis, ratio, len(partitions) - len(first)).pushdown
 
-        answered = yield from self._in_storage(sub, partitions, main, admission, decide)
+        gate = SampleGate(self.source.backend, len(partitions), decide)
+        answered = yield from self._in_storage(sub, partitions, main, gate)
         rest = partitions[answered:]  # those whose calls had not started when the sample decided
-        if rest and decision.pushdown:
+        if rest and gate.pushdown:
             yield from self._in_storage(sub, rest, main)
         elif rest:
             yield from self._at_client(sub, rest, Placement.CLIENT_COST_MODEL, main)
 
     def _in_storage(
-        self,
-        sub: SubPlan,
-        partitions: list[Partition],
-        main: bool,
-        admission: Admission | None = None,
-        on_sample: Callable[[], None] | None = None,
+        self, sub: SubPlan, partitions: list[Partition], main: bool, gate: SampleGate | None = None
     ) -> Generator[pa.Table, None, int]:
         """Each object's part of sub in storage; returns how many objects it
-        answered (all, unless admission stopped the calls early). on_sample:
-        called once the first sample_size objects' replies are in."""
+        answered (all, unless gate's decision stopped the calls early). gate:
+        the cost model's sample, told of each reply counted."""
         if not partitions:
             return 0
         request = PlanRequest(
@@ -309,9 +300,8 @@ class AggregateExecution:
             request,
             f"aggregating {self.source.name!r}",
             parallel=self.options.use_threads,
-            admission=admission,
+            admission=None if gate is None else gate.admission,
         )
-        sample = min(len(partitions), sample_size(self.source.backend))
         answered = 0
         try:
             for partition, reply in zip(partitions, replies):
@@ -323,8 +313,8 @@ class AggregateExecution:
                 self.stats.keys_on_codes += reply.statistics.get(KEYS_ON_CODES, 0)
                 self.stats.bytes_returned += reply.statistics[BYTES_RETURNED]  # as sent, all calls
                 yield self._finish(sub, partition, reply, main)
-                if answered == sample and on_sample is not None:
-                    on_sample()
+                if gate is not None:
+                    gate.replied(answered)
         except ClassCallsNotPermittedError as refusal:
             warn_class_calls_refused(refusal)
             yield from self._at_client(sub, partitions[answered:], Placement.CLIENT_NOT_PERMITTED, main)

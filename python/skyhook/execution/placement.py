@@ -164,6 +164,26 @@ def sample_admission(backend: Backend) -> Admission:
     return Admission(size + max(2 * backend.storage_hosts, DECODE_AHEAD - 1))
 
 
+class SampleGate:
+    """The cost model's sample inside one stream of calls: the calls
+    sample_admission lets start run while the first sample_size objects'
+    replies come in; then decide() says whether the rest go to storage (their
+    calls start in the same stream) or not (no more start; the caller reads
+    the objects left plainly)."""
+
+    def __init__(self, backend: Backend, objects: int, decide: Callable[[], bool]) -> None:
+        self.admission = sample_admission(backend)
+        self.size = min(objects, sample_size(backend))
+        self.pushdown = True
+        self._decide = decide
+
+    def replied(self, answered: int) -> None:
+        """Called after each object's reply is counted, with how many were."""
+        if answered == self.size:
+            self.pushdown = self._decide()
+            self.admission.admit_all() if self.pushdown else self.admission.stop()
+
+
 def sampled(numbers: list[int]) -> str:
     """The objects a sample measures, for a decision's reason."""
     if len(numbers) == 1:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import asdict, dataclass, fields
 from itertools import groupby
 from typing import TYPE_CHECKING
@@ -16,7 +16,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from skyhook.backends.parallel import Admission
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, ObjectNotFoundError, first_line
 from skyhook.execution.column_objects import column_view, holding, layout, zipped
@@ -26,9 +25,9 @@ from skyhook.execution.observed_rates import rates_of
 from skyhook.execution.placement import (
     Decision,
     PlacementPolicy,
+    SampleGate,
     at_client,
     reply_bound_by_object,
-    sample_admission,
     sample_size,
     sampled,
 )
@@ -310,16 +309,10 @@ class ScanExecution:
             pushback=self.options.pushback,
         )
 
-    def _pushdown(
-        self,
-        partitions: list[Partition],
-        admission: Admission | None = None,
-        on_sample: Callable[[], None] | None = None,
-    ) -> Generator[pa.Table, None, int]:
+    def _pushdown(self, partitions: list[Partition], gate: SampleGate | None = None) -> Generator[pa.Table, None, int]:
         """The objects' work in storage; returns how many objects it answered
-        (all, unless admission stopped the calls early). on_sample: called once
-        the replies of the first sample_size objects are in (the cost model's
-        sample), while the calls admission lets start run on."""
+        (all, unless gate's decision stopped the calls early). gate: the cost
+        model's sample, told of each reply counted."""
         started, cpu_before = time.perf_counter(), self.stats.storage_cpu_s
         returned_before = self.stats.bytes_returned
         needed = self.plan.needed
@@ -328,9 +321,8 @@ class ScanExecution:
             self._request(),
             f"scanning {self.source.name!r}",
             parallel=self.options.use_threads,
-            admission=admission,
+            admission=None if gate is None else gate.admission,
         )
-        sample = min(len(partitions), sample_size(self.source.backend))
         answered = 0
         try:
             for partition, reply in zip(partitions, replies):
@@ -342,8 +334,8 @@ class ScanExecution:
                     yield table
                 else:
                     yield self._replied(partition, reply, needed)
-                if answered == sample and on_sample is not None:
-                    on_sample()
+                if gate is not None:
+                    gate.replied(answered)
         except ClassCallsNotPermittedError as refusal:
             warn_class_calls_refused(refusal)
             self.stats.class_calls_refused = True
@@ -406,7 +398,7 @@ class ScanExecution:
     def _cost_based(self, partitions: list[Partition], decided: Decision | None = None) -> Iterator[pa.Table]:
         """By the mode, a decision made before (statistics, or an earlier sample),
         or a sample: the first objects' replies decide for the rest, while the
-        calls of a wave more run on. A pushdown the cost model chose is watched
+        calls of two waves more run on (SampleGate). A pushdown the cost model chose is watched
         the same way: replies that pass their objects' size make plain reads of
         the objects whose calls had not started."""
         if not partitions:
@@ -421,10 +413,9 @@ class ScanExecution:
         sample = partitions[: sample_size(self.source.backend)]
         before = (self.stats.bytes_returned, self.stats.objects_pushed_back, self.stats.objects_over_object)
         sample_before = (self.stats.bytes_decoded, self.stats.storage_cpu_s)
-        admission = sample_admission(self.source.backend)
         rest = len(partitions) - len(sample)
 
-        def decide() -> None:
+        def decide() -> bool:
             nonlocal decision
             if decision.pushdown is None:
                 decision = self._sample_decision(sample, rest, before, sample_before)
@@ -435,12 +426,13 @@ class ScanExecution:
                     False, f"{decision.reason}; but {basis}: replies would pass their size: plain reads"
                 )
             self.stats.cost_model = decision.reason
-            admission.admit_all() if decision.pushdown else admission.stop()
+            return bool(decision.pushdown)
 
-        answered = yield from self._pushdown(partitions, admission, decide)
+        gate = SampleGate(self.source.backend, len(partitions), decide)
+        answered = yield from self._pushdown(partitions, gate)
         unstarted = partitions[answered:]  # those whose calls had not started when the sample decided
         if unstarted:
-            yield from self._pushdown(unstarted) if decision.pushdown else self._read_whole(unstarted)
+            yield from self._pushdown(unstarted) if gate.pushdown else self._read_whole(unstarted)
 
     def _sample_decision(
         self,
