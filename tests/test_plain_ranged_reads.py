@@ -19,7 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import skyhook
+from skyhook.backends.object_codec import DatasetFilter, decode_object, plan_read
 from skyhook.catalog.design import DESIGN_ATTRIBUTE
+from skyhook.catalog.object_format import FORMAT_ATTRIBUTE
 from skyhook.execution.cost import bytes_read
 from skyhook.execution.parquet_ranges import TAIL_BYTES, coalesced
 from support.assertions import assert_same_table
@@ -268,3 +270,60 @@ def test_a_chunk_read_partly_with_the_tail_is_joined_from_both_reads(store):
     assert_same_table(result, table.select(["b"]))
     assert_read_chunks(stats.bytes_read, data, ["b"])
     assert stats.bytes_read == len(data) - start // CHUNK * CHUNK  # nothing read twice
+
+
+def _footer_and_object(store, dataset: skyhook.Dataset):
+    """(size, design, format, [(0, the whole object)]) of the dataset's first object."""
+    opened = store.backend.open_object(dataset.manifest.partitions[0].object_name)
+    try:
+        (data,) = opened.read([(0, opened.size)])
+        return opened.size, opened.attributes.get(DESIGN_ATTRIBUTE), opened.attributes.get(FORMAT_ATTRIBUTE), data
+    finally:
+        opened.close()
+
+
+def test_statistics_that_prove_every_row_matches_leave_no_filter_to_evaluate(store):
+    dataset = store.write_dataset("lineitem", LINEITEM, row_group_size=5_000)
+    size, design, format, data = _footer_and_object(store, dataset)
+    price = dataset.schema.field("l_extendedprice").type
+
+    def plan(filter):
+        return plan_read(
+            size, design, format, [(0, data)], COLUMNS, DatasetFilter.of(filter, dataset.schema), dataset.schema, "t"
+        )
+
+    every = F("l_extendedprice") >= pa.scalar(decimal.Decimal(0), price)
+    some = F("l_extendedprice") >= pa.scalar(decimal.Decimal(50_000), price)
+    assert plan(every)[2] is True and plan(some)[2] is False
+    assert plan(every & (F("l_orderkey") < 2_000))[2] is False  # row group 0 proven, 1 only partly
+    for filter in (every, some, every & (F("l_orderkey") < 2_000)):
+        result, stats = plain(dataset, filter, COLUMNS)
+        assert_same_table(result, expected(LINEITEM, COLUMNS, filter))
+
+
+def test_the_core_filters_as_it_decodes_unless_a_column_has_another_type_stored(store):
+    days = pa.array([datetime.date(2024, 1, 1) + datetime.timedelta(days=i % 400) for i in range(4_000)], pa.date64())
+    table = pa.table({"k": pa.array(range(4_000), pa.int64()), "day": days})
+    dataset = store.write_dataset("typed", table, row_group_size=1_000)
+    size, design, format, data = _footer_and_object(store, dataset)
+    on_k, on_day = pc.bit_wise_and(F("k"), 3) == 0, F("day") > pa.scalar(datetime.date(2024, 6, 1), pa.date64())
+
+    def decoded(filter):
+        return decode_object(
+            size, design, format, [(0, data)], None, "t", None, DatasetFilter.of(filter, dataset.schema)
+        )
+
+    kept = decoded(on_k)
+    assert kept.filtered and kept.rows == 4_000 and kept.table.num_rows == 1_000
+    stored_as_date32 = decoded(on_day)  # Parquet holds date64 as date32: pyarrow filters at the client
+    assert not stored_as_date32.filtered and stored_as_date32.table.num_rows == 4_000
+    for filter in (on_k, on_day, on_k & on_day):
+        result, stats = plain(dataset, filter)
+        assert_same_table(result, expected(table, None, filter))
+        assert stats.rows_scanned == 4_000
+
+
+def test_a_filter_that_fails_to_evaluate_is_the_callers_error(store):
+    dataset = store.write_dataset("lineitem", LINEITEM.slice(0, 1_000))
+    with pytest.raises(skyhook.InvalidRequestError, match="evaluating the filter .* divide by zero"):
+        plain(dataset, pc.divide(F("l_linenumber"), 0) > 1, COLUMNS)

@@ -12,15 +12,18 @@
 #include <numeric>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include <arrow/buffer.h>
 #include <arrow/c/bridge.h>
+#include <arrow/compute/api_vector.h>
 #include <arrow/compute/expression.h>
 #include <arrow/io/memory.h>
 #include <arrow/ipc/reader.h>
 #include <arrow/ipc/writer.h>
+#include <arrow/util/byte_size.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
@@ -276,12 +279,84 @@ std::vector<int> FieldsAmong(const arrow::Schema& schema,
   return fields;
 }
 
+using ByteRanges = std::vector<std::pair<uint64_t, uint64_t>>;
+using ReadPlan = std::optional<std::tuple<std::vector<int>, ByteRanges, bool>>;
+
+// A filter the client serialized (arrow::compute::Serialize: pyarrow pickles
+// expressions so) bound to the dataset's schema (an Arrow IPC schema);
+// nullopt when it cannot be: then no zone is excluded and the client filters.
+struct DatasetFilter {
+  arrow::compute::Expression expression;
+  std::shared_ptr<arrow::Schema> schema;
+};
+
+std::optional<DatasetFilter> BoundFilter(const std::shared_ptr<arrow::Buffer>& filter,
+                                         const std::shared_ptr<arrow::Buffer>& schema) {
+  if (filter == nullptr || schema == nullptr) return std::nullopt;
+  arrow::io::BufferReader schema_stream(schema);
+  arrow::ipc::DictionaryMemo memo;
+  auto dataset_schema = arrow::ipc::ReadSchema(&schema_stream, &memo);
+  auto expression = arrow::compute::Deserialize(filter);
+  if (!dataset_schema.ok() || !expression.ok()) return std::nullopt;
+  auto bound = expression->Bind(**dataset_schema);
+  if (!bound.ok()) return std::nullopt;
+  return DatasetFilter{std::move(*bound), std::move(*dataset_schema)};
+}
+
+// The batches' rows the filter keeps, evaluated as pyarrow would at the
+// client, without its per-call plan; nullopt (the client filters) unless every
+// column the filter reads is decoded once with the dataset's type, or when the
+// evaluation fails (the client then reports the failure as it always does).
+std::optional<arrow::RecordBatchVector> Filtered(const arrow::RecordBatchVector& batches,
+                                                 const arrow::Schema& decoded,
+                                                 const DatasetFilter& filter) {
+  std::vector<int> columns;
+  arrow::FieldVector fields;
+  for (const auto& ref : arrow::compute::FieldsInExpression(filter.expression)) {
+    auto field = ref.GetOneOrNone(*filter.schema);
+    if (!field.ok() || *field == nullptr) return std::nullopt;
+    const int index = decoded.GetFieldIndex((*field)->name());
+    if (index < 0 || !decoded.field(index)->type()->Equals(*(*field)->type())) return std::nullopt;
+    columns.push_back(index);
+    fields.push_back(*field);
+  }
+  const auto read = arrow::schema(std::move(fields));
+  auto bound = filter.expression.Bind(*read);
+  if (!bound.ok()) return std::nullopt;
+  arrow::RecordBatchVector kept;
+  for (const auto& batch : batches) {
+    auto selected = batch->SelectColumns(columns);
+    if (!selected.ok()) return std::nullopt;
+    auto mask = arrow::compute::ExecuteScalarExpression(*bound, *read, *selected);
+    if (!mask.ok() || !mask->type()->Equals(*arrow::boolean())) return std::nullopt;
+    if (mask->is_scalar()) {  // a filter of no column
+      const auto& keep = static_cast<const arrow::BooleanScalar&>(*mask->scalar());
+      kept.push_back(keep.is_valid && keep.value ? batch : batch->Slice(0, 0));
+      continue;
+    }
+    auto rows = arrow::compute::Filter(batch, *mask);
+    if (!rows.ok()) return std::nullopt;
+    kept.push_back(rows->record_batch());
+  }
+  return kept;
+}
+
+struct Decoded {
+  std::shared_ptr<arrow::Buffer> object_schema;
+  std::shared_ptr<arrow::RecordBatchReader> batches;
+  int64_t rows = 0;   // decoded, before the filter
+  int64_t bytes = 0;  // the same, in Arrow's buffers
+  bool filtered = false;
+};
+
 // The object's schema as opened and its batches, decoded here (so every error
 // carries its code); the batches may be views of the parts read. With
-// row_groups (ascending), only those zones are decoded.
-arrow::Result<std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::RecordBatchReader>>>
-Decode(ReadParts* object, const std::optional<std::vector<std::string>>& columns,
-       const std::optional<std::vector<int>>& row_groups) {
+// row_groups (ascending), only those zones are decoded; with a filter, only
+// the rows it keeps where it can be evaluated here (Decoded::filtered).
+arrow::Result<Decoded> Decode(ReadParts* object,
+                              const std::optional<std::vector<std::string>>& columns,
+                              const std::optional<std::vector<int>>& row_groups,
+                              const std::optional<DatasetFilter>& filter) {
   if (row_groups && !std::is_sorted(row_groups->begin(), row_groups->end(), std::less_equal<>())) {
     return skyhook::Error(skyhook::ErrorCode::kInvalidRequest,
                           "the row groups to read are not ascending");
@@ -296,52 +371,45 @@ Decode(ReadParts* object, const std::optional<std::vector<std::string>>& columns
                                           ? reader->ReadZones(fields, kBatchRows, *row_groups)
                                           : reader->ReadFields(fields, kBatchRows));
   ARROW_ASSIGN_OR_RAISE(auto decoded, batches->ToRecordBatches());
-  ARROW_ASSIGN_OR_RAISE(auto object_schema, arrow::ipc::SerializeSchema(*schema));
-  ARROW_ASSIGN_OR_RAISE(auto stream,
+  Decoded result;
+  for (const auto& batch : decoded) {
+    result.rows += batch->num_rows();
+    result.bytes += arrow::util::TotalBufferSize(*batch);
+  }
+  if (filter) {
+    if (auto kept = Filtered(decoded, *batches->schema(), *filter)) {
+      decoded = std::move(*kept);
+      result.filtered = true;
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(result.object_schema, arrow::ipc::SerializeSchema(*schema));
+  ARROW_ASSIGN_OR_RAISE(result.batches,
                         arrow::RecordBatchReader::Make(std::move(decoded), batches->schema()));
-  return std::make_pair(object_schema, stream);
-}
-
-using ByteRanges = std::vector<std::pair<uint64_t, uint64_t>>;
-using ReadPlan = std::optional<std::pair<std::vector<int>, ByteRanges>>;
-
-// A filter the client serialized (arrow::compute::Serialize: pyarrow pickles
-// expressions so) bound to the dataset's schema; nullopt when it cannot be:
-// then no zone is excluded.
-std::optional<arrow::compute::Expression> BoundFilter(const std::shared_ptr<arrow::Buffer>& filter,
-                                                      const arrow::Schema& schema) {
-  auto expression = arrow::compute::Deserialize(filter);
-  if (!expression.ok()) return std::nullopt;
-  auto bound = expression->Bind(schema);
-  if (!bound.ok()) return std::nullopt;
-  return std::move(*bound);
+  return result;
 }
 
 // The zones of the object (from the parts read: its footer) that a plain read
-// decodes, and the byte ranges it reads for them: only those the footer's
-// statistics leave the filter able to match. nullopt when the reader cannot
+// decodes, the byte ranges it reads for them (only those the footer's
+// statistics leave the filter able to match), and whether those statistics
+// prove the filter holds for every row of them. nullopt when the reader cannot
 // tell the ranges (formats other than Parquet, column groups).
 arrow::Result<ReadPlan> Plan(ReadParts* object,
                              const std::optional<std::vector<std::string>>& columns,
-                             const std::shared_ptr<arrow::Buffer>& filter,
-                             const std::shared_ptr<arrow::Buffer>& schema) {
+                             const std::optional<DatasetFilter>& filter) {
   ARROW_ASSIGN_OR_RAISE(auto reader,
                         skyhook::ObjectReader::Open(object, arrow::default_memory_pool(),
                                                     columns ? &*columns : nullptr));
-  std::vector<int> zones(static_cast<size_t>(std::max(0, reader->num_zones())));
-  std::iota(zones.begin(), zones.end(), 0);
-  if (filter != nullptr) {
-    arrow::io::BufferReader schema_stream(schema);
-    arrow::ipc::DictionaryMemo memo;
-    ARROW_ASSIGN_OR_RAISE(auto dataset_schema, arrow::ipc::ReadSchema(&schema_stream, &memo));
-    if (auto bound = BoundFilter(filter, *dataset_schema)) {
-      ARROW_ASSIGN_OR_RAISE(zones,
-                            skyhook::ZonesStatedBoundsAllow(reader.get(), *bound, *dataset_schema));
-    }
+  skyhook::StatedZones stated;
+  if (filter) {
+    ARROW_ASSIGN_OR_RAISE(
+        stated, skyhook::ZonesStatedBoundsAllow(reader.get(), filter->expression, *filter->schema));
+  } else {
+    stated.zones.resize(static_cast<size_t>(std::max(0, reader->num_zones())));
+    std::iota(stated.zones.begin(), stated.zones.end(), 0);
   }
-  auto ranges = reader->ZoneRanges(FieldsAmong(*reader->schema(), columns), zones);
+  auto ranges = reader->ZoneRanges(FieldsAmong(*reader->schema(), columns), stated.zones);
   if (!ranges) return std::nullopt;
-  return std::make_pair(std::move(zones), std::move(*ranges));
+  return std::make_tuple(std::move(stated.zones), std::move(*ranges), stated.every_row_matches);
 }
 
 // An Arrow C stream in a capsule (the PyCapsule interface pyarrow imports);
@@ -369,21 +437,26 @@ void AddParts(ReadParts* object, nb::list parts) {
   }
 }
 
-std::pair<nb::bytes, nb::capsule> ReadObject(uint64_t size, std::optional<nb::bytes> design,
-                                             std::optional<nb::bytes> format, nb::list parts,
-                                             std::optional<std::vector<std::string>> columns,
-                                             std::optional<std::vector<int>> row_groups) {
+std::shared_ptr<arrow::Buffer> BufferOf(const std::optional<nb::bytes>& bytes) {
+  return bytes ? arrow::Buffer::FromString(std::string(bytes->c_str(), bytes->size())) : nullptr;
+}
+
+std::tuple<nb::bytes, nb::capsule, int64_t, int64_t, bool> ReadObject(
+    uint64_t size, std::optional<nb::bytes> design, std::optional<nb::bytes> format, nb::list parts,
+    std::optional<std::vector<std::string>> columns, std::optional<std::vector<int>> row_groups,
+    std::optional<nb::bytes> filter, std::optional<nb::bytes> schema) {
   ReadParts object(size, Text(design), Text(format));
   AddParts(&object, parts);
-  arrow::Result<
-      std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::RecordBatchReader>>>
-      read;
+  auto filter_buffer = BufferOf(filter);
+  auto schema_buffer = BufferOf(schema);
+  arrow::Result<Decoded> read;
   {
     nb::gil_scoped_release release;
-    read = Decode(&object, columns, row_groups);
+    read = Decode(&object, columns, row_groups, BoundFilter(filter_buffer, schema_buffer));
   }
-  auto [schema, batches] = Checked(std::move(read));
-  return {ToBytes(*schema), StreamCapsule(batches)};
+  auto decoded = Checked(std::move(read));
+  return {ToBytes(*decoded.object_schema), StreamCapsule(decoded.batches), decoded.rows,
+          decoded.bytes, decoded.filtered};
 }
 
 ReadPlan PlanRead(uint64_t size, std::optional<nb::bytes> design, std::optional<nb::bytes> format,
@@ -391,15 +464,12 @@ ReadPlan PlanRead(uint64_t size, std::optional<nb::bytes> design, std::optional<
                   std::optional<nb::bytes> filter, nb::bytes schema) {
   ReadParts object(size, Text(design), Text(format));
   AddParts(&object, parts);
-  auto buffer = [](const nb::bytes& bytes) {
-    return arrow::Buffer::FromString(std::string(bytes.c_str(), bytes.size()));
-  };
-  auto filter_buffer = filter ? buffer(*filter) : nullptr;
-  auto schema_buffer = buffer(schema);
+  auto filter_buffer = BufferOf(filter);
+  auto schema_buffer = BufferOf(schema);
   arrow::Result<ReadPlan> plan;
   {
     nb::gil_scoped_release release;
-    plan = Plan(&object, columns, filter_buffer, schema_buffer);
+    plan = Plan(&object, columns, BoundFilter(filter_buffer, schema_buffer));
   }
   return Checked(std::move(plan));
 }
@@ -429,17 +499,22 @@ NB_MODULE(_embedded, m) {
         "returns (object bytes, the design built). Failures: ValueError(code, message).");
   m.def("read_object", &ReadObject, nb::arg("size"), nb::arg("design").none(),
         nb::arg("format").none(), nb::arg("parts"), nb::arg("columns").none(),
-        nb::arg("row_groups").none() = nb::none(),
+        nb::arg("row_groups").none() = nb::none(), nb::arg("filter").none() = nb::none(),
+        nb::arg("schema").none() = nb::none(),
         "Decode an object of size bytes from the parts read [(offset, buffer)] and its "
         "attributes; columns: only these (None: all); row_groups: only these zones, "
-        "ascending (None: all). Returns (the object's schema as opened, as an Arrow IPC "
-        "schema; the columns, as an Arrow C stream capsule). "
+        "ascending (None: all); filter (a serialized pyarrow expression on the dataset's "
+        "schema, an Arrow IPC schema): only the rows it keeps, where it can be evaluated "
+        "here. Returns (the object's schema as opened, as an Arrow IPC schema; the columns, "
+        "as an Arrow C stream capsule; the rows and buffer bytes decoded; whether the "
+        "filter was applied). "
         "Failures: ValueError(code, message).");
   m.def("plan_read", &PlanRead, nb::arg("size"), nb::arg("design").none(), nb::arg("format").none(),
         nb::arg("parts"), nb::arg("columns").none(), nb::arg("filter").none(), nb::arg("schema"),
         "What a plain read of an object reads, from the parts read so far (its footer): "
         "(the row groups that filter, a serialized pyarrow expression on the dataset's "
         "schema, may match by the footer's statistics; the byte ranges [(offset, length)] "
-        "of columns in them), or None when the object's format cannot tell (only Parquet "
-        "in one extent can). Failures: ValueError(code, message).");
+        "of columns in them; whether the statistics prove every row of them matches), or "
+        "None when the object's format cannot tell (only Parquet in one extent can). "
+        "Failures: ValueError(code, message).");
 }

@@ -6,7 +6,7 @@ the reader that storage scans run (cpp/skyhook/storage/object/)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,6 +31,17 @@ def encode_object(table: pa.Table, requested_design: bytes) -> tuple[pa.Buffer, 
     return pa.py_buffer(data), design
 
 
+class DecodedObject(NamedTuple):
+    #: The object's fields as opened.
+    schema: pa.Schema
+    #: The columns asked for, of the rows the filter keeps where it was applied.
+    table: pa.Table
+    #: Rows and Arrow buffer bytes decoded, before any filter.
+    rows: int
+    nbytes: int
+    filtered: bool
+
+
 def decode_object(
     size: int,
     design: bytes | None,
@@ -39,15 +50,34 @@ def decode_object(
     columns: Sequence[str] | None,
     context: str,
     row_groups: Sequence[int] | None = None,
-) -> tuple[pa.Schema, pa.Table]:
-    """(the schema of the object's fields as opened, a table of the columns asked
-    for) of an object of size bytes from its attributes and the byte ranges read:
-    all of it, the extents of the column groups holding columns, or (row_groups:
-    only these, ascending) what plan_read asked for."""
+    filter: DatasetFilter | None = None,
+) -> DecodedObject:
+    """An object of size bytes decoded from its attributes and the byte ranges
+    read: all of it, the extents of the column groups holding columns, or
+    (row_groups: only these, ascending) what plan_read asked for. The core
+    applies filter where every column it reads is decoded with the dataset's
+    type; else the caller filters."""
     read = (size, design, format, list(parts), None if columns is None else list(columns))
     groups = None if row_groups is None else list(row_groups)
-    schema, stream = _core(_embedded.read_object, context, *read, groups)
-    return pa.ipc.read_schema(pa.py_buffer(schema)), pa.RecordBatchReader.from_stream(_CapsuleStream(stream)).read_all()
+    serialized = (None, None) if filter is None else (filter.expression, filter.schema)
+    schema, stream, rows, nbytes, filtered = _core(_embedded.read_object, context, *read, groups, *serialized)
+    table = pa.RecordBatchReader.from_stream(_CapsuleStream(stream)).read_all()
+    return DecodedObject(pa.ipc.read_schema(pa.py_buffer(schema)), table, rows, nbytes, filtered)
+
+
+class DatasetFilter(NamedTuple):
+    """A filter on a dataset's schema as the core reads both: Arrow's own
+    serialization of the expression (what pyarrow pickles it as; Substrait
+    could not carry every type and function a plain read's filter may use)
+    and the schema as an Arrow IPC schema. Made once per query."""
+
+    expression: bytes
+    schema: bytes
+
+    @classmethod
+    def of(cls, filter: pc.Expression, schema: pa.Schema) -> DatasetFilter:
+        _, (buffer,) = filter.__reduce__()
+        return cls(buffer.to_pybytes(), schema.serialize().to_pybytes())
 
 
 def plan_read(
@@ -56,17 +86,18 @@ def plan_read(
     format: bytes | None,
     parts: Sequence[tuple[int, pa.Buffer]],
     columns: Sequence[str] | None,
-    filter: pc.Expression | None,
+    filter: DatasetFilter | None,
     schema: pa.Schema,
     context: str,
-) -> tuple[list[int], list[tuple[int, int]]] | None:
+) -> tuple[list[int], list[tuple[int, int]], bool] | None:
     """(the row groups filter may match by the footer's statistics, the byte
-    ranges of columns in them) of a Parquet object in one extent, from the
-    parts read so far (its footer), as storage decides them; None for objects
-    of other designs."""
+    ranges of columns in them, whether the statistics prove every row of them
+    matches) of a Parquet object in one extent, from the parts read so far (its
+    footer), as storage decides them; None for objects of other designs."""
     read = (size, design, format, list(parts), None if columns is None else list(columns))
-    serialized = None if filter is None else _serialized(filter)
-    return _core(_embedded.plan_read, context, *read, serialized, schema.serialize().to_pybytes())
+    if filter is None:
+        return _core(_embedded.plan_read, context, *read, None, schema.serialize().to_pybytes())
+    return _core(_embedded.plan_read, context, *read, filter.expression, filter.schema)
 
 
 def _core(function: Callable[..., T], context: str, *arguments: object) -> T:
@@ -75,14 +106,6 @@ def _core(function: Callable[..., T], context: str, *arguments: object) -> T:
         return function(*arguments)
     except (ValueError, MemoryError) as error:
         raise _skyhook_error(error, context) from None
-
-
-def _serialized(filter: pc.Expression) -> bytes:
-    """Arrow's own serialization of an expression (arrow::compute::Serialize,
-    what pyarrow pickles it as), which the core reads back exactly: Substrait
-    could not carry every type and function a plain read's filter may use."""
-    _, (buffer,) = filter.__reduce__()
-    return buffer.to_pybytes()
 
 
 class _CapsuleStream:

@@ -228,7 +228,9 @@ class AggregateExecution:
 
     def _plain_reads(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         read = lambda partition: read_partition(self.source, partition, filter=self.query.filter)  # noqa: E731
-        for partition, (size, rows, table) in zip(partitions, at_client(read, partitions, self.options.use_threads)):
+        for partition, (size, rows, table) in zip(
+            partitions, at_client(read, partitions, self.options.use_threads, self.source.backend.storage_hosts)
+        ):
             self.stats.bytes_returned += size
             self.stats.rows_scanned += rows
             self._record(partition, Placement.CLIENT, main=True)
@@ -348,7 +350,10 @@ class AggregateExecution:
         self, sub: SubPlan, partitions: list[Partition], placement: Placement, main: bool
     ) -> Iterator[pa.Table]:
         completed = at_client(
-            lambda partition: self._complete_here(sub, partition), partitions, self.options.use_threads
+            lambda partition: self._complete_here(sub, partition),
+            partitions,
+            self.options.use_threads,
+            self.source.backend.storage_hosts,
         )
         for partition, (size, rows, table) in zip(partitions, completed):
             self.stats.bytes_returned += size

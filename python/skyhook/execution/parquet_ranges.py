@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from skyhook.backends.object_codec import plan_read
+from skyhook.backends.object_codec import DatasetFilter, plan_read
 from skyhook.catalog.design import checksum_layout
 
 #: The tail read first: Arrow's default footer read (lineitem's footer, 16
@@ -37,13 +36,14 @@ def read_parquet(
     attributes: tuple[bytes | None, bytes | None],
     schema: pa.Schema,
     wanted: list[str] | None,
-    filter: pc.Expression | None,
+    filter: DatasetFilter | None,
     context: str,
-) -> tuple[Parts, list[int]] | None:
-    """(the parts read, the row groups to decode from them) of a Parquet
-    object of size bytes whose file is the extent (offset, length), with its
-    design and format attributes; None when the core cannot tell the ranges
-    (the caller reads the extent whole, the parts read so far being few bytes)."""
+) -> tuple[Parts, list[int], bool] | None:
+    """(the parts read, the row groups to decode from them, whether their
+    footer statistics prove the filter holds for every row of them) of a
+    Parquet object of size bytes whose file is the extent (offset, length),
+    with its design and format attributes; None when the core cannot tell the
+    ranges (the caller reads the extent whole, the parts read so far being few bytes)."""
     offset, length = extent
     end = offset + length
     # The core reads the extent's data in whole chunks of its checksums, and the checksum
@@ -61,11 +61,11 @@ def read_parquet(
     plan = plan_read(size, *attributes, parts, wanted, filter, schema, context)
     if plan is None:
         return None
-    row_groups, ranges = plan
+    row_groups, ranges, every_row_matches = plan
     remaining = [kept for start, stop in coalesced(ranges) if (kept := _before(start, stop, parts[0][0]))]
     if remaining:
         parts += zip([start for start, _ in remaining], read(remaining))
-    return parts, row_groups
+    return parts, row_groups, every_row_matches
 
 
 def coalesced(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:

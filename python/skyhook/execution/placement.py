@@ -29,8 +29,13 @@ from skyhook.execution.observed_rates import ObservedRates
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
-# Plain reads at the client: decoding is CPU work, so about one per core.
+# Plain reads at the client: decoding is CPU work, so about one per core ...
 _client_pool = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="skyhook-client")
+# ... but with storage on hosts of its own, each read also waits on its host
+# (three round trips: open, footer, column chunks), so two objects per host are
+# read at once, up to this many (pyarrow's dataset reads ahead so on 8 I/O threads).
+MAX_READS_AT_ONCE = 16
+_reading_pool = ThreadPoolExecutor(MAX_READS_AT_ONCE, thread_name_prefix="skyhook-read")
 
 
 class Placement(str, Enum):
@@ -199,7 +204,14 @@ def _which(objects: int) -> str:
     return f"{objects} objects" if objects else "the objects that follow"
 
 
-def at_client(function: Callable[[Item], Result], items: Iterable[Item], parallel: bool) -> Iterator[Result]:
-    """Work done at the client, one object per task, results in order."""
-    window = 2 * (os.cpu_count() or 1) if parallel else 1
-    return ordered_map(_client_pool, function, items, window)
+def at_client(
+    function: Callable[[Item], Result], items: Iterable[Item], parallel: bool, hosts: int = 1
+) -> Iterator[Result]:
+    """Work done at the client, one object per task, results in order; hosts:
+    how many serve the objects (1: storage shares this machine)."""
+    cores = os.cpu_count() or 1
+    if not parallel:
+        return ordered_map(_client_pool, function, items, 1)
+    if hosts <= 1:
+        return ordered_map(_client_pool, function, items, 2 * cores)
+    return ordered_map(_reading_pool, function, items, min(MAX_READS_AT_ONCE, max(2 * cores, 2 * hosts)))

@@ -8,7 +8,9 @@ core's reader: the same code storage runs, for objects of any design. Of an
 object in several column groups only the extents of the groups holding the
 needed columns are read (ranged reads); of a Parquet object in one extent, its
 footer and the needed columns' chunks in the row groups whose footer
-statistics leave the filter able to match (parquet_ranges.py). Every failure
+statistics leave the filter able to match (parquet_ranges.py). The core
+evaluates the filter as it decodes (no filter where those statistics prove
+every row matches); pyarrow does where the core cannot. Every failure
 is a SkyhookError naming the object: pyarrow's own errors never escape.
 Parquet page checksums are verified, so a damaged page is an error rather
 than a wrong answer."""
@@ -17,13 +19,14 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from skyhook.backends.object_codec import decode_object
+from skyhook.backends.object_codec import DatasetFilter, DecodedObject, decode_object
 from skyhook.backends.object_store import OpenedObject
 from skyhook.catalog.design import DESIGN_ATTRIBUTE, ObjectDesign
 from skyhook.catalog.object_format import FORMAT_ATTRIBUTE, stored_schema
@@ -52,11 +55,16 @@ _ATTEMPTS = 5
 
 
 def read_partition(
-    source: DatasetObjects, partition: Partition, columns=None, filter: pc.Expression | None = None
+    source: DatasetObjects,
+    partition: Partition,
+    columns=None,
+    filter: pc.Expression | None = None,
+    filter_reads: set[str] | None = None,
 ) -> tuple[int, int, pa.Table]:
-    """(object bytes moved, rows read of the object, the filtered and projected table)."""
+    """(object bytes moved, rows read of the object, the filtered and projected
+    table); filter_reads: the columns filter reads, when the caller knows them."""
     name = partition.object_name
-    wanted = columns_read(source.schema, columns, filter)
+    wanted = columns_read(source.schema, columns, filter, filter_reads)
     rates = rates_of(source.backend)
     for _ in range(_ATTEMPTS):
         try:
@@ -66,7 +74,7 @@ def read_partition(
         except OSError as error:
             raise StorageError(f"reading object {name} failed: {error}") from None
         try:
-            moved, table, decode_cpu_s = _decoded(opened, source.schema, wanted, filter, name, rates)
+            moved, decoded, decode_cpu_s = _decoded(opened, source.schema, wanted, filter, name, rates)
             break
         except ObjectChangedError:
             continue
@@ -75,9 +83,9 @@ def read_partition(
     else:
         raise StorageError(f"object {name} was rewritten {_ATTEMPTS} times while it was read")
     evaluating = time.thread_time()
-    result = _evaluated(table, columns, filter, name)
-    rates.plain_read(table.nbytes, time.thread_time() - evaluating + decode_cpu_s)
-    return moved, table.num_rows, result
+    result = _evaluated(decoded.table, columns, None if decoded.filtered else filter, name)
+    rates.plain_read(decoded.nbytes, time.thread_time() - evaluating + decode_cpu_s)
+    return moved, decoded.rows, result
 
 
 def warn_class_calls_refused(refusal: ClassCallsNotPermittedError) -> None:
@@ -93,10 +101,10 @@ def _decoded(
     filter: pc.Expression | None,
     name: str,
     rates: ObservedRates,
-) -> tuple[int, pa.Table, float]:
+) -> tuple[int, DecodedObject, float]:
     """(bytes read, the wanted columns in the dataset's types of the rows the
-    filter may match, decode CPU seconds) of one opened object; each read is a
-    transfer over the link."""
+    filter may match (filtered: only the rows it keeps), decode CPU seconds) of
+    one opened object; each read is a transfer over the link."""
     design_bytes = opened.attributes.get(DESIGN_ATTRIBUTE)
     format_bytes = opened.attributes.get(FORMAT_ATTRIBUTE)
     try:
@@ -117,29 +125,34 @@ def _decoded(
             moved += sum(part.size for part in parts)
         return parts
 
+    dataset_filter = None if filter is None else DatasetFilter.of(filter, schema)
     extent = _parquet_extent(opened.size, design, design_bytes, format)
     planned = None
     if extent is not None:
         planned = read_parquet(
-            read, opened.size, extent, (design_bytes, format_bytes), schema, wanted, filter, f"object {name}"
+            read, opened.size, extent, (design_bytes, format_bytes), schema, wanted, dataset_filter, f"object {name}"
         )
     if planned is not None:
-        parts, row_groups = planned
+        parts, row_groups, every_row_matches = planned
+        if every_row_matches:
+            dataset_filter = None
     else:
         ranges = _extents(opened.size, design, wanted, extent)
-        parts, row_groups = list(zip([offset for offset, _ in ranges], read(ranges))), None
+        parts, row_groups, every_row_matches = list(zip([offset for offset, _ in ranges], read(ranges))), None, False
     decoding = time.thread_time()
-    object_schema, table = decode_object(
-        opened.size, design_bytes, format_bytes, parts, wanted, f"object {name}", row_groups
+    decoded = decode_object(
+        opened.size, design_bytes, format_bytes, parts, wanted, f"object {name}", row_groups, dataset_filter
     )
     all_columns = None if design is None or design.monolithic else [c for g in design.column_groups for c in g.columns]
-    _check_schema(object_schema, stored_schema(schema, format), all_columns, name)
+    _check_schema(decoded.schema, stored_schema(schema, format), all_columns, name)
+    table = decoded.table
     try:
         if table.num_columns:  # casting no column would lose the row count (pyarrow's Table.cast)
             table = table.cast(pa.schema([schema.field(column) for column in table.column_names]))
     except _ARROW_ERRORS as error:
         raise _read_error(name, error) from None
-    return moved, table, time.thread_time() - decoding
+    filtered = decoded.filtered or every_row_matches
+    return moved, decoded._replace(table=table, filtered=filtered), time.thread_time() - decoding
 
 
 def _extents(
@@ -172,8 +185,8 @@ def _parquet_extent(
 
 
 def _evaluated(table: pa.Table, columns, filter: pc.Expression | None, name: str) -> pa.Table:
-    if columns is None and filter is None:
-        return table
+    if filter is None and (columns is None or not isinstance(columns, Mapping)):
+        return table if columns is None else table.select(columns)
     try:
         return pads.dataset(table).to_table(columns=columns, filter=filter, use_threads=False)
     except _ARROW_ERRORS as error:

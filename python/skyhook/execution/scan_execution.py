@@ -478,7 +478,9 @@ class ScanExecution:
         """The baseline a pushdown must beat: move whole objects to the client and
         let pyarrow filter them here, decoding only the columns it needs."""
         started, cpu_before, moved = time.perf_counter(), self.rates.client_cpu_s, 0
-        for size, rows, table in at_client(self._read_and_filter, partitions, self.options.use_threads):
+        for size, rows, table in at_client(
+            self._read_and_filter, partitions, self.options.use_threads, self.source.backend.storage_hosts
+        ):
             self._count_plain_read(size, rows)
             moved += size
             yield table
@@ -489,7 +491,7 @@ class ScanExecution:
         self.rates.plain_phase(len(partitions), moved, cpu_s, wall_s, (decoded - variable, variable))
 
     def _read_and_filter(self, partition: Partition) -> tuple[int, int, pa.Table]:
-        return read_partition(self.source, partition, self.columns, self.filter)
+        return read_partition(self.source, partition, self.columns, self.filter, self.plan.filter_reads)
 
     def _count_plain_read(self, size: int, rows: int) -> None:
         self.stats.objects_read_plain += 1

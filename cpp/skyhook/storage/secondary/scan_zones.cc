@@ -103,11 +103,20 @@ bool CheapToSimplify(const Expression& expression, int64_t* nodes) {
   return *nodes <= kMaxSimplifiedNodes;
 }
 
-// Whether rows of a zone (num_rows rows; bounds per bound field) may satisfy
-// the filter.
-arrow::Result<bool> ZoneMayMatch(const std::vector<std::optional<ColumnBounds>>& columns,
-                                 int64_t num_rows, const Expression& filter,
-                                 const arrow::Schema& bound_schema) {
+enum class ZoneVerdict { kNoRow, kSomeRows, kEveryRow };
+
+bool IsTrue(const Expression& expression) {
+  const auto* value = expression.literal();
+  if (value == nullptr || !value->is_scalar()) return false;
+  const auto* scalar = dynamic_cast<const arrow::BooleanScalar*>(value->scalar().get());
+  return scalar != nullptr && scalar->is_valid && scalar->value;
+}
+
+// Which rows of a zone (num_rows rows; bounds per bound field) the filter may
+// match: none, some, or (the bounds imply it) every one.
+arrow::Result<ZoneVerdict> TestZone(const std::vector<std::optional<ColumnBounds>>& columns,
+                                    int64_t num_rows, const Expression& filter,
+                                    const arrow::Schema& bound_schema) {
   std::vector<Expression> known;
   for (int field = 0; field < bound_schema.num_fields(); ++field) {
     const auto& bounds = columns[static_cast<size_t>(field)];
@@ -128,10 +137,19 @@ arrow::Result<bool> ZoneMayMatch(const std::vector<std::optional<ColumnBounds>>&
                           : arrow::compute::or_(bound, arrow::compute::is_null(ref)));
     }
   }
-  if (known.empty()) return true;
+  if (known.empty()) return ZoneVerdict::kSomeRows;
   ARROW_ASSIGN_OR_RAISE(auto guarantee, arrow::compute::and_(known).Bind(bound_schema));
   auto simplified = arrow::compute::SimplifyWithGuarantee(filter, guarantee);
-  return !simplified.ok() || simplified->IsSatisfiable();  // unsure: read the zone
+  if (!simplified.ok()) return ZoneVerdict::kSomeRows;  // unsure: read and filter the zone
+  if (!simplified->IsSatisfiable()) return ZoneVerdict::kNoRow;
+  return IsTrue(*simplified) ? ZoneVerdict::kEveryRow : ZoneVerdict::kSomeRows;
+}
+
+arrow::Result<bool> ZoneMayMatch(const std::vector<std::optional<ColumnBounds>>& columns,
+                                 int64_t num_rows, const Expression& filter,
+                                 const arrow::Schema& bound_schema) {
+  ARROW_ASSIGN_OR_RAISE(auto verdict, TestZone(columns, num_rows, filter, bound_schema));
+  return verdict != ZoneVerdict::kNoRow;
 }
 
 // The expression with its field references by position, as ZoneMayMatch's
@@ -367,12 +385,11 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, Obj
   return plan;
 }
 
-arrow::Result<std::vector<int>> ZonesStatedBoundsAllow(ObjectReader* reader,
-                                                       const Expression& filter,
-                                                       const arrow::Schema& schema) {
+arrow::Result<StatedZones> ZonesStatedBoundsAllow(ObjectReader* reader, const Expression& filter,
+                                                  const arrow::Schema& schema) {
   const auto zone_rows = reader->known_zone_rows();
   const int count = reader->num_zones();
-  std::vector<int> zones;
+  StatedZones stated;
   int64_t nodes = 0;
   // Bounded depth (CheapToSimplify) before Positional recurses.
   auto positional =
@@ -380,18 +397,21 @@ arrow::Result<std::vector<int>> ZonesStatedBoundsAllow(ObjectReader* reader,
           ? Positional(filter, schema).Bind(schema)
           : arrow::Status::Invalid("not tested");
   if (!positional.ok()) {
-    for (int zone = 0; zone < count; ++zone) zones.push_back(zone);
-    return zones;
+    for (int zone = 0; zone < count; ++zone) stated.zones.push_back(zone);
+    return stated;
   }
   ARROW_ASSIGN_OR_RAISE(auto bounds,
                         ZoneColumnBounds(reader, nullptr, zone_rows.size(), schema, *positional));
+  stated.every_row_matches = true;
   for (int zone = 0; zone < count; ++zone) {
     const auto index = static_cast<size_t>(zone);
-    ARROW_ASSIGN_OR_RAISE(bool keep,
-                          ZoneMayMatch(bounds[index], zone_rows[index], *positional, schema));
-    if (keep) zones.push_back(zone);
+    ARROW_ASSIGN_OR_RAISE(auto verdict,
+                          TestZone(bounds[index], zone_rows[index], *positional, schema));
+    if (verdict == ZoneVerdict::kNoRow) continue;
+    stated.zones.push_back(zone);
+    stated.every_row_matches = stated.every_row_matches && verdict == ZoneVerdict::kEveryRow;
   }
-  return zones;
+  return stated;
 }
 
 arrow::Result<bool> ZoneBatches::SelectZone(const ZoneToRead& zone) {

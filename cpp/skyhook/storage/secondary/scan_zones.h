@@ -54,10 +54,15 @@ arrow::Result<std::optional<ScanZones>> PlanScanZones(ObjectContext* object, Obj
 /// bounds the object's format states (ObjectReader::StatedBounds: Parquet
 /// footers' statistics), as a scan without `analyze` statistics decides them;
 /// every zone where nothing is stated or the filter is too large to test.
-/// What a plain read at the client reads of an object.
-arrow::Result<std::vector<int>> ZonesStatedBoundsAllow(ObjectReader* reader,
-                                                       const arrow::compute::Expression& filter,
-                                                       const arrow::Schema& schema);
+/// What a plain read at the client reads of an object; where the bounds
+/// prove every row of those zones matches, it need not evaluate the filter.
+struct StatedZones {
+  std::vector<int> zones;
+  bool every_row_matches = false;  // the bounds imply the filter in each of them
+};
+arrow::Result<StatedZones> ZonesStatedBoundsAllow(ObjectReader* reader,
+                                                  const arrow::compute::Expression& filter,
+                                                  const arrow::Schema& schema);
 
 /// The planned rows, batch by batch, from row start_row of the object on.
 class ZoneBatches {
