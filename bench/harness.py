@@ -7,7 +7,33 @@ import argparse
 import os
 from pathlib import Path
 
+import skyhook
 from skyhook.dev.cluster import LocalCluster
+
+SOURCES = Path(__file__).resolve().parent.parent / "python" / "skyhook"
+
+
+def require_current_skyhook() -> None:
+    """Exits unless the skyhook imported is the repository's sources: a
+    benchmark of an installed copy older than them measures other code."""
+    imported = Path(skyhook.__file__).resolve().parent
+    if imported == SOURCES:
+        return
+    stale = [
+        str(source.relative_to(SOURCES))
+        for source in sorted(SOURCES.rglob("*.py"))
+        if not (imported / source.relative_to(SOURCES)).is_file()
+        or (imported / source.relative_to(SOURCES)).read_bytes() != source.read_bytes()
+    ]
+    if stale:
+        raise SystemExit(
+            f"skyhook imported from {imported} differs from the sources in {SOURCES} "
+            f"({len(stale)} files, e.g. {stale[0]}): run scripts/setup.sh again, or run with "
+            f"PYTHONPATH={SOURCES.parent} (sudo env PYTHONPATH=...) after building the extensions there"
+        )
+
+
+require_current_skyhook()
 
 
 def process_cpu_seconds(pids: list[int]) -> float:
