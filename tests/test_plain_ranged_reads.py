@@ -187,6 +187,10 @@ UNUSUAL_FILTERS = [
     F("long") > "x" * 3000 + "0350",
     F("dec") >= pa.scalar(decimal.Decimal("35.0"), pa.decimal128(9, 1)),
     F("dec").is_null() & (F("k") > 395),
+    # Bounds that hold every value but for NaN and nulls prove no row group whole.
+    F("f") >= 0.0,
+    F("dec") >= pa.scalar(decimal.Decimal("0.0"), pa.decimal128(9, 1)),
+    F("k") >= 0,
 ]
 
 

@@ -9,7 +9,7 @@
 #include <arrow/compute/expression.h>
 #include <arrow/table.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/object/zone_bounds.h"
 #include "skyhook/storage/secondary/column_index.h"
 #include "skyhook/storage/secondary/data_identity.h"
@@ -118,15 +118,20 @@ arrow::Result<ZoneVerdict> TestZone(const std::vector<std::optional<ColumnBounds
                                     int64_t num_rows, const Expression& filter,
                                     const arrow::Schema& bound_schema) {
   std::vector<Expression> known;
+  // Bounds prove every row matches only where they hold for every row: a
+  // null or NaN (which the bounds leave out) fails the comparisons they imply.
+  bool every_row_bounded = true;
   for (int field = 0; field < bound_schema.num_fields(); ++field) {
     const auto& bounds = columns[static_cast<size_t>(field)];
     if (!bounds) continue;
     auto ref = arrow::compute::field_ref(arrow::FieldRef(field));
     if (bounds->null_count == num_rows) {
       known.push_back(arrow::compute::is_null(ref));
+      every_row_bounded = false;
       continue;
     }
     if (bounds->min == nullptr || bounds->max == nullptr) continue;
+    every_row_bounded = every_row_bounded && bounds->null_count == 0 && !bounds->may_hold_nan;
     if (bounds->may_hold_nan && !NanNeverMatches(filter, bound_schema, field)) continue;
     // A comparison known true implies a value: with nulls in the zone, each
     // bound holds "or is null" (a form SimplifyWithGuarantee understands).
@@ -142,7 +147,7 @@ arrow::Result<ZoneVerdict> TestZone(const std::vector<std::optional<ColumnBounds
   auto simplified = arrow::compute::SimplifyWithGuarantee(filter, guarantee);
   if (!simplified.ok()) return ZoneVerdict::kSomeRows;  // unsure: read and filter the zone
   if (!simplified->IsSatisfiable()) return ZoneVerdict::kNoRow;
-  return IsTrue(*simplified) ? ZoneVerdict::kEveryRow : ZoneVerdict::kSomeRows;
+  return every_row_bounded && IsTrue(*simplified) ? ZoneVerdict::kEveryRow : ZoneVerdict::kSomeRows;
 }
 
 arrow::Result<bool> ZoneMayMatch(const std::vector<std::optional<ColumnBounds>>& columns,
