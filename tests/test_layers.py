@@ -1,6 +1,7 @@
 """The client's import graph: no cycle, and each layer imports only the layers
 below it. Read from the source with ast, so an import under TYPE_CHECKING or
-inside a function counts as much as one at the top of a module."""
+inside a function counts as much as one at the top of a module. The C++
+core's folders include one another one way only."""
 
 from __future__ import annotations
 
@@ -137,3 +138,46 @@ def test_layers_import_only_what_is_below_them():
         if layer(target) != layer(module) and layer(target) not in ALLOWED[layer(module)]
     )
     assert not violations, "imports against the layers:\n" + "\n".join(violations)
+
+
+CPP_CORE = ROOT / "cpp" / "skyhook"
+
+
+def cpp_folder_includes() -> dict[tuple[str, str], list[str]]:
+    """(folder, folder it includes from): the includes, of the core's sources
+    (tests may use the testing helpers of any folder)."""
+    edges: dict[tuple[str, str], list[str]] = {}
+    for source in sorted([*CPP_CORE.rglob("*.h"), *CPP_CORE.rglob("*.cc")]):
+        if source.name.endswith("_test.cc"):
+            continue
+        folder = str(source.parent.relative_to(CPP_CORE))
+        for included in re.findall(r'#include "skyhook/([^"]+)"', source.read_text()):
+            target = str(Path(included).parent)
+            if target != folder:
+                edges.setdefault((folder, target), []).append(f"{source.relative_to(CPP_CORE)} -> {included}")
+    return edges
+
+
+def test_cpp_folders_include_each_other_one_way():
+    edges = cpp_folder_includes()
+    both_ways = sorted(
+        f"{a} <-> {b}: {edges[a, b][0]}; {edges[b, a][0]}" for a, b in edges if a < b and (b, a) in edges
+    )
+    assert not both_ways, "C++ folders that include each other:\n" + "\n".join(both_ways)
+    assert ("storage/methods", "storage/runtime") in edges  # the scan reads the includes at all
+
+
+#: Past this many lines a unit of the core has a unit test file of its own beside it.
+MAX_UNTESTED_LINES = 300
+
+
+def test_every_large_cpp_unit_has_its_own_unit_tests():
+    cmake = (ROOT / "CMakeLists.txt").read_text()
+    untested = sorted(
+        f"{source.relative_to(ROOT)} ({len(source.read_text().splitlines())} lines)"
+        for source in CPP_CORE.rglob("*.cc")
+        if not source.name.endswith("_test.cc")
+        and len(source.read_text().splitlines()) > MAX_UNTESTED_LINES
+        and str(source.with_name(f"{source.stem}_test.cc").relative_to(ROOT)) not in cmake
+    )
+    assert not untested, "units without a unit test file in the test binary:\n" + "\n".join(untested)

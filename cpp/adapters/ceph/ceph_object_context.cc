@@ -4,7 +4,7 @@
 #include <climits>
 #include <cstring>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 // Pacific's public rados/objclass.h leaves these out; the OSD exports them
 // (src/objclass/objclass.h) with these signatures, as it does the others.

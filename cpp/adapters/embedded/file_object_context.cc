@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "mapped_objects.h"
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 namespace {

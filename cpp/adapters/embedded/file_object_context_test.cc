@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "omap_database.h"
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 namespace {

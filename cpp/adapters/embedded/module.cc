@@ -35,7 +35,7 @@
 #include "file_object_context.h"
 #include "memory_object.h"
 #include "omap_database.h"
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/protocol/frame.h"
 #include "skyhook/storage/methods/method.h"
 #include "skyhook/storage/object/object_reader.h"

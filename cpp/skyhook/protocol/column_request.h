@@ -8,7 +8,7 @@
 #include <arrow/buffer.h>
 #include <arrow/result.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/protocol/frame.h"
 
 namespace skyhook {

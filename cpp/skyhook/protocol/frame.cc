@@ -9,7 +9,7 @@
 #include <arrow/scalar.h>
 #include <arrow/util/endian.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 namespace {

@@ -7,7 +7,7 @@
 #include <arrow/scalar.h>
 #include <gtest/gtest.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 namespace {

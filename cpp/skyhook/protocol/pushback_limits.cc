@@ -1,6 +1,6 @@
 #include "skyhook/protocol/pushback_limits.h"
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 

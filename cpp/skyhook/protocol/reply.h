@@ -15,7 +15,7 @@
 #include <arrow/result.h>
 #include <arrow/status.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 

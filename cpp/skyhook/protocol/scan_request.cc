@@ -2,8 +2,8 @@
 
 #include <arrow/engine/substrait/serde.h>
 
+#include "skyhook/errors/error.h"
 #include "skyhook/protocol/decoded_requests.h"
-#include "skyhook/protocol/error.h"
 #include "skyhook/protocol/frame.h"
 #include "skyhook/substrait/request_check.h"
 

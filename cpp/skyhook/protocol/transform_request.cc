@@ -1,6 +1,6 @@
 #include "skyhook/protocol/transform_request.h"
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/protocol/frame.h"
 
 namespace skyhook {

@@ -14,7 +14,7 @@
 #include <arrow/status.h>
 #include <google/protobuf/message.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook::substrait_check {
 

@@ -8,7 +8,7 @@
 
 #include "proto/extended_expression.pb.h"
 #include "proto/plan.pb.h"
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook::substrait_check {
 namespace {

@@ -1,8 +1,8 @@
 #include "skyhook/storage/methods/analyze.h"
 
 #include "skyhook/protocol/describe_request.h"
+#include "skyhook/storage/methods/execution.h"
 #include "skyhook/storage/object/object_reader.h"
-#include "skyhook/storage/runtime/execution.h"
 #include "skyhook/storage/secondary/data_identity.h"
 #include "skyhook/storage/secondary/omap_value.h"
 #include "skyhook/storage/secondary/secondary_design.h"

@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "skyhook/protocol/column_request.h"
+#include "skyhook/storage/methods/execution.h"
 #include "skyhook/storage/object/object_reader.h"
-#include "skyhook/storage/runtime/execution.h"
 #include "skyhook/storage/secondary/column_index.h"
 #include "skyhook/storage/secondary/data_identity.h"
 #include "skyhook/storage/secondary/secondary_design.h"

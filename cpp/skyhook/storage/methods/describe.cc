@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "skyhook/protocol/describe_request.h"
+#include "skyhook/storage/methods/execution.h"
 #include "skyhook/storage/object/object_reader.h"
-#include "skyhook/storage/runtime/execution.h"
 #include "skyhook/storage/runtime/statistics_reply.h"
 #include "skyhook/storage/statistics/table_statistics.h"
 

@@ -12,6 +12,7 @@
 
 #include "skyhook/protocol/decoded_requests.h"
 #include "skyhook/protocol/plan_request.h"
+#include "skyhook/storage/methods/execution.h"
 #include "skyhook/storage/methods/partial_measures.h"
 #include "skyhook/storage/methods/plan_aggregate.h"
 #include "skyhook/storage/object/dictionary_codes.h"
@@ -19,7 +20,6 @@
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/runtime/call_resources.h"
 #include "skyhook/storage/runtime/cpu_timer.h"
-#include "skyhook/storage/runtime/execution.h"
 #include "skyhook/storage/runtime/pushback.h"
 #include "skyhook/storage/runtime/result_writer.h"
 #include "skyhook/storage/secondary/scan_zones.h"

@@ -5,7 +5,7 @@
 
 #include <arrow/compute/initialize.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/runtime/cpu_timer.h"
 
 namespace skyhook {

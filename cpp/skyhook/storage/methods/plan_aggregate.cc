@@ -9,7 +9,7 @@
 #include <arrow/acero/options.h>
 
 #include "proto/plan.pb.h"
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 // Arrow 26 reads a grouping's keys from the deprecated grouping_expressions.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"

@@ -10,11 +10,11 @@
 #include <arrow/scalar.h>
 
 #include "skyhook/protocol/scan_request.h"
+#include "skyhook/storage/methods/execution.h"
 #include "skyhook/storage/object/object_columns.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/runtime/call_resources.h"
 #include "skyhook/storage/runtime/cpu_timer.h"
-#include "skyhook/storage/runtime/execution.h"
 #include "skyhook/storage/runtime/pushback.h"
 #include "skyhook/storage/runtime/rebind_expressions.h"
 #include "skyhook/storage/runtime/result_writer.h"

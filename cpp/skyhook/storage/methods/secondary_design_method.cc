@@ -5,8 +5,8 @@
 #include <arrow/array/builder_primitive.h>
 
 #include "skyhook/protocol/describe_request.h"
+#include "skyhook/storage/methods/execution.h"
 #include "skyhook/storage/object/object_reader.h"
-#include "skyhook/storage/runtime/execution.h"
 #include "skyhook/storage/runtime/statistics_reply.h"
 #include "skyhook/storage/secondary/column_index.h"
 #include "skyhook/storage/secondary/data_identity.h"

@@ -11,13 +11,13 @@
 
 #include <arrow/table.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/protocol/transform_request.h"
+#include "skyhook/storage/methods/execution.h"
 #include "skyhook/storage/object/object_design.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/object/object_writer.h"
 #include "skyhook/storage/object/replacement_view.h"
-#include "skyhook/storage/runtime/execution.h"
 #include "skyhook/storage/secondary/secondary_design.h"
 
 namespace skyhook {

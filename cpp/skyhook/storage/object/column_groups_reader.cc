@@ -9,7 +9,7 @@
 #include <arrow/array.h>
 #include <arrow/record_batch.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 namespace {

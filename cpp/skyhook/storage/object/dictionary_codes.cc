@@ -5,7 +5,7 @@
 #include <arrow/util/bit_util.h>
 #include <arrow/util/bitmap_ops.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/object/dictionary_indices.h"
 
 namespace skyhook {

@@ -4,7 +4,7 @@
 #include <arrow/json/from_string.h>
 #include <gtest/gtest.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 namespace {

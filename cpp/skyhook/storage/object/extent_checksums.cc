@@ -5,7 +5,7 @@
 #include <arrow/io/memory.h>
 #include <isa-l/crc.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 

@@ -6,7 +6,7 @@
 #include <arrow/api.h>
 #include <gtest/gtest.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/object/object_file.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/object/object_writer.h"

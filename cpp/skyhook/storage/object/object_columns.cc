@@ -3,7 +3,7 @@
 #include <arrow/array.h>
 #include <arrow/compute/cast.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 namespace {

@@ -13,7 +13,7 @@
 #include <arrow/table_builder.h>
 #include <arrow/type.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 namespace {

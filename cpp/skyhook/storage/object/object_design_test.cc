@@ -6,7 +6,7 @@
 #include <arrow/json/from_string.h>
 #include <gtest/gtest.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/object/object_writer.h"
 #include "skyhook/testing/ok.h"
 

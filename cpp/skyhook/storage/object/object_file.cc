@@ -7,7 +7,7 @@
 #include <arrow/buffer.h>
 #include <arrow/util/future.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 

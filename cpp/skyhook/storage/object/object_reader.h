@@ -116,4 +116,10 @@ class ObjectReader {
   std::shared_ptr<ObjectFile> file_;
 };
 
+/// A format's reader failing on the object's bytes: the damage the file met
+/// (a checksum mismatch, which Arrow's readers wrap in their own text), a
+/// node limit as it is, any other failure kCorruptObject naming the format.
+arrow::Status UnreadableFormat(const std::string& format, const arrow::Status& cause,
+                               const ObjectFile* file = nullptr);
+
 }  // namespace skyhook

@@ -13,7 +13,7 @@
 #include <parquet/arrow/writer.h>
 #include <parquet/properties.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/object/extent_checksums.h"
 #include "skyhook/storage/object/row_encoder.h"
 

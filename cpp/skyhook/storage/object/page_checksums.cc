@@ -8,7 +8,7 @@
 #include <isa-l/crc.h>
 #include <parquet/exception.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 namespace {

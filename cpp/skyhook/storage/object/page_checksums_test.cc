@@ -12,7 +12,7 @@
 #include <parquet/file_reader.h>
 #include <zlib.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/object/object_file.h"
 
 namespace skyhook {

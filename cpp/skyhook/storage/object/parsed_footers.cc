@@ -10,7 +10,7 @@
 #include <parquet/exception.h>
 #include <parquet/file_reader.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/object/dictionary_columns.h"
 #include "skyhook/storage/runtime/node_limits.h"
 

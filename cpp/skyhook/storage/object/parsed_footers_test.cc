@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 #include <parquet/arrow/writer.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 namespace {

@@ -16,7 +16,7 @@
 #include <parquet/metadata.h>
 #include <parquet/schema.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/object/dictionary_columns.h"
 #include "skyhook/storage/object/dictionary_indices.h"
 

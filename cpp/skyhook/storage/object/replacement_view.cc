@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 namespace {

@@ -11,7 +11,7 @@
 #include <arrow/util/byte_size.h>
 #include <flatbuffers/flexbuffers.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/object/row_format_generated.h"
 #include "skyhook/storage/object/row_value_types.h"
 

@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "fuzz/memory_object_context.h"
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/object/row_encoder.h"
 #include "skyhook/storage/object/row_format_generated.h"

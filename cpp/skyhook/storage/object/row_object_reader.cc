@@ -12,7 +12,7 @@
 #include <arrow/ipc/reader.h>
 #include <flatbuffers/flexbuffers.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/object/row_encoder.h"
 #include "skyhook/storage/object/row_format_generated.h"
 #include "skyhook/storage/object/row_value_decoder.h"

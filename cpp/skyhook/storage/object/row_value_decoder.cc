@@ -6,7 +6,7 @@
 
 #include <arrow/builder.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 namespace {

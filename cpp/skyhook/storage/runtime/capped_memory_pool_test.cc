@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 namespace {

@@ -1,6 +1,6 @@
 #include "skyhook/storage/runtime/node_memory.h"
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 

@@ -1,6 +1,6 @@
 #include "skyhook/storage/runtime/pushback.h"
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 

@@ -1,6 +1,6 @@
 #include "skyhook/storage/runtime/statistics_reply.h"
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/runtime/result_writer.h"
 
 namespace skyhook {

@@ -13,7 +13,7 @@
 #include <arrow/util/byte_size.h>
 #include <arrow/util/key_value_metadata.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/secondary/omap_value.h"
 
 namespace skyhook {

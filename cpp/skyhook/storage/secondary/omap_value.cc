@@ -8,7 +8,7 @@
 #include <arrow/ipc/writer.h>
 #include <arrow/util/key_value_metadata.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 
 namespace skyhook {
 

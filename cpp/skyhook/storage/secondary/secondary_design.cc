@@ -5,7 +5,7 @@
 
 #include <arrow/util/utf8.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/runtime/call_resources.h"
 #include "skyhook/storage/secondary/column_index.h"

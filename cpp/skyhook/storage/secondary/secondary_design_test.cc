@@ -13,7 +13,7 @@
 #include <parquet/arrow/writer.h>
 
 #include "file_object_context.h"
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/runtime/call_resources.h"
 #include "skyhook/storage/secondary/column_index.h"

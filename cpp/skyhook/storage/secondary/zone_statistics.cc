@@ -11,7 +11,7 @@
 #include <arrow/array/util.h>
 #include <arrow/compute/cast.h>
 
-#include "skyhook/protocol/error.h"
+#include "skyhook/errors/error.h"
 #include "skyhook/storage/object/zone_bounds.h"
 #include "skyhook/storage/secondary/distinct_sketch.h"
 #include "skyhook/storage/secondary/equi_depth_histogram.h"
