@@ -1,5 +1,5 @@
 """The client's wire tables match the C++ storage side: error codes
-(cpp/skyhook/protocol/error.h) and statistic names."""
+(cpp/skyhook/errors/error.h) and statistic names."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from skyhook.rpc import statistics
 from skyhook.rpc.error_codes import ERROR_BY_CODE, ErrorCode
 
 CPP = Path(__file__).parent.parent / "cpp" / "skyhook"
-ERROR_H = CPP / "protocol" / "error.h"
+ERROR_H = CPP / "errors" / "error.h"
 # Codes a reply never carries: success, and the push-back a method turns into "executed: none".
 NOT_SENT = {"kOk", "kPushedBack"}
 

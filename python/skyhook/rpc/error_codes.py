@@ -1,4 +1,4 @@
-"""Status codes of reply headers (cpp/skyhook/protocol/error.h) and the
+"""Status codes of reply headers (cpp/skyhook/errors/error.h) and the
 exception each raises at the client."""
 
 from __future__ import annotations
