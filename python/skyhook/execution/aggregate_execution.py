@@ -42,6 +42,7 @@ from skyhook.execution.placement import (
     PlacementPolicy,
     SampleGate,
     at_client,
+    largest_decoded,
     reply_bound_by_object,
     sample_size,
     sampled,
@@ -229,7 +230,14 @@ class AggregateExecution:
     def _plain_reads(self, partitions: list[Partition]) -> Iterator[pa.Table]:
         read = lambda partition: read_partition(self.source, partition, filter=self.query.filter)  # noqa: E731
         for partition, (size, rows, table) in zip(
-            partitions, at_client(read, partitions, self.options.use_threads, self.source.backend.storage_hosts)
+            partitions,
+            at_client(
+                read,
+                partitions,
+                self.options.use_threads,
+                self.source.backend.storage_hosts,
+                largest_decoded(self.source.manifest, partitions, None),
+            ),
         ):
             self.stats.bytes_returned += size
             self.stats.rows_scanned += rows
@@ -354,6 +362,7 @@ class AggregateExecution:
             partitions,
             self.options.use_threads,
             self.source.backend.storage_hosts,
+            largest_decoded(self.source.manifest, partitions, self.decomposition.read_schema.names),
         )
         for partition, (size, rows, table) in zip(partitions, completed):
             self.stats.bytes_returned += size

@@ -13,18 +13,24 @@ not call the object class. The decision is made before the work is sent, so
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
 
 from skyhook.backends.base import DECODE_AHEAD, Backend, MethodCaller
 from skyhook.backends.parallel import Admission, ordered_map
 from skyhook.errors import InvalidRequestError
-from skyhook.execution.cost import PUSHDOWN_THRESHOLDS, Prediction
+from skyhook.execution.cost import PUSHDOWN_THRESHOLDS, Prediction, column_bytes
 from skyhook.execution.link_cost import Estimate, Work, estimate
 from skyhook.execution.observed_rates import ObservedRates
+
+if TYPE_CHECKING:
+    from skyhook.catalog.manifest import Manifest, Partition
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -33,8 +39,10 @@ Result = TypeVar("Result")
 _client_pool = ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="skyhook-client")
 # ... but with storage on hosts of its own, each read also waits on its host
 # (three round trips: open, footer, column chunks), so two objects per host are
-# read at once, up to this many (pyarrow's dataset reads ahead so on 8 I/O threads).
+# read at once, up to this many (pyarrow's dataset reads ahead so on 8 I/O threads),
+# and no more than fit this many decoded bytes.
 MAX_READS_AT_ONCE = 16
+READ_AHEAD_BYTES = 1 << 30
 _reading_pool = ThreadPoolExecutor(MAX_READS_AT_ONCE, thread_name_prefix="skyhook-read")
 
 
@@ -205,13 +213,29 @@ def _which(objects: int) -> str:
 
 
 def at_client(
-    function: Callable[[Item], Result], items: Iterable[Item], parallel: bool, hosts: int = 1
+    function: Callable[[Item], Result],
+    items: Iterable[Item],
+    parallel: bool,
+    hosts: int = 1,
+    object_bytes: float = 0,
 ) -> Iterator[Result]:
     """Work done at the client, one object per task, results in order; hosts:
-    how many serve the objects (1: storage shares this machine)."""
+    how many serve the objects (1: storage shares this machine); object_bytes:
+    the most any object decodes to (0: not known)."""
     cores = os.cpu_count() or 1
     if not parallel:
         return ordered_map(_client_pool, function, items, 1)
     if hosts <= 1:
         return ordered_map(_client_pool, function, items, 2 * cores)
-    return ordered_map(_reading_pool, function, items, min(MAX_READS_AT_ONCE, max(2 * cores, 2 * hosts)))
+    window = min(MAX_READS_AT_ONCE, 2 * hosts, int(READ_AHEAD_BYTES // object_bytes) if object_bytes else sys.maxsize)
+    return ordered_map(_reading_pool, function, items, max(2 * cores, window))
+
+
+def largest_decoded(manifest: Manifest, partitions: list[Partition], columns: list[str] | None) -> float:
+    """The most bytes columns (None: all) of one of partitions decode to (ingest statistics; 0: not known)."""
+    sizes = [
+        size[[p.number for p in partitions]]
+        for name, size in column_bytes(manifest).items()
+        if columns is None or name in columns
+    ]
+    return float(np.sum(sizes, axis=0).max()) if sizes and partitions else 0.0

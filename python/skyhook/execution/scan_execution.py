@@ -27,6 +27,7 @@ from skyhook.execution.placement import (
     PlacementPolicy,
     SampleGate,
     at_client,
+    largest_decoded,
     reply_bound_by_object,
     sample_size,
     sampled,
@@ -478,9 +479,9 @@ class ScanExecution:
         """The baseline a pushdown must beat: move whole objects to the client and
         let pyarrow filter them here, decoding only the columns it needs."""
         started, cpu_before, moved = time.perf_counter(), self.rates.client_cpu_s, 0
-        for size, rows, table in at_client(
-            self._read_and_filter, partitions, self.options.use_threads, self.source.backend.storage_hosts
-        ):
+        largest = largest_decoded(self.source.manifest, partitions, self.plan.needed)
+        hosts = self.source.backend.storage_hosts
+        for size, rows, table in at_client(self._read_and_filter, partitions, self.options.use_threads, hosts, largest):
             self._count_plain_read(size, rows)
             moved += size
             yield table
