@@ -35,14 +35,13 @@ import pyarrow.substrait as pas
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, ObjectNotFoundError
 from skyhook.execution.column_objects import column_view, holding, layout
-from skyhook.execution.cost import bytes_read
+from skyhook.execution.cost import bytes_read, largest_decoded_bytes
 from skyhook.execution.observed_rates import rates_of
 from skyhook.execution.placement import (
     Placement,
     PlacementPolicy,
     SampleGate,
     at_client,
-    largest_decoded,
     reply_bound_by_object,
     sample_size,
     sampled,
@@ -236,7 +235,7 @@ class AggregateExecution:
                 partitions,
                 self.options.use_threads,
                 self.source.backend.storage_hosts,
-                largest_decoded(self.source.manifest, partitions, None),
+                largest_decoded_bytes(self.source.manifest, partitions, None),
             ),
         ):
             self.stats.bytes_returned += size
@@ -362,7 +361,7 @@ class AggregateExecution:
             partitions,
             self.options.use_threads,
             self.source.backend.storage_hosts,
-            largest_decoded(self.source.manifest, partitions, self.decomposition.read_schema.names),
+            largest_decoded_bytes(self.source.manifest, partitions, self.decomposition.read_schema.names),
         )
         for partition, (size, rows, table) in zip(partitions, completed):
             self.stats.bytes_returned += size

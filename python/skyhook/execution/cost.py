@@ -106,8 +106,19 @@ def predicted_reply_ratio(
 
 def decoded_bytes(manifest: Manifest, partition: Partition, columns: list[str] | None) -> int:
     """Decoded bytes of columns (None: all) in a partition (ingest statistics)."""
-    sizes = column_bytes(manifest)
-    return int(sum(sizes[name][partition.number] for name in sizes if columns is None or name in columns))
+    return int(partitions_decoded_bytes(manifest, [partition], columns)[0])
+
+
+def partitions_decoded_bytes(manifest: Manifest, partitions: list[Partition], columns: list[str] | None) -> np.ndarray:
+    """Decoded bytes of columns (None: all) in each of partitions (ingest statistics; 0 where unknown)."""
+    numbers = [partition.number for partition in partitions]
+    sizes = [size[numbers] for name, size in column_bytes(manifest).items() if columns is None or name in columns]
+    return np.sum(sizes, axis=0) if sizes else np.zeros(len(partitions))
+
+
+def largest_decoded_bytes(manifest: Manifest, partitions: list[Partition], columns: list[str] | None) -> float:
+    """The most decoded bytes of columns (None: all) in one of partitions (0: none known)."""
+    return float(partitions_decoded_bytes(manifest, partitions, columns).max(initial=0))
 
 
 def variable_width_bytes(manifest: Manifest, partitions: list[Partition], columns: list[str] | None) -> float:

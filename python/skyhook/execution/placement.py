@@ -18,19 +18,14 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, TypeVar
-
-import numpy as np
+from typing import TypeVar
 
 from skyhook.backends.base import DECODE_AHEAD, Backend, MethodCaller
 from skyhook.backends.parallel import Admission, ordered_map
 from skyhook.errors import InvalidRequestError
-from skyhook.execution.cost import PUSHDOWN_THRESHOLDS, Prediction, column_bytes
+from skyhook.execution.cost import PUSHDOWN_THRESHOLDS, Prediction
 from skyhook.execution.link_cost import Estimate, Work, estimate
 from skyhook.execution.observed_rates import ObservedRates
-
-if TYPE_CHECKING:
-    from skyhook.catalog.manifest import Manifest, Partition
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -229,13 +224,3 @@ def at_client(
         return ordered_map(_client_pool, function, items, 2 * cores)
     window = min(MAX_READS_AT_ONCE, 2 * hosts, int(READ_AHEAD_BYTES // object_bytes) if object_bytes else sys.maxsize)
     return ordered_map(_reading_pool, function, items, max(2 * cores, window))
-
-
-def largest_decoded(manifest: Manifest, partitions: list[Partition], columns: list[str] | None) -> float:
-    """The most bytes columns (None: all) of one of partitions decode to (ingest statistics; 0: not known)."""
-    sizes = [
-        size[[p.number for p in partitions]]
-        for name, size in column_bytes(manifest).items()
-        if columns is None or name in columns
-    ]
-    return float(np.sum(sizes, axis=0).max()) if sizes and partitions else 0.0

@@ -19,7 +19,13 @@ import pyarrow.dataset as pads
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, ObjectNotFoundError, first_line
 from skyhook.execution.column_objects import column_view, holding, layout, zipped
-from skyhook.execution.cost import bytes_read, decoded_bytes, predicted_reply_ratio, variable_width_bytes
+from skyhook.execution.cost import (
+    bytes_read,
+    decoded_bytes,
+    partitions_decoded_bytes,
+    predicted_reply_ratio,
+    variable_width_bytes,
+)
 from skyhook.execution.link_cost import Work
 from skyhook.execution.observed_rates import rates_of
 from skyhook.execution.placement import (
@@ -27,7 +33,6 @@ from skyhook.execution.placement import (
     PlacementPolicy,
     SampleGate,
     at_client,
-    largest_decoded,
     reply_bound_by_object,
     sample_size,
     sampled,
@@ -479,14 +484,15 @@ class ScanExecution:
         """The baseline a pushdown must beat: move whole objects to the client and
         let pyarrow filter them here, decoding only the columns it needs."""
         started, cpu_before, moved = time.perf_counter(), self.rates.client_cpu_s, 0
-        largest = largest_decoded(self.source.manifest, partitions, self.plan.needed)
+        each = partitions_decoded_bytes(self.source.manifest, partitions, self.plan.needed)
         hosts = self.source.backend.storage_hosts
+        largest = float(each.max(initial=0))
         for size, rows, table in at_client(self._read_and_filter, partitions, self.options.use_threads, hosts, largest):
             self._count_plain_read(size, rows)
             moved += size
             yield table
         wall_s = time.perf_counter() - started
-        decoded = sum(decoded_bytes(self.source.manifest, partition, self.plan.needed) for partition in partitions)
+        decoded = float(each.sum())
         variable = variable_width_bytes(self.source.manifest, partitions, self.plan.needed)
         cpu_s = self.rates.client_cpu_s - cpu_before
         self.rates.plain_phase(len(partitions), moved, cpu_s, wall_s, (decoded - variable, variable))
