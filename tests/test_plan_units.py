@@ -47,8 +47,10 @@ def decomposed(
     output_schema = query.output_schema(table.schema)
     in_plan = filter is None or to_substrait([filter], ["filter"], table.schema, is_filter=True) is not None
     decomposition = decompose(full_plan(table.schema, query, output_schema, in_plan), keys, table.schema)
+    # A client's read filters its rows before the input plan projects them.
+    filtered = pieces if filter is None else [piece.filter(filter) for piece in pieces]
     if not in_plan:
-        pieces = [piece.filter(filter) for piece in pieces]
+        pieces = filtered
 
     def run(plan: bytes, piece: pa.Table) -> pa.Table:
         provider = lambda names, schema: piece.select(schema.names).cast(schema)  # noqa: E731
@@ -56,8 +58,8 @@ def decomposed(
 
     def everywhere(sub: SubPlan) -> pa.Table:
         tables = []
-        for number, (piece, storage) in enumerate(zip(pieces, in_storage)):
-            result = run(sub.plan, piece) if storage else sub.aggregate_rows(run(decomposition.input_plan, piece))
+        for number, (piece, read, storage) in enumerate(zip(pieces, filtered, in_storage)):
+            result = run(sub.plan, piece) if storage else sub.aggregate_rows(run(decomposition.input_plan, read))
             tables.append(result.append_column(ORDER, pa.array([number] * result.num_rows, pa.int64())))
         return pa.concat_tables(tables)
 

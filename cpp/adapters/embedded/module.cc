@@ -317,6 +317,8 @@ std::optional<arrow::RecordBatchVector> Filtered(const arrow::RecordBatchVector&
     if (!field.ok() || *field == nullptr) return std::nullopt;
     const int index = decoded.GetFieldIndex((*field)->name());
     if (index < 0 || !decoded.field(index)->type()->Equals(*(*field)->type())) return std::nullopt;
+    // A column read twice (a range's two bounds) is one field of the schema bound.
+    if (std::find(columns.begin(), columns.end(), index) != columns.end()) continue;
     columns.push_back(index);
     fields.push_back(*field);
   }

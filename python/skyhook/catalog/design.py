@@ -320,6 +320,7 @@ class ChecksumLayout:
     table_offset: int
 
 
+@lru_cache(maxsize=_MEMO_SIZE)  # every query of an object reads its attribute again
 def checksum_layout(data: bytes | None) -> ChecksumLayout | None:
     """The checksum layout of an object's first extent, by its design
     attribute; None for objects written before checksums, or an attribute it

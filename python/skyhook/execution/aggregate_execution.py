@@ -195,8 +195,7 @@ class AggregateExecution:
                 )
         if spanning:
             columns = self.decomposition.read_schema.names
-            filter = None if self.stats.filter_in_storage else self.query.filter  # else the input plan filters
-            tables = self._zipped_scan(spanning, columns, filter)
+            tables = self._zipped_scan(spanning, columns, self.query.filter)
             self._zipped = {partition.number: self._plan_inputs(table) for partition, table in zip(spanning, tables)}
 
     def _target(self, partition: Partition) -> tuple[DatasetObjects, Partition]:
@@ -370,15 +369,15 @@ class AggregateExecution:
             yield table
 
     def _complete_here(self, sub: SubPlan, partition: Partition) -> tuple[int, int, pa.Table]:
-        """The object's sub-plan on this machine: a plain read, the plan's read ->
-        filter -> project on Acero, and the sub-plan's aggregate in pyarrow."""
-        filter = None if self.stats.filter_in_storage else self.query.filter
+        """The object's sub-plan on this machine: a plain read that filters, the
+        plan's projections on Acero, and the sub-plan's aggregate in pyarrow."""
         columns = self.decomposition.read_schema.names  # decoding the others would be waste
-        size, rows, table = read_partition(*self._target(partition), columns, filter)
+        size, rows, table = read_partition(*self._target(partition), columns, self.query.filter, self._filter_reads)
         return size, rows, sub.aggregate_rows(self._plan_inputs(table))
 
     def _plan_inputs(self, table: pa.Table) -> pa.Table:
-        """The rows every sub-plan aggregates: the input plan (read -> filter -> project) over table on Acero."""
+        """The rows every sub-plan aggregates: the input plan's projections of
+        table (rows the read has filtered) on Acero."""
         inputs = pas.run_query(
             pa.py_buffer(self.decomposition.input_plan),
             use_threads=False,

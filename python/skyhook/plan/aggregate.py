@@ -296,7 +296,7 @@ class Decomposition:
     distinct_plans: list[SubPlan]  # per object: distinct (keys, value) pairs, one per column
     merges: list[MeasureMerge]
     read_schema: pa.Schema  # the columns storage decodes
-    input_plan: bytes  # read -> filter -> project: the rows every sub-plan aggregates
+    input_plan: bytes  # read -> project of rows already filtered: what every sub-plan aggregates
 
 
 def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> Decomposition:
@@ -344,7 +344,7 @@ def decompose(plan_bytes: bytes, keys: list[str], dataset_schema: pa.Schema) -> 
     input_only = plan_pb2.Plan()
     input_only.CopyFrom(plan)
     del input_only.relations[:]
-    input_only.relations.add(rel=aggregate.input)
+    input_only.relations.add(rel=_without_filter(aggregate.input))
     input_plan = input_only.SerializeToString()
     input_types = _output_types(input_plan)
 
@@ -376,6 +376,16 @@ def _output_types(input_plan: bytes) -> tuple[pa.DataType, ...]:
     sub-plans are built anew each time it runs)."""
     empty = pas.run_query(pa.py_buffer(input_plan), table_provider=lambda names, schema: schema.empty_table())
     return tuple(empty.read_all().schema.types)
+
+
+def _without_filter(project: algebra_pb2.Rel) -> algebra_pb2.Rel:
+    """read -> project of a read -> filter -> project: a client's read filters
+    (pruning row groups by their statistics, no plan), so its plan only projects."""
+    rel = algebra_pb2.Rel()
+    rel.CopyFrom(project)
+    if rel.project.input.HasField("filter"):
+        rel.project.input.CopyFrom(rel.project.input.filter.input)
+    return rel
 
 
 def _read_relation(rel: algebra_pb2.Rel) -> algebra_pb2.ReadRel:

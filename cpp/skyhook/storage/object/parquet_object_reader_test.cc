@@ -129,6 +129,41 @@ TEST_F(ParquetObject, ADamagedPageIsACorruptObjectNamingTheDamage) {
   EXPECT_NE(status.message().find("checksum mismatch"), std::string::npos) << status.ToString();
 }
 
+// A decimal(5, 2) column of 1,001 values, the last one `last`: an odd count,
+// so that value lies in the tail after the check's vector loop.
+arrow::Status ReadDecimalsEndingIn(int64_t last) {
+  arrow::Decimal128Builder values(arrow::decimal128(5, 2));
+  for (int64_t row = 0; row < 1000; ++row)
+    ARROW_RETURN_NOT_OK(values.Append(arrow::Decimal128(row - 500)));
+  ARROW_RETURN_NOT_OK(values.Append(arrow::Decimal128(last)));
+  auto schema = arrow::schema({arrow::field("d", arrow::decimal128(5, 2), false)});
+  auto table = arrow::Table::Make(schema, {Ok(values.Finish())});
+  ObjectDesign request;
+  request.format = ObjectFormat::kParquet;
+  request.column_groups = {{{"d"}, 0, 0}};
+  ARROW_ASSIGN_OR_RAISE(auto encoded, EncodeObject(table, request, arrow::default_memory_pool()));
+  DesignedObject object(encoded.data, encoded.design);
+  ARROW_ASSIGN_OR_RAISE(auto reader, ObjectReader::Open(&object, arrow::default_memory_pool()));
+  ARROW_ASSIGN_OR_RAISE(auto batches, reader->ReadFields({0}, 64 * 1024));
+  return batches->ToTable().status();
+}
+
+TEST(ParquetDecimals, ValuesWithinTheirPrecisionAreRead) {
+  EXPECT_TRUE(ReadDecimalsEndingIn(99999).ok());
+  EXPECT_TRUE(ReadDecimalsEndingIn(-99999).ok());
+  EXPECT_TRUE(ReadDecimalsEndingIn(0).ok());
+}
+
+TEST(ParquetDecimals, AValueBeyondItsPrecisionIsACorruptObject) {
+  for (int64_t beyond : {100000, -100000, 8000000, -8000000}) {
+    auto status = ReadDecimalsEndingIn(beyond);
+    ASSERT_FALSE(status.ok()) << beyond;
+    EXPECT_EQ(CodeOf(status), ErrorCode::kCorruptObject) << status.ToString();
+    EXPECT_NE(status.message().find("exceeds its precision"), std::string::npos)
+        << status.ToString();
+  }
+}
+
 TEST(ParquetObjectOpen, BytesThatAreNotParquetAreCorrupt) {
   ObjectDesign design;
   design.format = ObjectFormat::kParquet;
