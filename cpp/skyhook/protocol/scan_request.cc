@@ -1,10 +1,13 @@
 #include "skyhook/protocol/scan_request.h"
 
+#include <algorithm>
+
 #include <arrow/engine/substrait/serde.h>
 
 #include "skyhook/errors/error.h"
 #include "skyhook/protocol/decoded_requests.h"
 #include "skyhook/protocol/frame.h"
+#include "skyhook/substrait/in_lists.h"
 #include "skyhook/substrait/request_check.h"
 
 namespace skyhook {
@@ -28,7 +31,15 @@ arrow::Result<CheckedExpressions> CheckAndDeserialize(const arrow::Buffer& seria
     return Error(ErrorCode::kInvalidRequest, "cannot decode the Substrait ", field, ": ",
                  expressions.status().message());
   }
-  return CheckedExpressions{std::move(*expressions), *checked};
+  int64_t nodes = *checked;
+  for (auto& named : expressions->named_expressions) {
+    int64_t collapsed = 0;
+    auto as_sets = InListsAsSets(named.expression, *expressions->schema, &collapsed);
+    if (!as_sets.ok()) continue;  // evaluated as decoded
+    named.expression = std::move(*as_sets);
+    nodes -= collapsed;  // a lookup per row, however long the list
+  }
+  return CheckedExpressions{std::move(*expressions), std::max<int64_t>(nodes, 1)};
 }
 
 // Adds the expressions' nodes to *nodes. A query's later calls find them kept.

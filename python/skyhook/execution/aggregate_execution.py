@@ -54,6 +54,7 @@ from skyhook.execution.workload_log import record_query
 from skyhook.plan.aggregate import AggregateQuery, Decomposition, SubPlan, decompose, full_plan
 from skyhook.plan.expressions import columns_read, place_filter
 from skyhook.plan.merge import ORDER, merge
+from skyhook.plan.predicate_ranges import with_list_bounds
 from skyhook.plan.substrait import UncarriedTypes
 from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import PlanRequest
@@ -157,7 +158,9 @@ class AggregateExecution:
 
     def _run(self) -> pa.Table:
         manifest = self.source.manifest
-        partitions = matching_partitions(manifest, self.query.filter, self._filter_reads)
+        partitions = matching_partitions(
+            manifest, with_list_bounds(self.query.filter, manifest.schema), self._filter_reads
+        )
         self.stats.objects_pruned = len(manifest.partitions) - len(partitions)
         if not partitions:
             return self.query.run_locally(self.source.schema.empty_table())

@@ -159,7 +159,7 @@ class ScanExecution:
         )
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
-        partitions = matching_partitions(self.source.manifest, self.filter, self.plan.filter_reads)
+        partitions = matching_partitions(self.source.manifest, self.plan.pruning_filter, self.plan.filter_reads)
         self.scanned = {partition.number for partition in partitions}
         self.stats.objects_pruned += len(self.source.manifest.partitions) - len(partitions)
         before = (self.stats.rows_scanned, self.stats.rows_returned, self.stats.bytes_read, self.stats.wall_s)

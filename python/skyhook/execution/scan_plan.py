@@ -20,6 +20,7 @@ from skyhook.plan.expressions import (
     projected_schema,
     to_substrait,
 )
+from skyhook.plan.predicate_ranges import with_list_bounds
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class ScanPlan:
     filter_substrait: bytes | None
     #: The columns the whole filter reads (None: no filter).
     filter_reads: set[str] | None
+    #: The filter as object statistics test it (predicate_ranges.with_list_bounds).
+    pruning_filter: pc.Expression | None
     #: The part of the filter the client evaluates on what storage returns (None: nothing).
     client_filter: pc.Expression | None
     #: The columns the scan decodes (None: all).
@@ -66,6 +69,7 @@ def plan_scan(schema: pa.Schema, columns: Columns, filter: pc.Expression | None)
         projected_schema=returned,
         filter_substrait=filter_substrait,
         filter_reads=filter_reads,
+        pruning_filter=with_list_bounds(filter, schema),
         client_filter=client_filter,
         needed=columns_read(schema, columns, filter, filter_reads),
         projection_substrait=projection_substrait,

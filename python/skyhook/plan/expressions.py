@@ -210,6 +210,11 @@ def _only_comparisons(expression: Expression) -> bool:
 MAX_IN_LIST_LENGTH = IN_LIST_CHUNK
 MAX_IN_VALUES = 2 * IN_LIST_CHUNK
 MAX_MESSAGES = 100_000  # storage counts at most 200,000 nodes per request
+_NESTED_LITERALS = {"list", "map", "struct", "empty_list", "empty_map", "user_defined"}
+
+
+def _flat(literal: Expression.Literal) -> bool:
+    return literal.WhichOneof("literal_type") not in _NESTED_LITERALS
 
 
 def _within_storage_limits(serialized: ExtendedExpression) -> bool:
@@ -224,6 +229,8 @@ def _within_storage_limits(serialized: ExtendedExpression) -> bool:
             depth += 1
             if depth > MAX_EXPRESSION_DEPTH:
                 return False
+            if message.WhichOneof("rex_type") == "literal" and _flat(message.literal):
+                continue  # a node or two in storage's count: an IN list's values, walked no further
             if message.HasField("singular_or_list"):
                 in_values += len(message.singular_or_list.options)
                 if len(message.singular_or_list.options) > MAX_IN_LIST_LENGTH or in_values > MAX_IN_VALUES:

@@ -99,6 +99,20 @@ def _column(expression: Expression, schema: pa.Schema) -> str | None:
     return schema.field(reference.field).name
 
 
+def with_list_bounds(filter: pc.Expression | None, schema: pa.Schema) -> pc.Expression | None:
+    """filter and, for each column its conjuncts test against IN lists, the
+    range from the least to the greatest value they allow: the same rows, in a
+    form statistics can rule objects out by (pyarrow's simplifier leaves lists
+    of 64 values and more alone)."""
+    if filter is None:
+        return None
+    for found in column_ranges(filter, schema):
+        bounds = found.expression(schema.field(found.column)) if found.kind == "in" else None
+        if bounds is not None:
+            filter = filter & bounds
+    return filter
+
+
 def _literal(expression: Expression) -> Literal | None:
     if expression.WhichOneof("rex_type") != "literal":
         return None

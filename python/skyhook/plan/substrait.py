@@ -47,6 +47,8 @@ def referenced_fields(message: Message) -> set[int]:
             continue
         values = value if descriptor.is_repeated else [value]
         for item in values:
+            if isinstance(item, Expression) and item.WhichOneof("rex_type") == "literal":
+                continue  # no reference inside (an IN list holds thousands)
             if (
                 isinstance(item, Expression.FieldReference)
                 and item.HasField("root_reference")

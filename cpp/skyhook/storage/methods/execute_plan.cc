@@ -23,6 +23,7 @@
 #include "skyhook/storage/runtime/pushback.h"
 #include "skyhook/storage/runtime/result_writer.h"
 #include "skyhook/storage/secondary/scan_zones.h"
+#include "skyhook/substrait/in_lists.h"
 #include "skyhook/substrait/request_check.h"
 
 namespace skyhook {
@@ -39,15 +40,15 @@ arrow::Status AsPlanError(const arrow::Status& status) {
 
 // The condition of the plan's filter when it reads the object directly (the
 // shape `filter -> read`), for skipping zones; nullptr for other shapes.
-const arrow::compute::Expression* SourceFilter(const Declaration& declaration) {
-  for (const auto& input : declaration.inputs) {
-    const auto* child = std::get_if<Declaration>(&input);
+arrow::compute::Expression* SourceFilter(Declaration* declaration) {
+  for (auto& input : declaration->inputs) {
+    auto* child = std::get_if<Declaration>(&input);
     if (child == nullptr) continue;
-    if (declaration.factory_name == "filter" && child->factory_name == "source") {
-      return &static_cast<const arrow::acero::FilterNodeOptions&>(*declaration.options)
+    if (declaration->factory_name == "filter" && child->factory_name == "source") {
+      return &static_cast<arrow::acero::FilterNodeOptions&>(*declaration->options)
                   .filter_expression;
     }
-    if (const auto* found = SourceFilter(*child)) return found;
+    if (auto* found = SourceFilter(child)) return found;
   }
   return nullptr;
 }
@@ -184,13 +185,17 @@ class PlanExecution {
     query.use_threads = false;
     query.memory_pool = resources_->pool();
     query.function_registry = resources_->exec_context()->func_registry();
-    if (!filter_) {
-      const auto* condition = SourceFilter(converted.root.declaration);
-      if (condition != nullptr) {
+    if (auto* condition = SourceFilter(&converted.root.declaration)) {
+      if (!filter_) {
         // Unbindable conditions skip no zones; the filter node reports them.
         auto bound = condition->Bind(*requested_, resources_->exec_context());
-        if (bound.ok()) filter_ = arrow::engine::BoundExpressions{{{*bound, "filter"}}, requested_};
+        if (bound.ok()) {
+          auto as_sets = InListsAsSets(*bound, *requested_);
+          filter_ = arrow::engine::BoundExpressions{{{as_sets.ok() ? *as_sets : *bound, "filter"}},
+                                                    requested_};
+        }
       }
+      if (filter_) *condition = filter_->named_expressions[0].expression;  // IN lists as sets
     }
     if (aggregate_) ARROW_RETURN_NOT_OK(GroupOnCodes(&converted.root.declaration));
     auto declaration = aggregate_ ? aggregate_->Over(std::move(converted.root.declaration))

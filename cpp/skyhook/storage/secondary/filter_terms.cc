@@ -9,6 +9,8 @@
 #include <arrow/compute/api_aggregate.h>
 #include <arrow/compute/api_scalar.h>
 
+#include "skyhook/substrait/in_lists.h"
+
 namespace skyhook {
 namespace {
 
@@ -126,36 +128,6 @@ std::optional<FieldComparison> AsFieldComparison(const Expression::Call& call,
   return FieldComparison{field, std::move(function), literal->scalar()};
 }
 
-// The field and values of `x == a or x == b or ...` (how Substrait carries
-// an IN list), or -1 when the expression is not such a chain.
-int EqualityChain(const Expression& expression, const arrow::Schema& schema,
-                  arrow::ScalarVector* values) {
-  const auto* call = expression.call();
-  if (!call) return -1;
-  if (call->function_name == "or_kleene" || call->function_name == "or") {
-    int field = -1;
-    for (const auto& argument : call->arguments) {
-      int found = EqualityChain(argument, schema, values);
-      if (found < 0 || (field >= 0 && found != field)) return -1;
-      field = found;
-    }
-    return field;
-  }
-  if (call->function_name != "equal" || call->arguments.size() != 2) return -1;
-  int field = FieldIndex(call->arguments[0], schema);
-  const auto* literal = call->arguments[1].literal();
-  if (field < 0) {
-    field = FieldIndex(call->arguments[1], schema);
-    literal = call->arguments[0].literal();
-  }
-  if (field < 0 || !literal || !literal->is_scalar() || !literal->scalar()->is_valid ||
-      !literal->scalar()->type->Equals(*schema.field(field)->type())) {
-    return -1;
-  }
-  values->push_back(literal->scalar());
-  return field;
-}
-
 void AddTerm(ColumnTerms* terms, Expression predicate, std::shared_ptr<arrow::Scalar> low,
              std::shared_ptr<arrow::Scalar> high, bool first) {
   terms->predicate =
@@ -180,6 +152,49 @@ void AddInList(std::map<int, ColumnTerms>* terms, int field, const arrow::Schema
   AddTerm(&(*terms)[field],
           arrow::compute::call("is_in", {arrow::compute::field_ref("key")}, options), pair.value[0],
           pair.value[1], first);
+}
+
+// An IN list's field, and its values, none null: is_in or an equality chain.
+int InList(const Expression& member, const arrow::Schema& schema, arrow::ScalarVector* values) {
+  const auto* call = member.call();
+  if (call && call->function_name == "is_in" && call->arguments.size() == 1) {
+    const int field = FieldIndex(call->arguments[0], schema);
+    const auto* options =
+        dynamic_cast<const arrow::compute::SetLookupOptions*>(call->options.get());
+    if (field < 0 || !options || !options->value_set.is_array()) return -1;
+    const auto set = options->value_set.make_array();
+    if (set->null_count() > 0) return -1;
+    for (int64_t i = 0; i < set->length(); ++i) {
+      auto value = set->GetScalar(i);
+      if (!value.ok()) return -1;
+      values->push_back(std::move(*value));
+    }
+    return field;
+  }
+  return EqualityChain(member, schema, values);
+}
+
+// Narrows the range of an IN list's field to the list's least and greatest
+// values (a row whose value is null or outside them never matches); false
+// when member is not an IN list on an integer-domain field of the object.
+bool NarrowToInList(const Expression& member, const arrow::Schema& bound_schema,
+                    const arrow::Schema& object_schema, std::map<int, WideRange>* wide) {
+  arrow::ScalarVector values;
+  const int field = InList(member, bound_schema, &values);
+  if (field < 0 || values.empty()) return false;
+  const auto& bound = *bound_schema.field(field);
+  const int column = object_schema.GetFieldIndex(bound.name());
+  if (column < 0 || !object_schema.field(column)->type()->Equals(*bound.type())) return false;
+  std::optional<DomainValue> least, greatest;
+  for (const auto& value : values) {
+    auto in_domain = InFieldDomain(*value, *bound.type());
+    if (!in_domain || !in_domain->exact) return false;
+    if (!least || in_domain->floor < least->floor) least = in_domain;
+    if (!greatest || in_domain->floor > greatest->floor) greatest = in_domain;
+  }
+  Narrow(&(*wide)[column], "greater_equal", *least);
+  Narrow(&(*wide)[column], "less_equal", *greatest);
+  return true;
 }
 
 }  // namespace
@@ -231,6 +246,7 @@ std::vector<PhysicalRange> PhysicalRanges(const Expression& filter,
   size_t converted = 0;
   for (const auto& member : members) {
     const auto* call = member.call();
+    if (NarrowToInList(member, bound_schema, object_schema, &wide)) continue;
     if (!call || !(IsComparison(call->function_name) || call->function_name == "not_equal")) {
       continue;
     }
