@@ -18,7 +18,6 @@
 
 #include <arrow/buffer.h>
 #include <arrow/c/bridge.h>
-#include <arrow/compute/api_vector.h>
 #include <arrow/compute/expression.h>
 #include <arrow/io/memory.h>
 #include <arrow/ipc/reader.h>
@@ -40,6 +39,7 @@
 #include "skyhook/storage/methods/method.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/object/object_writer.h"
+#include "skyhook/storage/runtime/kept_rows.h"
 #include "skyhook/storage/secondary/scan_zones.h"
 
 namespace nb = nanobind;
@@ -330,15 +330,10 @@ std::optional<arrow::RecordBatchVector> Filtered(const arrow::RecordBatchVector&
     auto selected = batch->SelectColumns(columns);
     if (!selected.ok()) return std::nullopt;
     auto mask = arrow::compute::ExecuteScalarExpression(*bound, *read, *selected);
-    if (!mask.ok() || !mask->type()->Equals(*arrow::boolean())) return std::nullopt;
-    if (mask->is_scalar()) {  // a filter of no column
-      const auto& keep = static_cast<const arrow::BooleanScalar&>(*mask->scalar());
-      kept.push_back(keep.is_valid && keep.value ? batch : batch->Slice(0, 0));
-      continue;
-    }
-    auto rows = arrow::compute::Filter(batch, *mask);
+    if (!mask.ok()) return std::nullopt;
+    auto rows = skyhook::KeptRows(batch, *mask, arrow::compute::default_exec_context());
     if (!rows.ok()) return std::nullopt;
-    kept.push_back(rows->record_batch());
+    kept.push_back(std::move(*rows));
   }
   return kept;
 }

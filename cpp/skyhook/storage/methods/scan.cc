@@ -5,7 +5,6 @@
 #include <vector>
 
 #include <arrow/array/util.h>
-#include <arrow/compute/api_vector.h>
 #include <arrow/compute/expression.h>
 #include <arrow/scalar.h>
 
@@ -15,6 +14,7 @@
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/runtime/call_resources.h"
 #include "skyhook/storage/runtime/cpu_timer.h"
+#include "skyhook/storage/runtime/kept_rows.h"
 #include "skyhook/storage/runtime/pushback.h"
 #include "skyhook/storage/runtime/rebind_expressions.h"
 #include "skyhook/storage/runtime/result_writer.h"
@@ -191,18 +191,10 @@ class ScanExecution {
       const std::shared_ptr<arrow::RecordBatch>& batch) const {
     if (!request_.filter) return batch;
     const auto& bound = *request_.filter;
-    ARROW_ASSIGN_OR_RAISE(auto datum, arrow::compute::ExecuteScalarExpression(
-                                          bound.named_expressions[0].expression, *bound.schema,
-                                          batch, resources_->exec_context()));
-    if (datum.is_scalar()) {
-      const auto& keep = static_cast<const arrow::BooleanScalar&>(*datum.scalar());
-      return keep.is_valid && keep.value ? batch : batch->Slice(0, 0);
-    }
-    ARROW_ASSIGN_OR_RAISE(
-        auto filtered,
-        arrow::compute::Filter(batch, datum, arrow::compute::FilterOptions::Defaults(),
-                               resources_->exec_context()));
-    return filtered.record_batch();
+    ARROW_ASSIGN_OR_RAISE(auto mask, arrow::compute::ExecuteScalarExpression(
+                                         bound.named_expressions[0].expression, *bound.schema,
+                                         batch, resources_->exec_context()));
+    return KeptRows(batch, mask, resources_->exec_context());
   }
 
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Project(
