@@ -18,6 +18,7 @@ TABLE = pa.table(
         "spread": pa.array([(i * 7919) % 4001 if i % 13 else None for i in range(ROWS)], pa.int32()),
         "name": [f"n{i % 97}" for i in range(ROWS)],
         "day": pa.array([i % 400 for i in range(ROWS)], pa.int32()).cast(pa.date32()),
+        "ratio": [float("nan") if i % 17 == 0 else (i % 8) / 4 for i in range(ROWS)],
     }
 )
 
@@ -58,3 +59,9 @@ def test_in_lists_answer_as_pyarrow(dataset, filter):
     grouped = dataset.group_by("name").aggregate([("key", "sum"), ("key", "count")], filter=filter, pushdown=True)
     expected = TABLE.filter(filter).group_by("name").aggregate([("key", "sum"), ("key", "count")])
     assert_same_table(grouped.sort_by("name"), expected.sort_by("name"))
+
+
+def test_a_list_holding_nan_prunes_no_object_of_nan(dataset):
+    filter = pc.field("ratio").isin([float("nan"), 0.5])
+    assert_same_table(dataset.to_table(filter=filter), TABLE.filter(filter))
+    assert dataset.last_scan.stats.objects_pruned == 0

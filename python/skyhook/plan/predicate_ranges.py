@@ -106,8 +106,15 @@ def with_list_bounds(filter: pc.Expression | None, schema: pa.Schema) -> pc.Expr
     of 64 values and more alone)."""
     if filter is None:
         return None
-    for found in column_ranges(filter, schema):
-        bounds = found.expression(schema.field(found.column)) if found.kind == "in" else None
+    try:
+        ranges = column_ranges(filter, schema)
+    except (OverflowError, ValueError, TypeError):  # e.g. a date beyond Python's: prune as before
+        return filter
+    for found in ranges:
+        field = schema.field(found.column)
+        if found.kind != "in" or pa.types.is_floating(field.type):  # a list may hold NaN, no range does
+            continue
+        bounds = found.expression(field)
         if bounds is not None:
             filter = filter & bounds
     return filter
