@@ -242,3 +242,20 @@ def test_spec_errors_are_clear():
         HostsSpec(0)
     with pytest.raises(skyhook.SkyhookError, match="no emulated node"):
         SPEC.address("h-1")
+
+
+def test_hosts_come_down_with_processes_left_in_them():
+    hosts = EmulatedHosts(HostsSpec(1, prefix="skyd", subnet=216))
+    hosts.up()
+    try:
+        left = [subprocess.Popen([*hosts.command_prefix("h0"), "sleep", "600"]) for _ in range(2)]
+        deadline = time.monotonic() + 10
+        while len(Path("/sys/fs/cgroup/cpu/skyhook-skyd/h0/cgroup.procs").read_text().split()) < 2:
+            assert time.monotonic() < deadline, "the sleeps never joined the host's cgroup"
+            time.sleep(0.05)
+        hosts.freeze("h0")
+        hosts.down()  # a starting daemon left behind, frozen even: killed, not an error
+        assert all(process.wait(timeout=10) == -9 for process in left)
+        assert not Path("/sys/fs/cgroup/cpu/skyhook-skyd").exists()
+    finally:
+        hosts.down()

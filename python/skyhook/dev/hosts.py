@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import asdict, dataclass
@@ -129,8 +130,13 @@ class EmulatedHosts:
             self._node_up(node)
 
     def down(self) -> None:
-        """Removes the namespaces, the bridge and the cgroups (processes must have ended)."""
+        """Removes the namespaces, the bridge and the cgroups. A process still
+        in a node's cgroups (a daemon that was starting when its cluster came
+        down) is the node's own: it is thawed and killed first."""
         for node in self.spec.nodes:
+            if self._cgroup("freezer", node).exists():
+                self.thaw(node)  # a frozen process would never take its signal
+            _kill_processes(self._cgroup("cpu", node))
             subprocess.run(["ip", "netns", "delete", self.namespace(node)], capture_output=True)
             subprocess.run(["ip", "link", "delete", self._outer_end(node)], capture_output=True)
             for directory in self._cgroups(node):
@@ -253,6 +259,21 @@ def _require_root_and_tools() -> None:
     absent = [controller for controller in _CONTROLLERS if not (CGROUP_ROOT / controller / "tasks").exists()]
     if absent:
         raise EmulatedHostsError(f"emulated hosts need cgroup v1 controllers mounted: {', '.join(absent)}")
+
+
+def _kill_processes(directory: Path, timeout: float = 10) -> None:
+    """Kills every process in a cgroup and waits until it holds none."""
+    processes = directory / "cgroup.procs"
+    deadline = time.monotonic() + timeout
+    while processes.exists() and (pids := processes.read_text().split()):
+        if time.monotonic() > deadline:
+            raise EmulatedHostsError(f"processes {', '.join(pids)} in {directory} did not end within {timeout:g} s")
+        for pid in pids:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
 
 
 def _remove_cgroup(directory: Path) -> None:
