@@ -137,10 +137,10 @@ void AddTerm(ColumnTerms* terms, Expression predicate, std::shared_ptr<arrow::Sc
 }
 
 // An IN list on a field, when it holds values of the field's type and no null
-// (index entries have no nulls: a list matching nulls needs the scan).
+// (index entries have no nulls: a list matching nulls needs the scan, and
+// without them every null matching behaviour answers alike).
 void AddInList(std::map<int, ColumnTerms>* terms, int field, const arrow::Schema& schema,
-               const std::shared_ptr<arrow::Array>& values,
-               const arrow::compute::SetLookupOptions& options) {
+               const std::shared_ptr<arrow::Array>& values) {
   if (values->null_count() > 0 || values->length() == 0 ||
       !values->type()->Equals(*schema.field(field)->type())) {
     return;
@@ -150,44 +150,51 @@ void AddInList(std::map<int, ColumnTerms>* terms, int field, const arrow::Schema
   const auto& pair = extremes->scalar_as<arrow::StructScalar>();
   bool first = terms->count(field) == 0;
   AddTerm(&(*terms)[field],
-          arrow::compute::call("is_in", {arrow::compute::field_ref("key")}, options), pair.value[0],
-          pair.value[1], first);
+          arrow::compute::call("is_in", {arrow::compute::field_ref("key")},
+                               arrow::compute::SetLookupOptions(values)),
+          pair.value[0], pair.value[1], first);
 }
 
-// An IN list's field, and its values, none null: is_in or an equality chain.
-int InList(const Expression& member, const arrow::Schema& schema, arrow::ScalarVector* values) {
+// An IN list's field (-1: member is none) and its values: is_in's value set,
+// or the literals of an equality chain (how Substrait carries the list).
+int InList(const Expression& member, const arrow::Schema& schema,
+           std::shared_ptr<arrow::Array>* values) {
   const auto* call = member.call();
   if (call && call->function_name == "is_in" && call->arguments.size() == 1) {
     const int field = FieldIndex(call->arguments[0], schema);
     const auto* options =
         dynamic_cast<const arrow::compute::SetLookupOptions*>(call->options.get());
     if (field < 0 || !options || !options->value_set.is_array()) return -1;
-    const auto set = options->value_set.make_array();
-    if (set->null_count() > 0) return -1;
-    for (int64_t i = 0; i < set->length(); ++i) {
-      auto value = set->GetScalar(i);
-      if (!value.ok()) return -1;
-      values->push_back(std::move(*value));
-    }
+    *values = options->value_set.make_array();
     return field;
   }
-  return EqualityChain(member, schema, values);
+  arrow::ScalarVector chain;
+  const int field = EqualityChain(member, schema, &chain);
+  if (field < 0) return -1;
+  auto builder = arrow::MakeBuilder(chain[0]->type);
+  if (!builder.ok() || !(*builder)->AppendScalars(chain).ok()) return -1;
+  auto array = (*builder)->Finish();
+  if (!array.ok()) return -1;
+  *values = std::move(*array);
+  return field;
 }
 
 // Narrows the range of an IN list's field to the list's least and greatest
 // values (a row whose value is null or outside them never matches); false
-// when member is not an IN list on an integer-domain field of the object.
+// when member is not an IN list without nulls on an integer-domain field of the object.
 bool NarrowToInList(const Expression& member, const arrow::Schema& bound_schema,
                     const arrow::Schema& object_schema, std::map<int, WideRange>* wide) {
-  arrow::ScalarVector values;
+  std::shared_ptr<arrow::Array> values;
   const int field = InList(member, bound_schema, &values);
-  if (field < 0 || values.empty()) return false;
+  if (field < 0 || values->length() == 0 || values->null_count() > 0) return false;
   const auto& bound = *bound_schema.field(field);
   const int column = object_schema.GetFieldIndex(bound.name());
   if (column < 0 || !object_schema.field(column)->type()->Equals(*bound.type())) return false;
   std::optional<DomainValue> least, greatest;
-  for (const auto& value : values) {
-    auto in_domain = InFieldDomain(*value, *bound.type());
+  for (int64_t i = 0; i < values->length(); ++i) {
+    auto value = values->GetScalar(i);
+    if (!value.ok()) return false;
+    auto in_domain = InFieldDomain(**value, *bound.type());
     if (!in_domain || !in_domain->exact) return false;
     if (!least || in_domain->floor < least->floor) least = in_domain;
     if (!greatest || in_domain->floor > greatest->floor) greatest = in_domain;
@@ -208,7 +215,7 @@ std::map<int, ColumnTerms> ExtractColumnTerms(const Expression& filter,
   for (const auto& member : members) {
     const auto* call = member.call();
     if (!call || call->arguments.empty()) continue;
-    arrow::ScalarVector chain;
+    std::shared_ptr<arrow::Array> values;
     if (IsComparison(call->function_name)) {
       auto comparison = AsFieldComparison(*call, bound_schema);
       if (!comparison) continue;
@@ -219,19 +226,8 @@ std::map<int, ColumnTerms> ExtractColumnTerms(const Expression& filter,
       auto high = function == "equal" || function.rfind("less", 0) == 0 ? value : nullptr;
       AddTerm(&terms[field], arrow::compute::call(function, {key, arrow::compute::literal(value)}),
               low, high, first);
-    } else if (call->function_name == "is_in" && call->arguments.size() == 1) {
-      int field = FieldIndex(call->arguments[0], bound_schema);
-      const auto* options =
-          dynamic_cast<const arrow::compute::SetLookupOptions*>(call->options.get());
-      if (field < 0 || !options || !options->value_set.is_array()) continue;
-      AddInList(&terms, field, bound_schema, options->value_set.make_array(), *options);
-    } else if (int field = EqualityChain(member, bound_schema, &chain); field >= 0) {
-      arrow::ScalarVector values = chain;
-      auto builder = arrow::MakeBuilder(values[0]->type);
-      if (!builder.ok() || !(*builder)->AppendScalars(values).ok()) continue;
-      auto array = (*builder)->Finish();
-      if (!array.ok()) continue;
-      AddInList(&terms, field, bound_schema, *array, arrow::compute::SetLookupOptions(*array));
+    } else if (int field = InList(member, bound_schema, &values); field >= 0) {
+      AddInList(&terms, field, bound_schema, values);
     }
   }
   return terms;
@@ -246,8 +242,9 @@ std::vector<PhysicalRange> PhysicalRanges(const Expression& filter,
   size_t converted = 0;
   for (const auto& member : members) {
     const auto* call = member.call();
-    if (NarrowToInList(member, bound_schema, object_schema, &wide)) continue;
     if (!call || !(IsComparison(call->function_name) || call->function_name == "not_equal")) {
+      NarrowToInList(member, bound_schema, object_schema,
+                     &wide);  // a necessary range, not the member
       continue;
     }
     auto comparison = AsFieldComparison(*call, bound_schema);
