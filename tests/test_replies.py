@@ -12,6 +12,8 @@ import pytest
 
 from skyhook.errors import CorruptReplyError, InvalidRequestError
 from skyhook.execution.placement import sample_admission
+from skyhook.rpc.requests import ScanRequest
+from skyhook.rpc.result_options import ResultOptions
 from support.assertions import assert_same_table
 
 F = pc.field
@@ -212,3 +214,21 @@ def test_replies_decoded_beside_the_calls_keep_their_order_and_errors(store, mon
     monkeypatch.setattr(store.backend, "call_many", damaging)
     with pytest.raises(CorruptReplyError, match=f"the reply of object {damaged} is malformed"):
         dataset.to_table(columns=["id"], filter=F("x") > 2, pushdown=True)
+
+
+def test_a_selective_reply_joins_its_row_groups_into_one_batch(store):
+    """A few rows from each of many row groups travel as one batch (up to the
+    request's batch size): the client pays per batch it decodes, and zstd per buffer."""
+    x = pa.array(range(40_000), pa.int64())
+    table = pa.table({"x": x, "digit": pc.remainder(x, 10)})
+    ds = store.write_dataset("groups", table, rows_per_object=40_000, row_group_size=1_000)
+    names = [p.object_name for p in ds.manifest.partitions]
+    filter = pc.field("digit") == 0  # 100 rows of each of 40 row groups
+    for batch_size, batches in ((64 * 1024, [4_000]), (1_024, [1_000] * 4)):
+        request = ScanRequest(
+            filter=ds.scanner(filter=filter).execution.plan.filter_substrait,
+            result=ResultOptions(compression="zstd", batch_size=batch_size),
+        )
+        (reply,) = store.backend.call_each(names, request, "scanning")
+        assert [len(batch) for batch in pa.ipc.open_stream(reply.body)] == batches
+        assert_same_table(reply.reader().read_all(), table.filter(filter))

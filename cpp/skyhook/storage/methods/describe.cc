@@ -39,7 +39,7 @@ class DescribeExecution {
       ARROW_RETURN_NOT_OK(updated);
     }
     ARROW_ASSIGN_OR_RAISE(auto row, statistics.Finish());
-    ARROW_ASSIGN_OR_RAISE(reply->body, StatisticsReplyBody(*row, resources_->limits()));
+    ARROW_ASSIGN_OR_RAISE(reply->body, StatisticsReplyBody(row, resources_->limits()));
     return arrow::Status::OK();
   }
 

@@ -117,7 +117,7 @@ class PlanExecution {
         reply->resume_row = position;  // the chunk runs again in the next call
         break;
       }
-      for (const auto& batch : chunk.batches) ARROW_RETURN_NOT_OK(writer->Write(*batch));
+      for (const auto& batch : chunk.batches) ARROW_RETURN_NOT_OK(writer->Write(batch));
       position = rows_ ? rows_->position() : position;
       rows_scanned_ = rows_ ? rows_->rows_scanned() : rows_scanned_;
       if (exhausted_) break;

@@ -151,7 +151,7 @@ class ScanExecution {
           reply->resume_row = position;  // this slice goes into the next reply
           break;
         }
-        ARROW_RETURN_NOT_OK(writer->Write(*batch));
+        ARROW_RETURN_NOT_OK(writer->Write(batch));
       }
       position = rows.position();
       rows_scanned_ = rows.rows_scanned();

@@ -61,7 +61,7 @@ class SecondaryDesignExecution {
                        arrow::field("statistics", arrow::binary()),
                        arrow::field("statistics_stale", arrow::boolean())}),
         1, {fresh_names, stale_names, value_array, stale_array});
-    ARROW_ASSIGN_OR_RAISE(reply->body, StatisticsReplyBody(*row, resources_->limits()));
+    ARROW_ASSIGN_OR_RAISE(reply->body, StatisticsReplyBody(row, resources_->limits()));
     return arrow::Status::OK();
   }
 

@@ -14,6 +14,9 @@ namespace {
 // An IPC stream's end-of-stream marker: continuation token and a zero length.
 constexpr int64_t kEndOfStreamBytes = 8;
 constexpr int64_t kNoCap = std::numeric_limits<int64_t>::max();
+// Batches are joined while they refer to fewer bytes than this: a copy that
+// costs storage little, and a bound on what a call holds before writing.
+constexpr int64_t kJoinedBatchBytes = 1 << 20;
 
 }  // namespace
 
@@ -34,7 +37,7 @@ arrow::Result<std::unique_ptr<ResultWriter>> ResultWriter::Open(
       options.within_object ? std::max<int64_t>(0, object_bytes - options.bytes_before) : kNoCap;
   return std::unique_ptr<ResultWriter>(
       new ResultWriter(std::move(sink), std::move(writer), options.max_result_bytes, node_max_bytes,
-                       cap, options.delta_sorted_integers ? scratch_pool : nullptr));
+                       cap, options.batch_size, scratch_pool, options.delta_sorted_integers));
 }
 
 arrow::Result<bool> ResultWriter::Fits(const arrow::RecordBatch& batch) const {
@@ -45,7 +48,7 @@ arrow::Result<bool> ResultWriter::Fits(const arrow::RecordBatch& batch) const {
 
 arrow::Result<bool> ResultWriter::Fits(int64_t bytes) const {
   ARROW_ASSIGN_OR_RAISE(int64_t written, sink_->Tell());
-  int64_t after = written + bytes;
+  int64_t after = written + pending_bytes_ + bytes;
   if (after > client_max_bytes_) {
     return Error(ErrorCode::kResultTooLarge, "the result exceeds the request's limit of ",
                  client_max_bytes_, " bytes per object");
@@ -53,18 +56,37 @@ arrow::Result<bool> ResultWriter::Fits(int64_t bytes) const {
   return after <= node_max_bytes_;
 }
 
-arrow::Status ResultWriter::Write(const arrow::RecordBatch& batch) {
+arrow::Status ResultWriter::Write(std::shared_ptr<arrow::RecordBatch> batch) {
+  ARROW_ASSIGN_OR_RAISE(int64_t size, arrow::util::ReferencedBufferSize(*batch));
+  if (!pending_.empty() && (pending_rows_ + batch->num_rows() > batch_rows_ ||
+                            pending_bytes_ + size > kJoinedBatchBytes)) {
+    ARROW_RETURN_NOT_OK(WritePending());
+  }
+  rows_written_ += batch->num_rows();
+  pending_rows_ += batch->num_rows();
+  pending_bytes_ += size;
+  pending_.push_back(std::move(batch));
+  return arrow::Status::OK();
+}
+
+arrow::Status ResultWriter::WritePending() {
+  if (pending_.empty()) return arrow::Status::OK();
+  std::shared_ptr<arrow::RecordBatch> batch = pending_.front();
+  if (pending_.size() > 1) {
+    ARROW_ASSIGN_OR_RAISE(batch, arrow::ConcatenateRecordBatches(pending_, scratch_pool_));
+  }
+  pending_.clear();
+  pending_rows_ = pending_bytes_ = 0;
   DeltaEncodedBatch encoded;
-  if (delta_pool_ != nullptr) {
-    ARROW_ASSIGN_OR_RAISE(encoded, DeltaEncodeSortedIntegers(batch, delta_pool_));
+  if (delta_encode_) {
+    ARROW_ASSIGN_OR_RAISE(encoded, DeltaEncodeSortedIntegers(*batch, scratch_pool_));
   }
   if (encoded.batch) {
     auto metadata = arrow::key_value_metadata({kDeltaMetadataKey}, {encoded.columns});
     ARROW_RETURN_NOT_OK(writer_->WriteRecordBatch(*encoded.batch, metadata));
   } else {
-    ARROW_RETURN_NOT_OK(writer_->WriteRecordBatch(batch));
+    ARROW_RETURN_NOT_OK(writer_->WriteRecordBatch(*batch));
   }
-  rows_written_ += batch.num_rows();
   // What was written, encoded and compressed, is what counts.
   ARROW_ASSIGN_OR_RAISE(bytes_, sink_->Tell());
   // Compressed sizes are known only once written: stop as soon as the stream
@@ -73,6 +95,7 @@ arrow::Status ResultWriter::Write(const arrow::RecordBatch& batch) {
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> ResultWriter::Finish() {
+  ARROW_RETURN_NOT_OK(WritePending());
   ARROW_RETURN_NOT_OK(writer_->Close());
   ARROW_ASSIGN_OR_RAISE(auto body, sink_->Finish());
   bytes_ = body->size();

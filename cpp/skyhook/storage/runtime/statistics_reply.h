@@ -13,7 +13,7 @@
 namespace skyhook {
 
 /// kLimitExceeded when the row is larger than the node's reply limit.
-arrow::Result<std::shared_ptr<arrow::Buffer>> StatisticsReplyBody(const arrow::RecordBatch& row,
-                                                                  const NodeLimits& limits);
+arrow::Result<std::shared_ptr<arrow::Buffer>> StatisticsReplyBody(
+    const std::shared_ptr<arrow::RecordBatch>& row, const NodeLimits& limits);
 
 }  // namespace skyhook
