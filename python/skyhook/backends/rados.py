@@ -380,7 +380,8 @@ class RadosBackend(Backend):
         finally:
             with self._idle:
                 self._running -= 1
-                self._idle.notify_all()
+                if not self._running:  # only close() waits, for none running
+                    self._idle.notify_all()
 
     def _error(self, error: OSError, context: str, operation: str = "") -> SkyhookError:
         if error.errno == errno.ENOENT:

@@ -82,11 +82,11 @@ def predicted_reply_ratio(
         return None
     names = manifest.schema.names if columns is None else list(columns)
     # Decoded bytes of the wanted columns, per partition (ingest statistics).
-    wanted = np.array([decoded_bytes(manifest, p, names) for p in partitions], dtype=np.float64)
+    wanted = partitions_decoded_bytes(manifest, partitions, names).astype(np.float64)
     needed = columns_read(manifest.schema, columns, filter)
     read = max(1, sum(bytes_read(p, needed, manifest) for p in partitions))
     whole = max(1, sum(bytes_read(p, needed) for p in partitions))
-    decoded = float(sum(decoded_bytes(manifest, p, needed) for p in partitions))
+    decoded = float(partitions_decoded_bytes(manifest, partitions, needed).sum())
     shape = dict(objects=len(partitions), variable_bytes=variable_width_bytes(manifest, partitions, needed))
     if every_row_passes(manifest, filter, partitions):
         return Prediction(
@@ -102,11 +102,6 @@ def predicted_reply_ratio(
         f"statistics: estimated selectivity {kept:.3f} (object histograms)",
         whole,
     )
-
-
-def decoded_bytes(manifest: Manifest, partition: Partition, columns: list[str] | None) -> int:
-    """Decoded bytes of columns (None: all) in a partition (ingest statistics)."""
-    return int(partitions_decoded_bytes(manifest, [partition], columns)[0])
 
 
 def partitions_decoded_bytes(manifest: Manifest, partitions: list[Partition], columns: list[str] | None) -> np.ndarray:

@@ -21,7 +21,6 @@ from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, Objec
 from skyhook.execution.column_objects import column_view, holding, layout, zipped
 from skyhook.execution.cost import (
     bytes_read,
-    decoded_bytes,
     partitions_decoded_bytes,
     predicted_reply_ratio,
     variable_width_bytes,
@@ -329,6 +328,7 @@ class ScanExecution:
             parallel=self.options.use_threads,
             admission=None if gate is None else gate.admission,
         )
+        read_decoded = partitions_decoded_bytes(self.source.manifest, partitions, needed)
         answered = 0
         try:
             for partition, reply in zip(partitions, replies):
@@ -339,7 +339,7 @@ class ScanExecution:
                     self._count_plain_read(size, rows)
                     yield table
                 else:
-                    yield self._replied(partition, reply, needed)
+                    yield self._replied(reply, int(read_decoded[answered - 1]))
                 if gate is not None:
                     gate.replied(answered)
         except ClassCallsNotPermittedError as refusal:
@@ -355,8 +355,9 @@ class ScanExecution:
         )
         return answered
 
-    def _replied(self, partition: Partition, reply: Reply, needed: list[str] | None) -> pa.Table:
-        """One object's rows as storage replied them, its statistics counted; finished here if need be."""
+    def _replied(self, reply: Reply, read_decoded: int) -> pa.Table:
+        """One object's rows as storage replied them, its statistics counted; finished here if need be.
+        read_decoded: the decoded bytes of the columns read in the object (ingest statistics)."""
         self.stats.rows_scanned += reply.statistics[ROWS_SCANNED]
         self.stats.continuations += reply.statistics.get(CALLS, 1) - 1
         self.stats.bytes_read += reply.statistics[BYTES_READ]
@@ -367,7 +368,7 @@ class ScanExecution:
         self.stats.rows_read_by_index += reply.statistics.get(ROWS_READ_BY_INDEX, 0)
         self.stats.index_bytes_read += reply.statistics.get(INDEX_BYTES_READ, 0)
         self.stats.secondary_rejected += reply.statistics.get(SECONDARY_REJECTED, 0)
-        self._observe(reply, decoded_bytes(self.source.manifest, partition, needed))
+        self._observe(reply, read_decoded)
         table = reply.rows
         # Its buffers' size: nbytes works out each column's span (~30 us a reply, per object).
         self.rates.reply_decoded(table.get_total_buffer_size(), reply.decode_cpu_s, self.policy.compression)
@@ -467,7 +468,7 @@ class ScanExecution:
         decoded, storage CPU): the other objects are taken to be like them."""
         sent, reply_decoded, cpu_s = measured
         manifest = self.source.manifest
-        read = sum(decoded_bytes(manifest, partition, needed) for partition in sample)
+        read = int(partitions_decoded_bytes(manifest, sample, needed).sum())
         object_bytes = sum(bytes_read(partition, needed, manifest) for partition in sample)
         variable = variable_width_bytes(manifest, sample, needed)
         return Work(object_bytes, read, reply_decoded, sent, cpu_s, objects=len(sample), variable_bytes=variable)

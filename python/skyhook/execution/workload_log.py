@@ -211,6 +211,13 @@ def flush(store: ObjectStore) -> None:
     _queue.flush(store)
 
 
+#: Per log object, the bytes this process wrote last and their records: a log
+#: appended to once a second would otherwise be decoded whole each time
+#: (~17 ms for 200 records). Equal bytes decode to equal records, whichever
+#: store they came from.
+_last_written: dict[str, tuple[bytes, list[QueryRecord]]] = {}
+
+
 def _append(store: ObjectStore, name: str, entries: list[QueryRecord], limit: int) -> None:
     for _ in range(_ATTEMPTS):
         try:
@@ -220,8 +227,13 @@ def _append(store: ObjectStore, name: str, entries: list[QueryRecord], limit: in
             if store.create_object(name, _encode(entries[-limit:])):
                 return
             continue
-        records = [*_decode(stored.data.to_pybytes()), *entries][-limit:]
-        if store.replace_object_at(name, _encode(records), {}, stored.version):
+        data = stored.data.to_pybytes()
+        last = _last_written.get(name)
+        # Unchanged since this process wrote it: its records, without decoding them again.
+        records = [*(last[1] if last is not None and last[0] == data else _decode(data)), *entries][-limit:]
+        encoded = _encode(records)
+        if store.replace_object_at(name, encoded, {}, stored.version):
+            _last_written[name] = (encoded, records)
             return
 
 

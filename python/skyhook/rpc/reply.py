@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -62,12 +62,13 @@ class Reply:
         return pa.RecordBatchReader.from_batches(stream.schema, self._validated(stream))
 
     def with_rows(self) -> Reply:
-        """This reply with its body decoded into rows (none when pushed back)."""
-        if self.body is None or self.executed is Executed.NONE:
+        """This reply, its body decoded into rows (none when pushed back)."""
+        if self.body is None or self.executed is Executed.NONE or self.rows is not None:
             return self
         started = time.thread_time()
-        rows = self.reader().read_all()
-        return replace(self, rows=rows, decode_cpu_s=time.thread_time() - started)
+        self.rows = self.reader().read_all()
+        self.decode_cpu_s = time.thread_time() - started
+        return self
 
     def _validated(self, stream: pa.RecordBatchStreamReader) -> Iterator[pa.RecordBatch]:
         while True:
