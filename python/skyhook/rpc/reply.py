@@ -29,6 +29,7 @@ class Executed(str, Enum):
 
 _INLINE = pa.ipc.IpcReadOptions(use_threads=False)
 _HEADER_TYPES = {"status": pa.int32(), "message": pa.string(), "executed": pa.string()}
+_INT64 = pa.int64()
 
 
 @dataclass
@@ -114,15 +115,13 @@ def _header_fields(header: pa.RecordBatch) -> dict[str, Any]:
     for name, expected in _HEADER_TYPES.items():
         if name in columns and columns[name].type != expected:
             raise ValueError(f"field {name!r} is {columns[name].type}, not {expected}")
-    message = columns["message"]
-    columns["message"] = pa.Array.from_buffers(pa.binary(), len(message), message.buffers(), offset=message.offset)
-    checked = pa.RecordBatch.from_arrays(list(columns.values()), names=names)
-    checked.validate(full=True)
+    columns["message"] = columns["message"].view(pa.binary())
+    pa.RecordBatch.from_arrays(list(columns.values()), names=names).validate(full=True)
     values = {}
     for name, column in columns.items():
         if column.null_count:
             raise ValueError(f"field {name!r} is null")
-        if name in _HEADER_TYPES or column.type == pa.int64():  # others: fields of a newer protocol
+        if name in _HEADER_TYPES or column.type == _INT64:  # others: fields of a newer protocol
             values[name] = column[0].as_py()
     values["message"] = values["message"].decode("utf-8", errors="replace")
     return values
