@@ -43,7 +43,7 @@ import skyhook  # noqa: E402
 from skyhook.dev.cluster import LocalCluster  # noqa: E402
 from skyhook.dev.gateway import Gateway, S3Endpoint  # noqa: E402
 from skyhook.dev.hosts import CLIENT, EmulatedHosts, HostsSpec  # noqa: E402
-from skyhook.dev.s3_baseline import duckdb_over_s3, publish_dataset, pyarrow_over_s3  # noqa: E402
+from skyhook.dev.s3_baseline import baseline_python, duckdb_over_s3, publish_dataset, pyarrow_over_s3  # noqa: E402
 from skyhook.dev.tpch import COLUMNS, Q1_SQL, Q6_SQL, generate_lineitem, price_thresholds  # noqa: E402
 from skyhook.plan.aggregate import AggregateQuery  # noqa: E402
 
@@ -456,6 +456,8 @@ def main() -> None:
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "runs": {},
     }
+    if args.gateway:
+        baseline_python()  # installed here: the client's namespace reaches no package registry
     with tempfile.TemporaryDirectory(prefix="skyhook-scale-out-") as scratch:
         for count in [int(n) for n in args.hosts.split(",")]:
             spec = HostsSpec(

@@ -66,6 +66,9 @@ arrow::Status ResultWriter::Write(std::shared_ptr<arrow::RecordBatch> batch) {
   pending_rows_ += batch->num_rows();
   pending_bytes_ += size;
   pending_.push_back(std::move(batch));
+  // Joined, these might pass the object's size: their compressed size tells
+  // now, before storage does more work for a reply a plain read would beat.
+  if (bytes_ + pending_bytes_ > object_cap_) return WritePending();
   return arrow::Status::OK();
 }
 

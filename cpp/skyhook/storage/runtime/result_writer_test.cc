@@ -107,15 +107,15 @@ TEST(ResultWriter, AJoinedBatchIsDeltaEncodedWhole) {
   EXPECT_EQ(metadata[0]->Get(kDeltaMetadataKey).ValueOrDie(), "0");
 }
 
-TEST(ResultWriter, AReplyPastItsObjectIsPushedBackWhenItsBatchesAreWritten) {
+TEST(ResultWriter, AReplyThatMightPassItsObjectIsWrittenAtOnce) {
   ResultOptions options;
   options.within_object = true;
-  auto writer = ResultWriter::Open(Rows(0, 1)->schema(), options, kNoLimit, /*object_bytes=*/1000)
+  auto writer = ResultWriter::Open(Rows(0, 1)->schema(), options, kNoLimit, /*object_bytes=*/5000)
                     .ValueOrDie();
-  ASSERT_TRUE(writer->Write(Rows(0, 500)).ok());  // waiting: its size is not known yet
-  auto finished = writer->Finish();
-  ASSERT_FALSE(finished.ok());
-  EXPECT_EQ(CodeOf(finished.status()), ErrorCode::kPushedBack);
+  ASSERT_TRUE(writer->Write(Rows(0, 100)).ok());  // 800 bytes: joined later
+  auto past = writer->Write(Rows(100, 600));      // 5,600 bytes in all: written now, and too many
+  ASSERT_FALSE(past.ok());
+  EXPECT_EQ(CodeOf(past), ErrorCode::kPushedBack);
 }
 
 }  // namespace
