@@ -331,7 +331,7 @@ class ScanExecution:
         read_decoded = partitions_decoded_bytes(self.source.manifest, partitions, needed)
         answered = 0
         try:
-            for partition, reply in zip(partitions, replies):
+            for partition, reply, object_decoded in zip(partitions, replies, read_decoded):
                 answered += 1
                 if reply.executed == Executed.NONE:  # pushed back: do it here
                     self._count_push_back(reply)
@@ -339,7 +339,7 @@ class ScanExecution:
                     self._count_plain_read(size, rows)
                     yield table
                 else:
-                    yield self._replied(reply, int(read_decoded[answered - 1]))
+                    yield self._replied(reply, int(object_decoded))
                 if gate is not None:
                     gate.replied(answered)
         except ClassCallsNotPermittedError as refusal:

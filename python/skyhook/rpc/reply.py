@@ -64,7 +64,7 @@ class Reply:
 
     def with_rows(self) -> Reply:
         """This reply, its body decoded into rows (none when pushed back)."""
-        if self.body is None or self.executed is Executed.NONE or self.rows is not None:
+        if self.body is None or self.executed is Executed.NONE:
             return self
         started = time.thread_time()
         self.rows = self.reader().read_all()
