@@ -179,11 +179,13 @@ def test_a_connection_observes_its_rates(written, table):
     connection = skyhook.connect(written.uri)
     dataset = connection.dataset("link")
     assert_same_table(dataset.to_table(pushdown=False), table)
-    assert_same_table(dataset.to_table(filter=F("value") > 0, pushdown=True), table.filter(F("value") > 0))
+    scanner = dataset.scanner(filter=F("value") > 0, pushdown=True)
+    assert_same_table(scanner.to_table(), table.filter(F("value") > 0))
     rates = rates_of(connection.backend)
     assert rates.link_bytes_per_second > 0 and rates.client_cpu_per_byte.value > 0
     assert rates.storage.coefficients() is not None
-    codec = connection.backend.reply_compression
+    # The codec the rates chose once the plain reads observed the client's CPU share, or the default.
+    codec = scanner.execution.policy.compression
     assert rates.compression_factor(codec) < 1 if codec != "none" else rates.compression_factor(codec) == 1
     assert rates.storage_parallelism.value > 0
 
