@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Generator, Iterator
-from dataclasses import asdict, dataclass, field
-from itertools import chain, groupby
+from dataclasses import dataclass, field
+from itertools import chain
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,21 +33,18 @@ import pyarrow as pa
 import pyarrow.substrait as pas
 
 from skyhook.catalog.pruning import matching_partitions
-from skyhook.errors import ClassCallsNotPermittedError, ObjectNotFoundError
-from skyhook.execution.column_objects import column_view, holding, layout
+from skyhook.errors import ObjectNotFoundError
+from skyhook.execution.column_objects import column_view, runs
 from skyhook.execution.cost import bytes_read, largest_decoded_bytes
-from skyhook.execution.observed_rates import rates_of
+from skyhook.execution.object_work import ObjectCalls, WorkStatistics, placement_policy, sampled_placement
 from skyhook.execution.placement import (
     Placement,
-    PlacementPolicy,
     SampleGate,
     at_client,
-    reply_bound_by_object,
     sample_size,
     sampled,
 )
-from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
-from skyhook.execution.reply_codec import reply_codec
+from skyhook.execution.plain_read import read_partition
 from skyhook.execution.scan_execution import ScanExecution
 from skyhook.execution.scan_options import ScanOptions
 from skyhook.execution.workload_log import record_query
@@ -60,13 +57,8 @@ from skyhook.rpc.reply import Executed, Reply
 from skyhook.rpc.requests import PlanRequest
 from skyhook.rpc.result_options import ResultOptions
 from skyhook.rpc.statistics import (
-    BYTES_READ,
-    BYTES_RETURNED,
     KEYS_ON_CODES,
     ROWS_SCANNED,
-    SECONDARY_REJECTED,
-    STORAGE_CPU_NS,
-    ZONES_SKIPPED,
 )
 
 if TYPE_CHECKING:
@@ -75,25 +67,12 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class AggregateStatistics:
-    objects_scanned: int = 0
-    objects_pruned: int = 0
-    objects_pushed_back: int = 0  # a loaded node declined; the client did the work
+class AggregateStatistics(WorkStatistics):
     objects_at_client: int = 0  # the client aggregated (any reason)
-    rows_scanned: int = 0
     partial_rows: int = 0  # rows of partial aggregates that crossed to the client
-    bytes_read: int = 0  # bytes storage read for the aggregates it ran
-    bytes_returned: int = 0
-    storage_cpu_s: float = 0.0
-    zones_skipped: int = 0  # row groups / record batches storage's plans skipped by statistics (every plan)
-    secondary_rejected: int = 0  # objects whose statistics did not prove themselves (so were not used)
     keys_on_codes: int = 0  # (object, key) pairs storage grouped on dictionary codes instead of text
-    filter_in_storage: bool = True
     aggregate_in_storage: bool = True  # every object's aggregate ran in storage
     where: dict[int, Placement] = field(default_factory=dict)  # partition -> what ran where
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 class AggregateExecution:
@@ -106,9 +85,7 @@ class AggregateExecution:
         self.source = source
         self.query = query
         self.options = options
-        compression = reply_codec(options.reply_compression, source.backend, rates_of(source.backend))
-        within_object = reply_bound_by_object(options.reply_within_object, source.backend)
-        self.policy = PlacementPolicy(options.pushdown, options.pushdown_threshold, compression, within_object)
+        self.policy = placement_policy(options, source.backend)
         schema = source.schema
         self.output_schema = query.output_schema(schema)
         placement = None if query.filter is None else place_filter(query.filter, schema)
@@ -183,12 +160,9 @@ class AggregateExecution:
     def _place(self, partitions: list[Partition]) -> None:
         """Where each partition in column objects runs: on the object holding
         every column the query reads, or (they span objects) zipped here."""
-        names = self.source.schema.names
         needed = columns_read(self.source.schema, self.query.input_columns(), self.query.filter)
-        runs = groupby(partitions, key=lambda partition: (layout(partition, names), holding(partition, needed)))
         spanning = []
-        for (objects, index), run in runs:
-            run = list(run)
+        for objects, index, run in runs(partitions, self.source.schema.names, needed):
             if index is None:
                 spanning += run
             elif len(objects) > 1:
@@ -285,13 +259,13 @@ class AggregateExecution:
             basis = sampled([partition.number for partition in first])
             return self.policy.by_ratio(basis, ratio, len(partitions) - len(first)).pushdown
 
-        gate = SampleGate(self.source.backend, len(partitions), decide)
-        answered = yield from self._in_storage(sub, partitions, main, gate)
-        rest = partitions[answered:]  # those whose calls had not started when the sample decided
-        if rest and gate.pushdown:
-            yield from self._in_storage(sub, rest, main)
-        elif rest:
-            yield from self._at_client(sub, rest, Placement.CLIENT_COST_MODEL, main)
+        yield from sampled_placement(
+            self.source.backend,
+            partitions,
+            decide,
+            lambda objects, gate: self._in_storage(sub, objects, main, gate),
+            lambda objects: self._at_client(sub, objects, Placement.CLIENT_COST_MODEL, main),
+        )
 
     def _in_storage(
         self, sub: SubPlan, partitions: list[Partition], main: bool, gate: SampleGate | None = None
@@ -306,33 +280,26 @@ class AggregateExecution:
             result=ResultOptions(compression=self.policy.compression, reply_within_object=self.policy.within_object),
             pushback=self.options.pushback,
         )
-        replies = self.source.backend.call_each(
-            [self._target(p)[1].object_name for p in partitions],
+        calls = ObjectCalls(
+            self.source.backend,
             request,
             f"aggregating {self.source.name!r}",
-            parallel=self.options.use_threads,
-            admission=None if gate is None else gate.admission,
+            self.options.use_threads,
+            lambda partition: self._target(partition)[1].object_name,
         )
-        answered = 0
-        try:
-            for partition, reply in zip(partitions, replies):
-                answered += 1
-                self.stats.storage_cpu_s += reply.statistics[STORAGE_CPU_NS] / 1e9
-                self.stats.bytes_read += reply.statistics.get(BYTES_READ, 0)
-                self.stats.zones_skipped += reply.statistics.get(ZONES_SKIPPED, 0)
-                self.stats.secondary_rejected += reply.statistics.get(SECONDARY_REJECTED, 0)
-                self.stats.keys_on_codes += reply.statistics.get(KEYS_ON_CODES, 0)
-                self.stats.bytes_returned += reply.statistics[BYTES_RETURNED]  # as sent, all calls
-                yield self._finish(sub, partition, reply, main)
-                if gate is not None:
-                    gate.replied(answered)
-        except ClassCallsNotPermittedError as refusal:
-            warn_class_calls_refused(refusal)
-            yield from self._at_client(sub, partitions[answered:], Placement.CLIENT_NOT_PERMITTED, main)
-            answered = len(partitions)
-        return answered
+        return (
+            yield from calls.each(
+                partitions,
+                lambda partition, reply: self._finish(sub, partition, reply, main),
+                lambda left: self._at_client(sub, left, Placement.CLIENT_NOT_PERMITTED, main),
+                gate,
+            )
+        )
 
     def _finish(self, sub: SubPlan, partition: Partition, reply: Reply, main: bool) -> pa.Table:
+        """One object's reply counted, and the partials it holds or that the client makes of it."""
+        self.stats.count_reply(reply.statistics)
+        self.stats.keys_on_codes += reply.statistics.get(KEYS_ON_CODES, 0)
         if reply.executed is Executed.NONE:
             (table,) = self._at_client(sub, [partition], Placement.PUSHED_BACK, main)
             return table

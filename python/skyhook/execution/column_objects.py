@@ -5,7 +5,9 @@ the pieces read from several objects zipped back into the partition's rows."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
+from itertools import groupby
 
 import pyarrow as pa
 
@@ -37,6 +39,15 @@ def holding(partition: Partition, needed: list[str] | None) -> int | None:
     if inside is not None:
         return inside
     return None if any(wanted & set(column.columns) for column in objects) else 0
+
+
+def runs(
+    partitions: list[Partition], names: list[str], needed: list[str] | None
+) -> Iterator[tuple[Layout, int | None, list[Partition]]]:
+    """partitions in runs of one layout and one object holding the needed
+    columns: (layout, that object's index or None if they span objects, the run)."""
+    for (objects, index), run in groupby(partitions, key=lambda p: (layout(p, names), holding(p, needed))):
+        yield objects, index, list(run)
 
 
 def opened(partition: Partition, needed: list[str] | None) -> list[tuple[ObjectDesign, int, list[str] | None]]:

@@ -8,8 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Generator, Iterator
-from dataclasses import asdict, dataclass, fields
-from itertools import groupby
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -17,8 +16,8 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from skyhook.catalog.pruning import matching_partitions
-from skyhook.errors import ClassCallsNotPermittedError, CorruptReplyError, ObjectNotFoundError, first_line
-from skyhook.execution.column_objects import column_view, holding, layout, zipped
+from skyhook.errors import CorruptReplyError, ObjectNotFoundError, first_line
+from skyhook.execution.column_objects import column_view, runs, zipped
 from skyhook.execution.cost import (
     bytes_read,
     partitions_decoded_bytes,
@@ -26,18 +25,16 @@ from skyhook.execution.cost import (
     variable_width_bytes,
 )
 from skyhook.execution.link_cost import Work
+from skyhook.execution.object_work import ObjectCalls, WorkStatistics, placement_policy, sampled_placement
 from skyhook.execution.observed_rates import rates_of
 from skyhook.execution.placement import (
     Decision,
-    PlacementPolicy,
     SampleGate,
     at_client,
-    reply_bound_by_object,
     sample_size,
     sampled,
 )
-from skyhook.execution.plain_read import read_partition, warn_class_calls_refused
-from skyhook.execution.reply_codec import reply_codec
+from skyhook.execution.plain_read import read_partition
 from skyhook.execution.scan_options import ScanOptions
 from skyhook.execution.scan_plan import ScanPlan, plan_scan
 from skyhook.execution.workload_log import record_query
@@ -56,9 +53,7 @@ from skyhook.rpc.statistics import (
     REPLY_OVER_OBJECT,
     ROWS_READ_BY_INDEX,
     ROWS_SCANNED,
-    SECONDARY_REJECTED,
     STORAGE_CPU_NS,
-    ZONES_SKIPPED,
 )
 
 if TYPE_CHECKING:
@@ -69,17 +64,10 @@ _absorbing = threading.Lock()
 
 
 @dataclass
-class ScanStatistics:
-    objects_scanned: int = 0
-    objects_pruned: int = 0
-    rows_scanned: int = 0  # rows storage read (client-side path: rows decoded)
+class ScanStatistics(WorkStatistics):
     rows_returned: int = 0
-    bytes_read: int = 0  # bytes read inside storage
-    bytes_returned: int = 0  # bytes that crossed from storage to the client (compressed replies)
-    bytes_decoded: int = 0  # the same once decompressed (plain reads: the objects as moved)
-    storage_cpu_s: float = 0.0
+    bytes_decoded: int = 0  # bytes_returned once decompressed (plain reads: the objects as moved)
     wall_s: float = 0.0
-    objects_pushed_back: int = 0  # declined by a loaded node and done here
     objects_read_plain: int = 0  # whole objects read and filtered here (cost model or pushdown=False)
     continuations: int = 0  # extra calls for objects a node limit (time, reply size) split
     objects_over_object: int = 0  # replies that would have passed their object's size: read plainly
@@ -87,17 +75,12 @@ class ScanStatistics:
     wasted_storage_cpu_s: float = 0.0  # storage CPU spent on those
     pushdown: bool | str = "auto"  # requested: True, False, or "auto" (the cost model decides)
     cost_model: str = ""  # what the cost model decided and why
-    filter_in_storage: bool = True  # False: not expressible in Substrait, or spanning column objects
+    # filter_in_storage False: not expressible in Substrait, or spanning column objects
     filter_partly_in_storage: bool = True  # some of the filter's conjuncts ran in storage (all: filter_in_storage)
     projection_in_storage: bool = True  # (and was completed by the client)
     class_calls_refused: bool = False  # the user may not call the object class: plain reads
-    zones_skipped: int = 0  # row groups / record batches storage skipped by their statistics
     rows_read_by_index: int = 0  # rows an index in storage found (only those were filtered)
     index_bytes_read: int = 0  # index blocks storage read from the objects' omaps
-    secondary_rejected: int = 0  # objects whose statistics did not prove themselves (so were not used)
-
-    def as_dict(self) -> dict[str, int | float | bool]:
-        return asdict(self)
 
     def absorb(self, other: ScanStatistics) -> None:
         """Adds the statistics of one object's execution (Arrow scans objects in parallel)."""
@@ -135,17 +118,8 @@ class ScanExecution:
         self.filter = filter
         self.batch_size = batch_size
         self.options = options
-        self.rates = rates_of(source.backend)
-        compression = reply_codec(options.reply_compression, source.backend, self.rates)
-        within_object = reply_bound_by_object(options.reply_within_object, source.backend)
-        self.policy = PlacementPolicy(
-            options.pushdown,
-            options.pushdown_threshold,
-            compression,
-            within_object,
-            self.rates,
-            source.backend.runs_in_process,
-        )
+        self.policy = placement_policy(options, source.backend)
+        self.rates = rates_of(source.backend)  # observed, whatever the policy weighs
         #: What the sampled object decided, once one was sampled.
         self.sampled: Decision | None = None
         #: Partitions the last run could not rule out by statistics.
@@ -221,9 +195,7 @@ class ScanExecution:
         their rows must line up), zipped and finished here."""
         schema = self.source.schema
         needed = self.plan.needed
-        runs = groupby(partitions, key=lambda partition: (layout(partition, schema.names), holding(partition, needed)))
-        for (objects, whole), run in runs:
-            run = list(run)
+        for objects, whole, run in runs(partitions, schema.names, needed):
             if whole is not None:
                 yield from self._object_scan(run, whole, self.columns, self.filter, decided)
                 continue
@@ -320,33 +292,17 @@ class ScanExecution:
         model's sample, told of each reply counted."""
         started, cpu_before = time.perf_counter(), self.stats.storage_cpu_s
         returned_before = self.stats.bytes_returned
-        needed = self.plan.needed
-        replies = self.source.backend.call_each(
-            [p.object_name for p in partitions],
-            self._request(),
-            f"scanning {self.source.name!r}",
-            parallel=self.options.use_threads,
-            admission=None if gate is None else gate.admission,
+        read_decoded = partitions_decoded_bytes(self.source.manifest, partitions, self.plan.needed)
+        decoded = {partition.number: int(size) for partition, size in zip(partitions, read_decoded)}
+        calls = ObjectCalls(
+            self.source.backend, self._request(), f"scanning {self.source.name!r}", self.options.use_threads
         )
-        read_decoded = partitions_decoded_bytes(self.source.manifest, partitions, needed)
-        answered = 0
-        try:
-            for partition, reply, object_decoded in zip(partitions, replies, read_decoded):
-                answered += 1
-                if reply.executed == Executed.NONE:  # pushed back: do it here
-                    self._count_push_back(reply)
-                    size, rows, table = self._read_and_filter(partition)
-                    self._count_plain_read(size, rows)
-                    yield table
-                else:
-                    yield self._replied(reply, int(object_decoded))
-                if gate is not None:
-                    gate.replied(answered)
-        except ClassCallsNotPermittedError as refusal:
-            warn_class_calls_refused(refusal)
-            self.stats.class_calls_refused = True
-            yield from self._read_whole(partitions[answered:])
-            answered = len(partitions)
+        answered = yield from calls.each(
+            partitions,
+            lambda partition, reply: self._replied(partition, reply, decoded[partition.number]),
+            self._refused,
+            gate,
+        )
         self.rates.pushdown_phase(
             answered,
             self.stats.bytes_returned - returned_before,
@@ -355,19 +311,26 @@ class ScanExecution:
         )
         return answered
 
-    def _replied(self, reply: Reply, read_decoded: int) -> pa.Table:
-        """One object's rows as storage replied them, its statistics counted; finished here if need be.
+    def _refused(self, partitions: list[Partition]) -> Iterator[pa.Table]:
+        """The user may not call the object class: plain reads."""
+        self.stats.class_calls_refused = True
+        return self._read_whole(partitions)
+
+    def _replied(self, partition: Partition, reply: Reply, read_decoded: int) -> pa.Table:
+        """One object's rows as storage replied them (a loaded node's push-back
+        done here), its statistics counted; finished here if need be.
         read_decoded: the decoded bytes of the columns read in the object (ingest statistics)."""
+        if reply.executed == Executed.NONE:  # pushed back: do it here
+            self._count_push_back(reply)
+            size, rows, table = self._read_and_filter(partition)
+            self._count_plain_read(size, rows)
+            return table
+        self.stats.count_reply(reply.statistics)
         self.stats.rows_scanned += reply.statistics[ROWS_SCANNED]
         self.stats.continuations += reply.statistics.get(CALLS, 1) - 1
-        self.stats.bytes_read += reply.statistics[BYTES_READ]
-        self.stats.bytes_returned += reply.statistics[BYTES_RETURNED]  # as sent, all calls
         self.stats.bytes_decoded += reply.statistics.get(BYTES_DECODED, reply.statistics[BYTES_RETURNED])
-        self.stats.storage_cpu_s += reply.statistics[STORAGE_CPU_NS] / 1e9
-        self.stats.zones_skipped += reply.statistics.get(ZONES_SKIPPED, 0)
         self.stats.rows_read_by_index += reply.statistics.get(ROWS_READ_BY_INDEX, 0)
         self.stats.index_bytes_read += reply.statistics.get(INDEX_BYTES_READ, 0)
-        self.stats.secondary_rejected += reply.statistics.get(SECONDARY_REJECTED, 0)
         self._observe(reply, read_decoded)
         table = reply.rows
         # Its buffers' size: nbytes works out each column's span (~30 us a reply, per object).
@@ -435,11 +398,7 @@ class ScanExecution:
             self.stats.cost_model = decision.reason
             return bool(decision.pushdown)
 
-        gate = SampleGate(self.source.backend, len(partitions), decide)
-        answered = yield from self._pushdown(partitions, gate)
-        unstarted = partitions[answered:]  # those whose calls had not started when the sample decided
-        if unstarted:
-            yield from self._pushdown(unstarted) if gate.pushdown else self._read_whole(unstarted)
+        yield from sampled_placement(self.source.backend, partitions, decide, self._pushdown, self._read_whole)
 
     def _sample_decision(
         self,
