@@ -31,8 +31,10 @@ from skyhook.errors import (
     UnknownColumnError,
     UnsupportedVersionError,
 )
+from skyhook.execution.scan_options import AggregateKeywords, ScanKeywords, ScanOptions
 from skyhook.execution.scanner import Scanner, ScanStatistics
 from skyhook.ingest.csv_options import CsvOptions
+from skyhook.ingest.write import WriteKeywords, WriteOptions
 from skyhook.store import Store, connect
 
 __version__ = "0.1.0"
@@ -48,6 +50,11 @@ __all__ = [
     "SortKey",
     "Scanner",
     "ScanStatistics",
+    "ScanOptions",
+    "ScanKeywords",
+    "AggregateKeywords",
+    "WriteOptions",
+    "WriteKeywords",
     "CsvOptions",
     "SkyhookError",
     "InvalidRequestError",

@@ -59,7 +59,7 @@ class _Commands(TyperGroup):
         except KeyboardInterrupt:
             raise _Interrupted from None
 
-    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: Any) -> Any:
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: object) -> Any:
         extra["standalone_mode"] = False
         try:
             code = super().main(args, prog_name, **extra)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,16 +33,19 @@ from skyhook.execution.explain import Explanation, analyze_aggregate, analyze_sc
 from skyhook.execution.object_scans import ObjectScans
 from skyhook.execution.observed_rates import rates_of
 from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
-from skyhook.execution.scan_options import ScanOptions
+from skyhook.execution.scan_options import AggregateKeywords, ScanKeywords, ScanOptions
 from skyhook.execution.scanner import Scanner
 from skyhook.execution.workload_log import QueryRecord, read_log
 from skyhook.ingest.codec_choice import SAMPLE_ROWS, CodecChoice, choose_codec
 from skyhook.ingest.sources import DataSource
-from skyhook.ingest.write import WriteOptions, write_dataset
+from skyhook.ingest.write import WriteKeywords, WriteOptions, write_dataset
 from skyhook.names import counted
 from skyhook.plan.aggregate import AggregateQuery
 from skyhook.plan.expressions import Columns, conjunction, projected_schema
 from skyhook.plan.where import parse_where
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class DatasetStore(Protocol):
@@ -128,37 +131,41 @@ class Dataset(ObjectDataset):
         self,
         columns: Columns = None,
         filter: pc.Expression | str | None = None,
-        batch_size: int | None = None,
-        use_threads: bool = True,
-        **options: Any,
+        **options: Unpack[ScanKeywords],
     ) -> Scanner:
         """filter is a pyarrow expression or text such as "price > 10 and flag == 'R'".
-        options: pushdown (False reads whole objects and filters here), pushdown_threshold,
+        options (keywords, skyhook.ScanKeywords): batch_size, use_threads,
+        pushdown (False reads whole objects and filters here), pushdown_threshold,
         max_result_bytes (per object reply), max_in_flight and max_slice_cpu_ns (push-back),
         reply_compression ("none", "lz4", "zstd"; None: chosen by the link's and the client's
         observed rates, else the backend's), reply_within_object
         (storage pushes back a reply larger than its object; None: unless pushdown=True),
-        and pyarrow's batch_readahead, fragment_readahead, cache_metadata, memory_pool."""
+        and pyarrow's batch_readahead, fragment_readahead, cache_metadata, memory_pool.
+        The other reading methods (to_table, to_batches, count_rows, head, take, explain) take the same."""
         if isinstance(filter, str):
             filter = parse_where(filter, self.schema)
-        self.last_scan = Scanner(
-            self, self.objects, columns, filter, batch_size=batch_size, use_threads=use_threads, **options
-        )
+        self.last_scan = Scanner(self, self.objects, columns, filter, **options)
         return self.last_scan
 
-    def to_table(self, columns: Columns = None, filter: pc.Expression | str | None = None, **options: Any) -> pa.Table:
+    def to_table(
+        self, columns: Columns = None, filter: pc.Expression | str | None = None, **options: Unpack[ScanKeywords]
+    ) -> pa.Table:
         return self.scanner(columns, filter, **options).to_table()
 
     def to_batches(
-        self, columns: Columns = None, filter: pc.Expression | str | None = None, **options: Any
+        self, columns: Columns = None, filter: pc.Expression | str | None = None, **options: Unpack[ScanKeywords]
     ) -> Iterator[pa.RecordBatch]:
         return self.scanner(columns, filter, **options).to_batches()
 
-    def count_rows(self, filter: pc.Expression | str | None = None, **options: Any) -> int:
+    def count_rows(self, filter: pc.Expression | str | None = None, **options: Unpack[ScanKeywords]) -> int:
         return self.scanner(None, filter, **options).count_rows()
 
     def head(
-        self, num_rows: int, columns: Columns = None, filter: pc.Expression | str | None = None, **options: Any
+        self,
+        num_rows: int,
+        columns: Columns = None,
+        filter: pc.Expression | str | None = None,
+        **options: Unpack[ScanKeywords],
     ) -> pa.Table:
         return self.scanner(columns, filter, **options).head(num_rows)
 
@@ -167,7 +174,7 @@ class Dataset(ObjectDataset):
         indices: pa.Array | list[int],
         columns: Columns = None,
         filter: pc.Expression | str | None = None,
-        **options: Any,
+        **options: Unpack[ScanKeywords],
     ) -> pa.Table:
         return self.scanner(columns, filter, **options).take(indices)
 
@@ -177,7 +184,7 @@ class Dataset(ObjectDataset):
         compression, row_group_size, rows, bytes and generation."""
         return design_table(self.manifest)
 
-    def append(self, data: DataSource, **options: Any) -> Dataset:
+    def append(self, data: DataSource, **options: Unpack[WriteKeywords]) -> Dataset:
         """Add data's rows to this dataset in storage and return the new version.
         This Dataset, and every reader that opened the dataset before, keeps
         reading exactly the rows it had (appends add objects, never change one).
@@ -307,7 +314,10 @@ class Dataset(ObjectDataset):
         return DatasetGroupBy(self, keys)
 
     def aggregate(
-        self, aggregations: list[tuple[str, str]], filter: pc.Expression | str | None = None, **options: Any
+        self,
+        aggregations: list[tuple[str, str]],
+        filter: pc.Expression | str | None = None,
+        **options: Unpack[AggregateKeywords],
     ) -> pa.Table:
         """Aggregates over the whole dataset (no keys): one row."""
         return self.group_by([]).aggregate(aggregations, filter=filter, **options)
@@ -320,7 +330,7 @@ class Dataset(ObjectDataset):
         keys: str | list[str] | None = None,
         aggregations: list[tuple] | None = None,
         analyze: bool = False,
-        **options: Any,
+        **options: Unpack[ScanKeywords],
     ) -> Explanation:
         """The plan of a scan (or, with aggregations, an aggregate) and what will
         run where, decided before anything runs: nothing is read. With analyze,
@@ -331,9 +341,17 @@ class Dataset(ObjectDataset):
         scan = self.scanner(columns, filter, **options).execution
         return (analyze_scan if analyze else explain_scan)(scan)
 
-    def analyze(self, *args: Any, **kwargs: Any) -> Explanation:
+    def analyze(
+        self,
+        columns: Columns = None,
+        filter: pc.Expression | str | None = None,
+        *,
+        keys: str | list[str] | None = None,
+        aggregations: list[tuple] | None = None,
+        **options: Unpack[ScanKeywords],
+    ) -> Explanation:
         """Runs the scan (or aggregate) and says what ran where: explain(..., analyze=True)."""
-        return self.explain(*args, analyze=True, **kwargs)
+        return self.explain(columns, filter, keys=keys, aggregations=aggregations, analyze=True, **options)
 
     def compute_statistics(self, progress: secondary_design.Progress | None = None) -> int:
         """Statistics per column and zone (row group, record batch) of every
@@ -382,7 +400,10 @@ class DatasetGroupBy:
         self.keys = keys
 
     def aggregate(
-        self, aggregations: list[tuple[str, str]], filter: pc.Expression | str | None = None, **options: Any
+        self,
+        aggregations: list[tuple[str, str]],
+        filter: pc.Expression | str | None = None,
+        **options: Unpack[AggregateKeywords],
     ) -> pa.Table:
         """aggregations: (column, function) pairs with pyarrow's function names
         (count, count_distinct, sum, min, max, mean, variance, stddev, first,
@@ -392,7 +413,10 @@ class DatasetGroupBy:
         return execution.run()
 
     def execution(
-        self, aggregations: list[tuple[str, str]], filter: pc.Expression | str | None = None, **options: Any
+        self,
+        aggregations: list[tuple[str, str]],
+        filter: pc.Expression | str | None = None,
+        **options: Unpack[AggregateKeywords],
     ) -> AggregateExecution:
         filter = self.dataset._expression(filter)
         if filter is not None:

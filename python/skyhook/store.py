@@ -7,9 +7,8 @@ import math
 import os
 import threading
 import weakref
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 import pyarrow as pa
@@ -18,30 +17,36 @@ from skyhook.backends.base import Backend
 from skyhook.backends.manifest_commit import Publication, commit
 from skyhook.backends.object_store import StoredManifest
 from skyhook.backends.retirement import retirements
-from skyhook.catalog.design import DESIGN_ATTRIBUTE, Design
+from skyhook.catalog.design import DESIGN_ATTRIBUTE
 from skyhook.catalog.manifest import Manifest
 from skyhook.dataset import Dataset
 from skyhook.distributed import plan_store
 from skyhook.distributed.plan import Plan
 from skyhook.distributed.runner import PlanProgress, cancel_plan, queue_plan, run_plan
 from skyhook.distributed.schedule import Schedule
-from skyhook.errors import CorruptManifestError, DatasetNotFoundError, InvalidRequestError, ObjectNotFoundError
+from skyhook.errors import (
+    CorruptManifestError,
+    DatasetNotFoundError,
+    InvalidRequestError,
+    ObjectNotFoundError,
+    options_from,
+)
 from skyhook.execution.observed_rates import rates_of
 from skyhook.execution.workload_log import clear_log, flush
 from skyhook.ingest import statistics, write
-from skyhook.ingest.csv_options import CsvOptions
-from skyhook.ingest.files import Partitioning
 from skyhook.ingest.garbage_collection import (
     DEFAULT_RETENTION_SECONDS,
     Collection,
     collect_after_write,
     collect_garbage,
 )
-from skyhook.ingest.partitioning import DEFAULT_TARGET_OBJECT_SIZE
 from skyhook.ingest.publish import retiring
 from skyhook.ingest.sources import DataSource
 from skyhook.names import ObjectOwner, check_dataset_name, object_owner
 from skyhook.sql import run_sql
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 # fsck counts a RADOS write whose writer has been silent this long as abandoned.
 DEFAULT_FSCK_GRACE_SECONDS = 600
@@ -234,17 +239,8 @@ class Store:
         name: str,
         data: DataSource,
         *,
-        design: Design | None = None,
-        format: str | None = None,
-        target_object_size: int = DEFAULT_TARGET_OBJECT_SIZE,
-        rows_per_object: int | None = None,
-        row_group_size: int | None = None,
-        compression: str | None = None,
         mode: str = "create",
-        progress: write.Progress | None = None,
-        partitioning: Partitioning = "hive",
-        csv_options: CsvOptions | Mapping[str, Any] | None = None,
-        codec_chosen: write.CodecChosen | None = None,
+        **options: Unpack[write.WriteKeywords],
     ) -> Dataset:
         """Split data into partitions, store one object per partition and publish
         the manifest. data: a pyarrow Table, RecordBatch, RecordBatchReader or
@@ -276,23 +272,11 @@ class Store:
         land. A writer that fails deletes its own objects; the objects of the
         manifest an overwrite replaced are retired, and deleted once
         retention_seconds have passed (see collect_garbage)."""
-        options = write.WriteOptions(
-            design=design,
-            format=format,
-            target_object_size=target_object_size,
-            rows_per_object=rows_per_object,
-            row_group_size=row_group_size,
-            compression=compression,
-            progress=progress,
-            partitioning=partitioning,
-            csv_options=csv_options,
-            codec_chosen=codec_chosen,
-        )
         manifest = write.write_dataset(
             self.backend,
             name,
             data,
-            options,
+            options_from(write.WriteOptions, options, "write_dataset"),
             mode=mode,
             retention_seconds=self.retention_seconds,
             link_bytes_per_second=rates_of(self.backend).link_bytes_per_second,

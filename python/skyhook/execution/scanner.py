@@ -17,10 +17,12 @@ import pyarrow.dataset as pads
 from skyhook._arrow_dataset import ObjectScanOptions, adopt_scanner
 from skyhook.errors import options_from
 from skyhook.execution.scan_execution import ScanExecution, ScanStatistics
-from skyhook.execution.scan_options import ScanOptions
+from skyhook.execution.scan_options import ScanKeywords, ScanOptions
 from skyhook.plan.expressions import Columns, conjunction
 
 if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
     from skyhook.execution.dataset_objects import DatasetObjects
 
 #: Keywords of pyarrow's Scanner.from_dataset that the C++ scanner takes as they are.
@@ -34,12 +36,10 @@ class Scanner(pads.Scanner):
         source: DatasetObjects,
         columns: Columns = None,
         filter: pc.Expression | None = None,
-        *,
-        batch_size: int | None = None,
-        use_threads: bool = True,
-        **options: Any,
+        **options: Unpack[ScanKeywords],
     ) -> None:
         options.pop("fragment_scan_options", None)  # a skyhook scan passes its own
+        batch_size, use_threads = options.pop("batch_size", None), options.pop("use_threads", True)
         # What pickling keeps: the dataset's own reference (holding the dataset would
         # make a cycle through its last_scan); a memory pool belongs to this process.
         self._reference = (arrow_dataset.__reduce__(), columns, filter, batch_size, use_threads)
@@ -113,7 +113,7 @@ def reopen_scanner(
     filter: pc.Expression | None,
     batch_size: int | None,
     use_threads: bool,
-    options: dict[str, Any],
+    options: ScanKeywords,
 ) -> Scanner:
     """A pickled scanner: the same scan of the reopened dataset."""
     reopen, arguments = dataset

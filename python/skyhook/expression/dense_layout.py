@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.dataset import Dataset
+from skyhook.execution.scan_options import AggregateKeywords
 from skyhook.expression.label_codes import group_key, group_sizes
 from skyhook.expression.moments import Moments
 
@@ -51,7 +52,7 @@ def moments(
     groupby: str | None,
     genes: np.ndarray,
     cells: pc.Expression | None,
-    options: dict[str, Any],
+    options: AggregateKeywords,
     record: list,
 ) -> Moments:
     labels, row_of, sizes = group_sizes(obs, groupby, cells, options, record)

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from skyhook.errors import InvalidRequestError
+from skyhook.execution.scan_options import AggregateKeywords
 from skyhook.expression.errors import GroupError, UnknownGeneError
 from skyhook.expression.moments import Moments
 from skyhook.expression.selection import CellSelection, GeneSelection
 from skyhook.expression.stored_matrix import StoredMatrix
 from skyhook.expression.ttest import benjamini_hochberg, check_method, log2_fold_change, t_test
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 REST = "rest"
 OTHER_METADATA_KEY = b"skyhook.expression.reference_metadata"
@@ -33,7 +37,7 @@ def rank_genes(
     groups: Sequence[Any] | None = None,
     genes: GeneSelection = None,
     cells: CellSelection = None,
-    **options: Any,
+    **options: Unpack[AggregateKeywords],
 ) -> pa.Table:
     """t-tests of each group of groupby (or of groups) against reference: "rest"
     or a group's label. method: "welch" (scanpy's "t-test"), "student" or
@@ -88,7 +92,7 @@ def ttest_between(
     other_cells: CellSelection = None,
     genes: Sequence[str] | None = None,
     method: str = "welch",
-    **options: Any,
+    **options: Unpack[AggregateKeywords],
 ) -> pa.Table:
     """t-tests of the cells of first (selected by cells) against those of second
     (by other_cells), gene by gene, matched by name: genes (names), or every

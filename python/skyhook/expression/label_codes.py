@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.dataset import Dataset
+from skyhook.execution.scan_options import AggregateKeywords
 from skyhook.expression.source import CATEGORIES
 
 SUFFIX = "__code"
@@ -43,7 +44,7 @@ def group_key(schema: pa.Schema, groupby: str) -> str:
 
 
 def group_sizes(
-    obs: Dataset, groupby: str | None, cells: pc.Expression | None, options: dict, record: list
+    obs: Dataset, groupby: str | None, cells: pc.Expression | None, options: AggregateKeywords, record: list
 ) -> tuple[list, dict, np.ndarray]:
     """(labels, {group key value: row}, sizes) of the selected cells, counted
     in storage; labels[row] is the text of each group (None: unlabelled)."""

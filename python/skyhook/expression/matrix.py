@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from skyhook.dataset import Dataset
 from skyhook.errors import UnknownColumnError
+from skyhook.execution.scan_options import AggregateKeywords
 from skyhook.expression import dense_layout, sparse_layout
 from skyhook.expression.catalog import MatrixEntry
+from skyhook.expression.differential import rank_genes
 from skyhook.expression.domains import matrix_entry
 from skyhook.expression.moments import Moments
 from skyhook.expression.names import DEFAULT_DOMAIN
@@ -27,6 +29,9 @@ from skyhook.expression.selection import (
 )
 from skyhook.expression.source import GENE_NAME
 from skyhook.store import Store
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 METADATA_KEY = b"skyhook.expression.metadata"
 MATRIX_KEY = b"skyhook.expression.matrix"
@@ -91,7 +96,11 @@ class Matrix:
         return self.var_dataset.to_table(columns=[GENE_NAME]).column(GENE_NAME).combine_chunks()
 
     def moments(
-        self, groupby: str | None = None, genes: GeneSelection = None, cells: CellSelection = None, **options: Any
+        self,
+        groupby: str | None = None,
+        genes: GeneSelection = None,
+        cells: CellSelection = None,
+        **options: Unpack[AggregateKeywords],
     ) -> Moments:
         """Per (group, gene) count, mean and M2 over the selected cells, from
         partials computed in storage. options go to the aggregates (pushdown, ...)."""
@@ -116,7 +125,11 @@ class Matrix:
         )
 
     def group_stats(
-        self, groupby: str | None = None, genes: GeneSelection = None, cells: CellSelection = None, **options: Any
+        self,
+        groupby: str | None = None,
+        genes: GeneSelection = None,
+        cells: CellSelection = None,
+        **options: Unpack[AggregateKeywords],
     ) -> pa.Table:
         """A row per (group, gene): n, mean and variance (ddof 1) over the selected cells."""
         moments = self.moments(groupby, genes, cells, **options)
@@ -134,11 +147,8 @@ class Matrix:
         )
         return self.with_metadata(table)
 
-    def ttest(self, groupby: str, **arguments: Any) -> pa.Table:
-        """Differential expression between groups of cells: see skyhook.expression.differential.rank_genes (method, reference, groups, genes, cells, options)."""
-        from skyhook.expression.differential import rank_genes
-
-        return rank_genes(self, groupby, **arguments)
+    #: Differential expression between groups of cells (skyhook.expression.differential.rank_genes).
+    ttest = rank_genes
 
     def to_anndata(self, genes: GeneSelection = None, cells: CellSelection = None) -> Any:
         """The selected cells and genes as an AnnData (values as stored), for scanpy."""

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.dataset import Dataset
+from skyhook.execution.scan_options import AggregateKeywords
 from skyhook.expression.label_codes import group_key, group_sizes
 from skyhook.expression.moments import Moments, with_zeros
 from skyhook.plan.expressions import conjunction
@@ -55,7 +56,7 @@ def moments(
     genes: np.ndarray,
     cells: pc.Expression | None,
     gene_filter: pc.Expression | None,
-    options: dict[str, Any],
+    options: AggregateKeywords,
     record: list,
 ) -> Moments:
     labels, row_of, sizes = group_sizes(obs, groupby, cells, options, record)

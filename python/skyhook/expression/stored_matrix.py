@@ -4,13 +4,17 @@ without the modules importing each other."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
 
 from skyhook.dataset import Dataset
+from skyhook.execution.scan_options import AggregateKeywords
 from skyhook.expression.catalog import MatrixEntry
 from skyhook.expression.moments import Moments
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 
 class StoredMatrix(Protocol):
@@ -40,6 +44,8 @@ class StoredMatrix(Protocol):
     @property
     def var_dataset(self) -> Dataset: ...
 
-    def moments(self, groupby: str | None = None, genes: Any = None, cells: Any = None, **options: Any) -> Moments: ...
+    def moments(
+        self, groupby: str | None = None, genes: Any = None, cells: Any = None, **options: Unpack[AggregateKeywords]
+    ) -> Moments: ...
 
     def with_metadata(self, table: pa.Table) -> pa.Table: ...

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 import pyarrow as pa
 
@@ -55,6 +55,21 @@ class WriteOptions:
     partitioning: Partitioning = "hive"
     csv_options: CsvOptions | Mapping[str, Any] | None = None
     codec_chosen: CodecChosen | None = None
+
+
+class WriteKeywords(TypedDict, total=False):
+    """WriteOptions as keywords (Store.write_dataset, Dataset.append), field for field."""
+
+    design: Design | None
+    format: str | None
+    target_object_size: int
+    rows_per_object: int | None
+    row_group_size: int | None
+    compression: str | None
+    progress: Progress | None
+    partitioning: Partitioning
+    csv_options: CsvOptions | Mapping[str, Any] | None
+    codec_chosen: CodecChosen | None
 
 
 def write_dataset(
