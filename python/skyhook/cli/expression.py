@@ -1,6 +1,4 @@
-"""``skyhook expression ...``: import, list, describe and test expression
-matrices. Mistakes are one line, as everywhere in the CLI (skyhook.cli runs
-these commands and turns errors into messages and exit codes)."""
+"""``skyhook expression ...``: import, list, describe and test expression matrices."""
 
 from __future__ import annotations
 
@@ -9,16 +7,15 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
-import skyhook
-from skyhook.errors import InvalidRequestError, StoreNotFoundError
+from skyhook.cli.app import DEFAULT_STORE, StoreOption, app, console, open_store
+from skyhook.cli.output import check_output, write_table
+from skyhook.errors import InvalidRequestError
 from skyhook.expression.differential import REST
 from skyhook.expression.domains import domain_catalog, list_domains, list_matrices
 from skyhook.expression.matrix import open_matrix
@@ -28,20 +25,8 @@ from skyhook.expression.volcano import volcano_plot
 from skyhook.expression.write import read_input, write_matrix
 
 expression_app = typer.Typer(help="Gene-expression matrices: import, list, describe, t-tests.", no_args_is_help=True)
-console = Console(highlight=False)
-
-StoreOption = Annotated[
-    str, typer.Option("--store", "-s", envvar="SKYHOOK_STORE", help="Store URI (file:///path or a directory).")
-]
+app.add_typer(expression_app, name="expression")
 DomainOption = Annotated[str, typer.Option("--domain", "-d", help="The matrix's domain.")]
-DEFAULT_STORE = "skyhook-store"
-
-
-def _open(store: str, create: bool = False) -> skyhook.Store:
-    try:
-        return skyhook.connect(store, create=create)
-    except StoreNotFoundError as error:
-        raise StoreNotFoundError(f"{error} (a mistyped --store?)") from None
 
 
 @expression_app.command("import")
@@ -72,7 +57,7 @@ def import_(
         data = read_tables(path, cells, genes, rows)
     else:
         data = read_input(path, layer, raw)
-    with _open(store, create=True) as target, _LazyProgress() as progress:
+    with open_store(store, create=True) as target, _LazyProgress() as progress:
         entry = write_matrix(
             target,
             matrix,
@@ -95,7 +80,7 @@ def list_(
     store: StoreOption = DEFAULT_STORE, domain: Annotated[Optional[str], typer.Option("--domain", "-d")] = None
 ) -> None:
     """The domains of the store, or the matrices of one domain."""
-    with _open(store) as source:
+    with open_store(store) as source:
         if domain is None:
             table = Table("domain", "matrices")
             for name in list_domains(source):
@@ -117,7 +102,7 @@ def list_(
 @expression_app.command()
 def describe(matrix: str, store: StoreOption = DEFAULT_STORE, domain: DomainOption = DEFAULT_DOMAIN) -> None:
     """Shape, layout, custom metadata, cell and gene columns and datasets of a matrix."""
-    with _open(store) as source:
+    with open_store(store) as source:
         opened = open_matrix(source, matrix, domain)
         entry = opened.entry
         console.print(
@@ -161,10 +146,11 @@ def ttest(
     computed from statistics that storage computes; prints the top genes."""
     if genes and gene_filter:
         raise InvalidRequestError("--genes and --gene-filter exclude each other")
-    for path, suffixes in ((output, (".parquet", ".csv")), (plot, (".png",))):
-        if path is not None and path.suffix.lower() not in suffixes:
-            raise InvalidRequestError(f"cannot write {path}: use a {' or '.join(suffixes)} file name")
-    with _open(store) as source:
+    if output is not None:
+        check_output(output)
+    if plot is not None and plot.suffix.lower() != ".png":
+        raise InvalidRequestError(f"cannot write {plot}: use a .png file name")
+    with open_store(store) as source:
         opened = open_matrix(source, matrix, domain)
         result = opened.ttest(
             groupby,
@@ -181,7 +167,7 @@ def ttest(
             shown.add_row(Text(row["gene"]), f"{row['t']:.3f}", f"{row['p_adj']:.3g}", f"{row['log2_fold_change']:.3f}")
         console.print(shown)
     if output is not None:
-        (pacsv.write_csv if output.suffix.lower() == ".csv" else pq.write_table)(result, output)
+        write_table(result, output)
     if plot is not None:
         volcano_plot(result, plot, title=f"{domain}/{matrix} by {groupby} ({method})")
 

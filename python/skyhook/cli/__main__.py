@@ -1,0 +1,5 @@
+"""``python -m skyhook.cli``: the same as the ``skyhook`` command."""
+
+from skyhook.cli import main
+
+main()
