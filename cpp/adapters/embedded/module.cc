@@ -2,14 +2,10 @@
 // objects that are files, with the GIL released so a thread pool can scan many
 // objects at once, and on objects a client holds in memory (the client-side
 // transform). It also lends the client the core's one object writer
-// (EncodeObject) and its reader of any design (ObjectReader), so objects are
+// (EncodeObject) and its plain reads (client/plain_reads.h), so objects are
 // built and plainly read by the same code that storage runs.
-#include <algorithm>
-#include <cstring>
 #include <filesystem>
-#include <functional>
 #include <memory>
-#include <numeric>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -18,11 +14,8 @@
 
 #include <arrow/buffer.h>
 #include <arrow/c/bridge.h>
-#include <arrow/compute/expression.h>
 #include <arrow/io/memory.h>
 #include <arrow/ipc/reader.h>
-#include <arrow/ipc/writer.h>
-#include <arrow/util/byte_size.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
@@ -31,16 +24,14 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "client/plain_reads.h"
 #include "file_object_context.h"
 #include "memory_object.h"
 #include "omap_database.h"
 #include "skyhook/errors/error.h"
 #include "skyhook/protocol/frame.h"
 #include "skyhook/storage/methods/method.h"
-#include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/object/object_writer.h"
-#include "skyhook/storage/runtime/kept_rows.h"
-#include "skyhook/storage/secondary/scan_zones.h"
 
 namespace nb = nanobind;
 
@@ -163,79 +154,6 @@ class HeldBuffer : public arrow::Buffer {
   Py_buffer view_{};
 };
 
-// The parts of an object that the client read (byte ranges and attributes):
-// a read is served from the parts that cover it without a gap (a view of one,
-// else a copy), and is short where they end, as a read past an object would be.
-class ReadParts : public skyhook::ObjectContext {
- public:
-  ReadParts(uint64_t size, std::optional<std::string> design, std::optional<std::string> format)
-      : size_(size), design_(std::move(design)), format_(std::move(format)) {}
-
-  void Add(uint64_t offset, std::shared_ptr<arrow::Buffer> bytes) {
-    auto place =
-        std::upper_bound(parts_.begin(), parts_.end(), offset,
-                         [](uint64_t start, const Part& part) { return start < part.first; });
-    parts_.emplace(place, offset, std::move(bytes));
-  }
-
-  arrow::Result<uint64_t> Size() override { return size_; }
-
-  arrow::Result<std::shared_ptr<arrow::Buffer>> Read(uint64_t offset, uint64_t length) override {
-    // The parts that hold [offset, covered), in order; each starts within the one before.
-    std::vector<const Part*> covering;
-    uint64_t covered = offset;
-    bool touched = false;  // a part starts or ends at offset: an empty read is served
-    for (const auto& part : parts_) {
-      if (part.first > covered) break;  // a gap: no later part starts sooner
-      const uint64_t end = part.first + static_cast<uint64_t>(part.second->size());
-      touched = touched || end >= offset;
-      if (end <= covered) continue;
-      covering.push_back(&part);
-      covered = end;
-      if (covered - offset >= length) break;
-    }
-    if (length == 0 && touched) return std::make_shared<arrow::Buffer>(nullptr, 0);
-    if (covering.empty()) {
-      return arrow::Status::IOError("bytes at ", offset, " of the object were not read");
-    }
-    const uint64_t available = std::min(length, covered - offset);
-    const Part& first = *covering.front();
-    if (first.first + static_cast<uint64_t>(first.second->size()) >= offset + available) {
-      return arrow::SliceBuffer(first.second, static_cast<int64_t>(offset - first.first),
-                                static_cast<int64_t>(available));
-    }
-    ARROW_ASSIGN_OR_RAISE(auto joined, arrow::AllocateBuffer(static_cast<int64_t>(available)));
-    uint64_t position = offset;
-    for (const Part* part : covering) {
-      const uint64_t end =
-          std::min(offset + available, part->first + static_cast<uint64_t>(part->second->size()));
-      if (end <= position) continue;
-      std::memcpy(joined->mutable_data() + (position - offset),
-                  part->second->data() + (position - part->first), end - position);
-      position = end;
-    }
-    return std::shared_ptr<arrow::Buffer>(std::move(joined));
-  }
-
-  arrow::Result<std::optional<std::string>> GetXattr(const std::string& name) override {
-    if (name == skyhook::kDesignAttribute) return design_;
-    if (name == skyhook::kFormatAttribute) return format_;
-    return std::nullopt;
-  }
-
-  // A plain read decodes the object's bytes only; zones and indexes are storage's.
-  arrow::Result<std::optional<std::string>> GetOmap(const std::string&) override {
-    return std::nullopt;
-  }
-
- private:
-  using Part = std::pair<uint64_t, std::shared_ptr<arrow::Buffer>>;
-
-  uint64_t size_;
-  std::optional<std::string> design_, format_;
-  std::vector<Part> parts_;  // by offset
-};
-
 arrow::Result<std::pair<std::shared_ptr<arrow::Buffer>, std::shared_ptr<arrow::Buffer>>> Encode(
     const std::shared_ptr<arrow::Buffer>& stream, const std::string& design) {
   auto reader =
@@ -266,149 +184,6 @@ std::pair<nb::bytes, nb::bytes> EncodeObject(nb::bytes stream, nb::bytes design)
   return {ToBytes(*object), ToBytes(*attribute)};
 }
 
-// The indices of the schema's fields among columns (all when none given).
-std::vector<int> FieldsAmong(const arrow::Schema& schema,
-                             const std::optional<std::vector<std::string>>& columns) {
-  std::vector<int> fields;
-  for (int index = 0; index < schema.num_fields(); ++index) {
-    const auto& name = schema.field(index)->name();
-    if (!columns || std::find(columns->begin(), columns->end(), name) != columns->end()) {
-      fields.push_back(index);
-    }
-  }
-  return fields;
-}
-
-using ByteRanges = std::vector<std::pair<uint64_t, uint64_t>>;
-using ReadPlan = std::optional<std::tuple<std::vector<int>, ByteRanges, bool>>;
-
-// A filter the client serialized (arrow::compute::Serialize: pyarrow pickles
-// expressions so) bound to the dataset's schema (an Arrow IPC schema);
-// nullopt when it cannot be: then no zone is excluded and the client filters.
-struct DatasetFilter {
-  arrow::compute::Expression expression;
-  std::shared_ptr<arrow::Schema> schema;
-};
-
-std::optional<DatasetFilter> BoundFilter(const std::shared_ptr<arrow::Buffer>& filter,
-                                         const std::shared_ptr<arrow::Buffer>& schema) {
-  if (filter == nullptr || schema == nullptr) return std::nullopt;
-  arrow::io::BufferReader schema_stream(schema);
-  arrow::ipc::DictionaryMemo memo;
-  auto dataset_schema = arrow::ipc::ReadSchema(&schema_stream, &memo);
-  auto expression = arrow::compute::Deserialize(filter);
-  if (!dataset_schema.ok() || !expression.ok()) return std::nullopt;
-  auto bound = expression->Bind(**dataset_schema);
-  if (!bound.ok()) return std::nullopt;
-  return DatasetFilter{std::move(*bound), std::move(*dataset_schema)};
-}
-
-// The batches' rows the filter keeps, evaluated as pyarrow would at the
-// client, without its per-call plan; nullopt (the client filters) unless every
-// column the filter reads is decoded once with the dataset's type, or when the
-// evaluation fails (the client then reports the failure as it always does).
-std::optional<arrow::RecordBatchVector> Filtered(const arrow::RecordBatchVector& batches,
-                                                 const arrow::Schema& decoded,
-                                                 const DatasetFilter& filter) {
-  std::vector<int> columns;
-  arrow::FieldVector fields;
-  for (const auto& ref : arrow::compute::FieldsInExpression(filter.expression)) {
-    auto field = ref.GetOneOrNone(*filter.schema);
-    if (!field.ok() || *field == nullptr) return std::nullopt;
-    const int index = decoded.GetFieldIndex((*field)->name());
-    if (index < 0 || !decoded.field(index)->type()->Equals(*(*field)->type())) return std::nullopt;
-    // A column read twice (a range's two bounds) is one field of the schema bound.
-    if (std::find(columns.begin(), columns.end(), index) != columns.end()) continue;
-    columns.push_back(index);
-    fields.push_back(*field);
-  }
-  const auto read = arrow::schema(std::move(fields));
-  auto bound = filter.expression.Bind(*read);
-  if (!bound.ok()) return std::nullopt;
-  arrow::RecordBatchVector kept;
-  for (const auto& batch : batches) {
-    auto selected = batch->SelectColumns(columns);
-    if (!selected.ok()) return std::nullopt;
-    auto mask = arrow::compute::ExecuteScalarExpression(*bound, *read, *selected);
-    if (!mask.ok()) return std::nullopt;
-    auto rows = skyhook::KeptRows(batch, *mask, arrow::compute::default_exec_context());
-    if (!rows.ok()) return std::nullopt;
-    kept.push_back(std::move(*rows));
-  }
-  return kept;
-}
-
-struct Decoded {
-  std::shared_ptr<arrow::Buffer> object_schema;
-  std::shared_ptr<arrow::RecordBatchReader> batches;
-  int64_t rows = 0;   // decoded, before the filter
-  int64_t bytes = 0;  // the same, in Arrow's buffers
-  bool filtered = false;
-};
-
-// The object's schema as opened and its batches, decoded here (so every error
-// carries its code); the batches may be views of the parts read. With
-// row_groups (ascending), only those zones are decoded; with a filter, only
-// the rows it keeps where it can be evaluated here (Decoded::filtered).
-arrow::Result<Decoded> Decode(ReadParts* object,
-                              const std::optional<std::vector<std::string>>& columns,
-                              const std::optional<std::vector<int>>& row_groups,
-                              const std::optional<DatasetFilter>& filter) {
-  if (row_groups && !std::is_sorted(row_groups->begin(), row_groups->end(), std::less_equal<>())) {
-    return skyhook::Error(skyhook::ErrorCode::kInvalidRequest,
-                          "the row groups to read are not ascending");
-  }
-  ARROW_ASSIGN_OR_RAISE(auto reader,
-                        skyhook::ObjectReader::Open(object, arrow::default_memory_pool(),
-                                                    columns ? &*columns : nullptr));
-  auto schema = reader->schema();
-  const auto fields = FieldsAmong(*schema, columns);
-  constexpr int64_t kBatchRows = 64 * 1024;
-  ARROW_ASSIGN_OR_RAISE(auto batches, row_groups
-                                          ? reader->ReadZones(fields, kBatchRows, *row_groups)
-                                          : reader->ReadFields(fields, kBatchRows));
-  ARROW_ASSIGN_OR_RAISE(auto decoded, batches->ToRecordBatches());
-  Decoded result;
-  for (const auto& batch : decoded) {
-    result.rows += batch->num_rows();
-    result.bytes += arrow::util::TotalBufferSize(*batch);
-  }
-  if (filter) {
-    if (auto kept = Filtered(decoded, *batches->schema(), *filter)) {
-      decoded = std::move(*kept);
-      result.filtered = true;
-    }
-  }
-  ARROW_ASSIGN_OR_RAISE(result.object_schema, arrow::ipc::SerializeSchema(*schema));
-  ARROW_ASSIGN_OR_RAISE(result.batches,
-                        arrow::RecordBatchReader::Make(std::move(decoded), batches->schema()));
-  return result;
-}
-
-// The zones of the object (from the parts read: its footer) that a plain read
-// decodes, the byte ranges it reads for them (only those the footer's
-// statistics leave the filter able to match), and whether those statistics
-// prove the filter holds for every row of them. nullopt when the reader cannot
-// tell the ranges (formats other than Parquet, column groups).
-arrow::Result<ReadPlan> Plan(ReadParts* object,
-                             const std::optional<std::vector<std::string>>& columns,
-                             const std::optional<DatasetFilter>& filter) {
-  ARROW_ASSIGN_OR_RAISE(auto reader,
-                        skyhook::ObjectReader::Open(object, arrow::default_memory_pool(),
-                                                    columns ? &*columns : nullptr));
-  skyhook::StatedZones stated;
-  if (filter) {
-    ARROW_ASSIGN_OR_RAISE(
-        stated, skyhook::ZonesStatedBoundsAllow(reader.get(), filter->expression, *filter->schema));
-  } else {
-    stated.zones.resize(static_cast<size_t>(std::max(0, reader->num_zones())));
-    std::iota(stated.zones.begin(), stated.zones.end(), 0);
-  }
-  auto ranges = reader->ZoneRanges(FieldsAmong(*reader->schema(), columns), stated.zones);
-  if (!ranges) return std::nullopt;
-  return std::make_tuple(std::move(stated.zones), std::move(*ranges), stated.every_row_matches);
-}
-
 // An Arrow C stream in a capsule (the PyCapsule interface pyarrow imports);
 // released here if nobody took it.
 nb::capsule StreamCapsule(const std::shared_ptr<arrow::RecordBatchReader>& batches) {
@@ -427,7 +202,7 @@ std::optional<std::string> Text(const std::optional<nb::bytes>& value) {
   return std::string(value->c_str(), value->size());
 }
 
-void AddParts(ReadParts* object, nb::list parts) {
+void AddParts(skyhook::ReadParts* object, nb::list parts) {
   for (nb::handle part : parts) {
     auto pair = nb::cast<nb::tuple>(part);
     object->Add(nb::cast<uint64_t>(pair[0]), std::make_shared<HeldBuffer>(pair[1]));
@@ -442,31 +217,33 @@ std::tuple<nb::bytes, nb::capsule, int64_t, int64_t, bool> ReadObject(
     uint64_t size, std::optional<nb::bytes> design, std::optional<nb::bytes> format, nb::list parts,
     std::optional<std::vector<std::string>> columns, std::optional<std::vector<int>> row_groups,
     std::optional<nb::bytes> filter, std::optional<nb::bytes> schema) {
-  ReadParts object(size, Text(design), Text(format));
+  skyhook::ReadParts object(size, Text(design), Text(format));
   AddParts(&object, parts);
   auto filter_buffer = BufferOf(filter);
   auto schema_buffer = BufferOf(schema);
-  arrow::Result<Decoded> read;
+  arrow::Result<skyhook::Decoded> read;
   {
     nb::gil_scoped_release release;
-    read = Decode(&object, columns, row_groups, BoundFilter(filter_buffer, schema_buffer));
+    read = skyhook::DecodeObject(&object, columns, row_groups,
+                                 skyhook::BoundFilter(filter_buffer, schema_buffer));
   }
   auto decoded = Checked(std::move(read));
   return {ToBytes(*decoded.object_schema), StreamCapsule(decoded.batches), decoded.rows,
           decoded.bytes, decoded.filtered};
 }
 
-ReadPlan PlanRead(uint64_t size, std::optional<nb::bytes> design, std::optional<nb::bytes> format,
-                  nb::list parts, std::optional<std::vector<std::string>> columns,
-                  std::optional<nb::bytes> filter, nb::bytes schema) {
-  ReadParts object(size, Text(design), Text(format));
+std::optional<skyhook::ZonesToRead> PlanRead(uint64_t size, std::optional<nb::bytes> design,
+                                             std::optional<nb::bytes> format, nb::list parts,
+                                             std::optional<std::vector<std::string>> columns,
+                                             std::optional<nb::bytes> filter, nb::bytes schema) {
+  skyhook::ReadParts object(size, Text(design), Text(format));
   AddParts(&object, parts);
   auto filter_buffer = BufferOf(filter);
   auto schema_buffer = BufferOf(schema);
-  arrow::Result<ReadPlan> plan;
+  arrow::Result<std::optional<skyhook::ZonesToRead>> plan;
   {
     nb::gil_scoped_release release;
-    plan = Plan(&object, columns, BoundFilter(filter_buffer, schema_buffer));
+    plan = skyhook::PlanZones(&object, columns, skyhook::BoundFilter(filter_buffer, schema_buffer));
   }
   return Checked(std::move(plan));
 }
