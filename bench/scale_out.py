@@ -106,14 +106,17 @@ def timed(run, sampler: Sampler) -> dict:
     }
 
 
-def measure(paths: dict, repeat: int, check, sampler: Sampler, fetch: bool) -> dict:
+def measure(paths: dict, repeat: int, check, sampler: Sampler, fetch: bool, decision=None) -> dict:
     """Every path once to warm and check answers (fetch: whole results, else
-    row counts), then interleaved runs; medians."""
+    row counts), then interleaved runs; medians. decision: what the cost model
+    decided on the run just made (kept with each of its runs)."""
     check({name: run(fetch=fetch) for name, run in paths.items()})
     runs: dict[str, list[dict]] = {name: [] for name in paths}
     for _ in range(repeat):
         for name, run in paths.items():
             runs[name].append(timed(run, sampler))
+            if name == "auto" and decision is not None:
+                runs[name][-1]["decision"] = decision()
     return {
         name: {
             **{
@@ -236,7 +239,8 @@ def client_run(config: dict) -> dict:
                 if config["cells"] and cell not in config["cells"]:
                     continue
                 paths = scan_paths(ds, baselines, columns, threshold)
-                results[cell] = measure(paths, config["repeat"], counts_agree, sampler, fetch=False)
+                decided = lambda: str(ds.last_scan.stats.cost_model)  # noqa: E731
+                results[cell] = measure(paths, config["repeat"], counts_agree, sampler, fetch=False, decision=decided)
                 results[cell]["auto"]["decision"] = cost_model_decision(ds, columns, threshold)
                 print(f"  {cell}: " + _line(results[cell]), file=sys.stderr, flush=True)
         for name in ("Q6", "Q1"):
@@ -355,6 +359,8 @@ def plot_cpu(report: dict, target: Path) -> None:
 
     largest = max(report["runs"], key=int)
     run = report["runs"][largest]
+    if "1% / 3 columns" not in run["results"]:  # a --cells run without it
+        return
     cell = run["results"]["1% / 3 columns"]
     samples = run["samples"]
     figure, axes = plt.subplots(1, len(cell), figsize=(4 * len(cell), 3.5), sharey=True, squeeze=False)
