@@ -32,6 +32,10 @@ skyhook_group_stats <- function(store, matrix, groupby = NULL, domain = "default
                                                genes = genes, cells = cells))
 }
 
+skyhook_pseudobulk <- function(store, matrix, by, domain = "default", genes = NULL, cells = NULL) {
+  .skyhook_frame(.skyhook_bridge()$pseudobulk(store, matrix, by, domain = domain, genes = genes, cells = cells))
+}
+
 skyhook_domains <- function(store) unlist(.skyhook_bridge()$domains(store))
 
 skyhook_matrices <- function(store, domain = "default") .skyhook_frame(.skyhook_bridge()$matrices(store, domain))

@@ -88,6 +88,9 @@ WRONG = [
     (["import", "m", "{dir}/plain.h5ad"], "plain.h5ad: not a readable .h5ad file"),
     (["import", "m", "{dir}/no-cells.h5ad"], "the matrix has 0 cells and 5 genes: nothing to store"),
     (["import", "m", "{dir}/no-genes.h5ad"], "the matrix has 5 cells and 0 genes: nothing to store"),
+    (["pseudobulk", "nb", "--by", "tissue"], "no cell metadata column 'tissue'"),
+    (["pseudobulk", "nb", "--by", "group", "--cells", "percent_mito < -1"], "no cell is selected"),
+    (["pseudobulk", "nb", "--by", "group", "-o", "{dir}/sums.txt"], "use a .parquet or .csv file name"),
 ]
 
 
@@ -119,3 +122,16 @@ def test_integer_labels_are_named_by_their_text(tmp_path):
     assert "1 vs 0" in result.stdout
     expected = ex.open_matrix(skyhook.connect(str(store)), "nb").ttest("cluster", groups=[1], reference=0)
     assert expected.column("group").unique().to_pylist() == ["1"]
+
+
+def test_pseudobulk_writes_the_sums_python_computes(files, tmp_path):
+    store = str(tmp_path / "store")
+    ex.write_matrix(skyhook.connect(store), "nb", files / "m.h5ad")
+    args = ["expression", "pseudobulk", "nb", "--by", "batch", "--by", "group", "--store", store]
+    printed = CliRunner().invoke(app, [*args, "--genes", "gene1,gene2"])
+    assert printed.exit_code == 0, printed.stdout + printed.stderr
+    assert "gene2" in printed.stdout and "n_cells" in printed.stdout
+    written = CliRunner().invoke(app, [*args, "-o", str(tmp_path / "sums.parquet")])
+    assert written.exit_code == 0, written.stdout + written.stderr
+    expected = ex.open_matrix(skyhook.connect(store), "nb").pseudobulk(["batch", "group"])
+    assert pq.read_table(tmp_path / "sums.parquet").equals(expected)

@@ -62,6 +62,9 @@ stopifnot(is.data.frame(stats), any(is.na(stats$group)))
 by_number <- skyhook_ttest("{uri}", "nb", "cluster", groups = 2)
 stopifnot(all(by_number$group == "2"), nrow(by_number) == 15)
 write.csv(stats, "{out}", row.names = FALSE)
+bulk <- skyhook_pseudobulk("{uri}", "nb", c("batch", "group"), genes = "gene3")
+bulk$sum <- sprintf("%.17g", bulk$sum)
+write.csv(bulk, "{out}.bulk.csv", row.names = FALSE)
 """
 
 
@@ -74,6 +77,10 @@ def test_r_wrapper_takes_unlabelled_cells_and_a_number_for_a_group(tmp_path):
     with skyhook.connect(uri) as store:
         ex.write_matrix(store, "nb", adata)
         expected = ex.open_matrix(store, "nb").group_stats("group")
+        bulk = ex.open_matrix(store, "nb").pseudobulk(["batch", "group"], genes=["gene3"])
     out = tmp_path / "stats.csv"
     run_r(R_SCALARS, uri, out)
     assert pacsv.read_csv(out).num_rows == expected.num_rows
+    nulls = pacsv.ConvertOptions(column_types=bulk.schema, strings_can_be_null=True)  # R writes NA
+    got = pacsv.read_csv(f"{out}.bulk.csv", convert_options=nulls)
+    assert got.equals(bulk.replace_schema_metadata(None)), (got, bulk)

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from skyhook.cli.app import DEFAULT_STORE, StoreOption, app, console, open_store
-from skyhook.cli.output import check_output, write_table
+from skyhook.cli.output import check_output, show, write_table
 from skyhook.errors import InvalidRequestError
 from skyhook.expression.differential import REST
 from skyhook.expression.domains import domain_catalog, list_domains, list_matrices
@@ -27,6 +27,9 @@ from skyhook.expression.write import read_input, write_matrix
 expression_app = typer.Typer(help="Gene-expression matrices: import, list, describe, t-tests.", no_args_is_help=True)
 app.add_typer(expression_app, name="expression")
 DomainOption = Annotated[str, typer.Option("--domain", "-d", help="The matrix's domain.")]
+GenesOption = Annotated[Optional[str], typer.Option(help="Gene names, comma-separated.")]
+GeneFilterOption = Annotated[Optional[str], typer.Option(help="A filter on the gene table, e.g. highly_variable.")]
+CellsOption = Annotated[Optional[str], typer.Option(help='A filter on the cell table, e.g. "percent_mito < 0.05".')]
 
 
 @expression_app.command("import")
@@ -131,21 +134,16 @@ def ttest(
     method: Annotated[str, typer.Option(help="welch (scanpy's t-test), student or overestim_var.")] = "welch",
     reference: Annotated[str, typer.Option(help="rest, or the label of a reference group.")] = REST,
     group: Annotated[Optional[list[str]], typer.Option(help="Test only this group (repeat).")] = None,
-    genes: Annotated[Optional[str], typer.Option(help="Gene names, comma-separated.")] = None,
-    gene_filter: Annotated[
-        Optional[str], typer.Option(help="A filter on the gene table, e.g. highly_variable.")
-    ] = None,
-    cells: Annotated[
-        Optional[str], typer.Option(help='A filter on the cell table, e.g. "percent_mito < 0.05".')
-    ] = None,
+    genes: GenesOption = None,
+    gene_filter: GeneFilterOption = None,
+    cells: CellsOption = None,
     top: Annotated[int, typer.Option(help="Genes shown per group.")] = 10,
     output: Annotated[Optional[Path], typer.Option(help="Write the whole result (.parquet or .csv).")] = None,
     plot: Annotated[Optional[Path], typer.Option(help="Write a volcano plot (.png).")] = None,
 ) -> None:
     """t-tests of each group of GROUPBY against the rest (or --reference),
     computed from statistics that storage computes; prints the top genes."""
-    if genes and gene_filter:
-        raise InvalidRequestError("--genes and --gene-filter exclude each other")
+    selected_genes = _gene_selection(genes, gene_filter)
     if output is not None:
         check_output(output)
     if plot is not None and plot.suffix.lower() != ".png":
@@ -157,7 +155,7 @@ def ttest(
             method=method,
             reference=reference,
             groups=group,
-            genes=genes.split(",") if genes else gene_filter,
+            genes=selected_genes,
             cells=cells,
         )
     for label in dict.fromkeys(result.column("group").to_pylist()):
@@ -170,6 +168,30 @@ def ttest(
         write_table(result, output)
     if plot is not None:
         volcano_plot(result, plot, title=f"{domain}/{matrix} by {groupby} ({method})")
+
+
+@expression_app.command()
+def pseudobulk(
+    matrix: str,
+    by: Annotated[list[str], typer.Option("--by", "-b", help="A cell metadata column to sum per label of (repeat).")],
+    store: StoreOption = DEFAULT_STORE,
+    domain: DomainOption = DEFAULT_DOMAIN,
+    genes: GenesOption = None,
+    gene_filter: GeneFilterOption = None,
+    cells: CellsOption = None,
+    output: Annotated[
+        Optional[Path], typer.Option("--output", "-o", help="Write the table (.parquet or .csv).")
+    ] = None,
+    limit: Annotated[int, typer.Option(min=0, help="Rows to print (--output writes all).")] = 20,
+) -> None:
+    """Sum each gene's values per combination of the --by columns' labels
+    (e.g. --by sample --by cell_type), in storage: the input of DESeq2 / edgeR."""
+    selected_genes = _gene_selection(genes, gene_filter)
+    if output is not None:
+        check_output(output)
+    with open_store(store) as source:
+        result = open_matrix(source, matrix, domain).pseudobulk(by, genes=selected_genes, cells=cells)
+    show(result, output, limit, complete=True)
 
 
 class _LazyProgress:
@@ -198,6 +220,13 @@ class _LazyProgress:
     def __exit__(self, *exc: object) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+def _gene_selection(genes: str | None, gene_filter: str | None) -> list[str] | str | None:
+    """--genes (names) or --gene-filter (a filter on the gene table), not both."""
+    if genes and gene_filter:
+        raise InvalidRequestError("--genes and --gene-filter exclude each other")
+    return genes.split(",") if genes else gene_filter
 
 
 def _pair(item: str) -> tuple[str, str]:

@@ -6,6 +6,7 @@ metadata in domains, group statistics computed in storage, t-tests.
     ex.write_matrix(store, "pbmc", adata, domain="blood", metadata={"study": "..."})
     m = ex.open_matrix(store, "pbmc", domain="blood")
     m.ttest("bulk_labels", method="welch")          # an Arrow table, a row per (group, gene)
+    m.pseudobulk(["sample", "bulk_labels"])          # values summed per combination, in storage
 
 A use-case layer over the client: nothing below it imports it."""
 
@@ -25,6 +26,7 @@ from skyhook.expression.matrix import Matrix, open_matrix
 from skyhook.expression.moments import Moments
 from skyhook.expression.mtx_input import read_10x_mtx
 from skyhook.expression.names import DEFAULT_DOMAIN
+from skyhook.expression.pseudobulk import pseudobulk
 from skyhook.expression.source import ExpressionData
 from skyhook.expression.table_input import read_tables
 from skyhook.expression.write import read_input, write_matrix
@@ -47,6 +49,7 @@ __all__ = [
     "list_domains",
     "list_matrices",
     "open_matrix",
+    "pseudobulk",
     "rank_genes",
     "read_10x_mtx",
     "read_anndata",

@@ -19,6 +19,7 @@ from skyhook.expression.differential import rank_genes
 from skyhook.expression.domains import matrix_entry
 from skyhook.expression.moments import Moments
 from skyhook.expression.names import DEFAULT_DOMAIN
+from skyhook.expression.pseudobulk import pseudobulk
 from skyhook.expression.selection import (
     CellSelection,
     GeneSelection,
@@ -105,7 +106,7 @@ class Matrix:
         """Per (group, gene) count, mean and M2 over the selected cells, from
         partials computed in storage. options go to the aggregates (pushdown, ...)."""
         if groupby is not None:
-            self._check_groupby(groupby)
+            self.check_groupby(groupby)
         selected_cells = cell_filter(cells, self.obs_dataset.schema)
         positions = gene_indices(genes, self.var_dataset, self.gene_names)
         self.last_stats = []
@@ -149,6 +150,8 @@ class Matrix:
 
     #: Differential expression between groups of cells (skyhook.expression.differential.rank_genes).
     ttest = rank_genes
+    #: Values summed per combination of cell labels (skyhook.expression.pseudobulk.pseudobulk).
+    pseudobulk = pseudobulk
 
     def to_anndata(self, genes: GeneSelection = None, cells: CellSelection = None) -> Any:
         """The selected cells and genes as an AnnData (values as stored), for scanpy."""
@@ -166,7 +169,8 @@ class Matrix:
             }
         )
 
-    def _check_groupby(self, groupby: str) -> None:
+    def check_groupby(self, groupby: str) -> None:
+        """UnknownColumnError unless groupby is a cell metadata column."""
         names = cell_metadata_columns(self.obs_dataset.schema)
         if groupby not in names:
             raise UnknownColumnError(

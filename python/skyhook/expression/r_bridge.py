@@ -48,6 +48,13 @@ def group_stats(
         return _columns(open_matrix(store, matrix, domain).group_stats(groupby, _listed(genes), cells))
 
 
+def pseudobulk(
+    uri: str, matrix: str, by: Any, domain: str = DEFAULT_DOMAIN, genes: Any = None, cells: str | None = None
+) -> dict[str, list]:
+    with skyhook.connect(uri, create=False) as store:
+        return _columns(open_matrix(store, matrix, domain).pseudobulk(_listed(by), _listed(genes), cells))
+
+
 def domains(uri: str) -> list[str]:
     with skyhook.connect(uri, create=False) as store:
         return list_domains(store)
