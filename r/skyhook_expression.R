@@ -36,6 +36,12 @@ skyhook_pseudobulk <- function(store, matrix, by, domain = "default", genes = NU
   .skyhook_frame(.skyhook_bridge()$pseudobulk(store, matrix, by, domain = domain, genes = genes, cells = cells))
 }
 
+skyhook_highly_variable_genes <- function(store, matrix, domain = "default", n_top_genes = NULL, genes = NULL,
+                                          cells = NULL) {
+  .skyhook_frame(.skyhook_bridge()$highly_variable_genes(store, matrix, domain = domain, n_top_genes = n_top_genes,
+                                                         genes = genes, cells = cells))
+}
+
 skyhook_domains <- function(store) unlist(.skyhook_bridge()$domains(store))
 
 skyhook_matrices <- function(store, domain = "default") .skyhook_frame(.skyhook_bridge()$matrices(store, domain))

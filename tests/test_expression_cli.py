@@ -91,6 +91,8 @@ WRONG = [
     (["pseudobulk", "nb", "--by", "tissue"], "no cell metadata column 'tissue'"),
     (["pseudobulk", "nb", "--by", "group", "--cells", "percent_mito < -1"], "no cell is selected"),
     (["pseudobulk", "nb", "--by", "group", "-o", "{dir}/sums.txt"], "use a .parquet or .csv file name"),
+    (["variable-genes", "nb", "--n-top-genes", "0"], "n_top_genes must be a number of genes >= 1"),
+    (["variable-genes", "nb", "--genes", "gene1", "--gene-filter", "x"], "exclude each other"),
 ]
 
 
@@ -135,3 +137,27 @@ def test_pseudobulk_writes_the_sums_python_computes(files, tmp_path):
     assert written.exit_code == 0, written.stdout + written.stderr
     expected = ex.open_matrix(skyhook.connect(store), "nb").pseudobulk(["batch", "group"])
     assert pq.read_table(tmp_path / "sums.parquet").equals(expected)
+
+
+def test_variable_genes_prints_the_chosen_and_writes_all(files, tmp_path):
+    store = str(tmp_path / "store")
+    ex.write_matrix(skyhook.connect(store), "nb", files / "m.h5ad")
+    expected = ex.open_matrix(skyhook.connect(store), "nb").highly_variable_genes(n_top_genes=4)
+    chosen = expected.filter(expected.column("highly_variable")).column("gene").to_pylist()
+    printed = CliRunner().invoke(app, ["expression", "variable-genes", "nb", "--n-top-genes", "4", "--store", store])
+    assert printed.exit_code == 0, printed.stdout + printed.stderr
+    assert f"{len(chosen)} rows" in printed.stdout and all(gene in printed.stdout for gene in chosen)  # ties count
+    args = [
+        "expression",
+        "variable-genes",
+        "nb",
+        "--n-top-genes",
+        "4",
+        "--store",
+        store,
+        "-o",
+        str(tmp_path / "v.parquet"),
+    ]
+    written = CliRunner().invoke(app, args)
+    assert written.exit_code == 0, written.stdout + written.stderr
+    assert pq.read_table(tmp_path / "v.parquet").to_pandas().equals(expected.to_pandas())  # NaN as NaN

@@ -65,6 +65,9 @@ write.csv(stats, "{out}", row.names = FALSE)
 bulk <- skyhook_pseudobulk("{uri}", "nb", c("batch", "group"), genes = "gene3")
 bulk$sum <- sprintf("%.17g", bulk$sum)
 write.csv(bulk, "{out}.bulk.csv", row.names = FALSE)
+variable <- skyhook_highly_variable_genes("{uri}", "nb", n_top_genes = 5)
+stopifnot(is.logical(variable$highly_variable), nrow(variable) == 15)
+write.csv(variable[variable$highly_variable, "gene", drop = FALSE], "{out}.hvg.csv", row.names = FALSE)
 """
 
 
@@ -78,9 +81,12 @@ def test_r_wrapper_takes_unlabelled_cells_and_a_number_for_a_group(tmp_path):
         ex.write_matrix(store, "nb", adata)
         expected = ex.open_matrix(store, "nb").group_stats("group")
         bulk = ex.open_matrix(store, "nb").pseudobulk(["batch", "group"], genes=["gene3"])
+        variable = ex.open_matrix(store, "nb").highly_variable_genes(n_top_genes=5)
     out = tmp_path / "stats.csv"
     run_r(R_SCALARS, uri, out)
     assert pacsv.read_csv(out).num_rows == expected.num_rows
     nulls = pacsv.ConvertOptions(column_types=bulk.schema, strings_can_be_null=True)  # R writes NA
     got = pacsv.read_csv(f"{out}.bulk.csv", convert_options=nulls)
     assert got.equals(bulk.replace_schema_metadata(None)), (got, bulk)
+    chosen = variable.filter(variable.column("highly_variable")).column("gene").to_pylist()
+    assert pacsv.read_csv(f"{out}.hvg.csv").column("gene").to_pylist() == chosen

@@ -29,6 +29,10 @@ app.add_typer(expression_app, name="expression")
 DomainOption = Annotated[str, typer.Option("--domain", "-d", help="The matrix's domain.")]
 GenesOption = Annotated[Optional[str], typer.Option(help="Gene names, comma-separated.")]
 GeneFilterOption = Annotated[Optional[str], typer.Option(help="A filter on the gene table, e.g. highly_variable.")]
+TableOutputOption = Annotated[
+    Optional[Path], typer.Option("--output", "-o", help="Write the table (.parquet or .csv).")
+]
+LimitOption = Annotated[int, typer.Option(min=0, help="Rows to print (--output writes all).")]
 CellsOption = Annotated[Optional[str], typer.Option(help='A filter on the cell table, e.g. "percent_mito < 0.05".')]
 
 
@@ -179,10 +183,8 @@ def pseudobulk(
     genes: GenesOption = None,
     gene_filter: GeneFilterOption = None,
     cells: CellsOption = None,
-    output: Annotated[
-        Optional[Path], typer.Option("--output", "-o", help="Write the table (.parquet or .csv).")
-    ] = None,
-    limit: Annotated[int, typer.Option(min=0, help="Rows to print (--output writes all).")] = 20,
+    output: TableOutputOption = None,
+    limit: LimitOption = 20,
 ) -> None:
     """Sum each gene's values per combination of the --by columns' labels
     (e.g. --by sample --by cell_type), in storage: the input of DESeq2 / edgeR."""
@@ -192,6 +194,37 @@ def pseudobulk(
     with open_store(store) as source:
         result = open_matrix(source, matrix, domain).pseudobulk(by, genes=selected_genes, cells=cells)
     show(result, output, limit, complete=True)
+
+
+@expression_app.command("variable-genes")
+def variable_genes(
+    matrix: str,
+    store: StoreOption = DEFAULT_STORE,
+    domain: DomainOption = DEFAULT_DOMAIN,
+    n_top_genes: Annotated[
+        Optional[int], typer.Option(help="Choose this many genes (default: by the cutoffs below).")
+    ] = None,
+    min_mean: Annotated[float, typer.Option(help="Cutoff: a chosen gene's mean is above this.")] = 0.0125,
+    max_mean: Annotated[float, typer.Option(help="Cutoff: ... and below this.")] = 3.0,
+    min_disp: Annotated[float, typer.Option(help="Cutoff: its normalised dispersion is above this.")] = 0.5,
+    genes: GenesOption = None,
+    gene_filter: GeneFilterOption = None,
+    cells: CellsOption = None,
+    output: TableOutputOption = None,
+    limit: LimitOption = 20,
+) -> None:
+    """Highly variable genes, as scanpy's flavor="cell_ranger", from means and
+    variances computed in storage; prints the chosen genes."""
+    selected_genes = _gene_selection(genes, gene_filter)
+    if output is not None:
+        check_output(output)
+    with open_store(store) as source:
+        result = open_matrix(source, matrix, domain).highly_variable_genes(
+            n_top_genes=n_top_genes, min_mean=min_mean, max_mean=max_mean, min_disp=min_disp,
+            genes=selected_genes, cells=cells,
+        )  # fmt: skip
+    chosen = result.filter(result.column("highly_variable"))
+    show(result if output is not None else chosen, output, limit, complete=True)
 
 
 class _LazyProgress:

@@ -7,6 +7,7 @@ metadata in domains, group statistics computed in storage, t-tests.
     m = ex.open_matrix(store, "pbmc", domain="blood")
     m.ttest("bulk_labels", method="welch")          # an Arrow table, a row per (group, gene)
     m.pseudobulk(["sample", "bulk_labels"])          # values summed per combination, in storage
+    m.highly_variable_genes(n_top_genes=2000)        # Cell Ranger's dispersions from storage's moments
 
 A use-case layer over the client: nothing below it imports it."""
 
@@ -29,6 +30,7 @@ from skyhook.expression.names import DEFAULT_DOMAIN
 from skyhook.expression.pseudobulk import pseudobulk
 from skyhook.expression.source import ExpressionData
 from skyhook.expression.table_input import read_tables
+from skyhook.expression.variable_genes import highly_variable_genes
 from skyhook.expression.write import read_input, write_matrix
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "create_domain",
     "delete_domain",
     "delete_matrix",
+    "highly_variable_genes",
     "list_domains",
     "list_matrices",
     "open_matrix",

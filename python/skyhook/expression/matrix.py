@@ -29,6 +29,7 @@ from skyhook.expression.selection import (
     gene_indices,
 )
 from skyhook.expression.source import GENE_NAME
+from skyhook.expression.variable_genes import highly_variable_genes
 from skyhook.store import Store
 
 if TYPE_CHECKING:
@@ -152,6 +153,8 @@ class Matrix:
     ttest = rank_genes
     #: Values summed per combination of cell labels (skyhook.expression.pseudobulk.pseudobulk).
     pseudobulk = pseudobulk
+    #: Genes of high normalised dispersion (skyhook.expression.variable_genes.highly_variable_genes).
+    highly_variable_genes = highly_variable_genes
 
     def to_anndata(self, genes: GeneSelection = None, cells: CellSelection = None) -> Any:
         """The selected cells and genes as an AnnData (values as stored), for scanpy."""

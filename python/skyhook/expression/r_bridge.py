@@ -55,6 +55,22 @@ def pseudobulk(
         return _columns(open_matrix(store, matrix, domain).pseudobulk(_listed(by), _listed(genes), cells))
 
 
+def highly_variable_genes(
+    uri: str,
+    matrix: str,
+    domain: str = DEFAULT_DOMAIN,
+    n_top_genes: Any = None,
+    genes: Any = None,
+    cells: str | None = None,
+) -> dict[str, list]:
+    top = None if n_top_genes is None else int(n_top_genes)  # R's numbers are doubles
+    with skyhook.connect(uri, create=False) as store:
+        chosen = open_matrix(store, matrix, domain).highly_variable_genes(
+            n_top_genes=top, genes=_listed(genes), cells=cells
+        )
+    return _columns(chosen)
+
+
 def domains(uri: str) -> list[str]:
     with skyhook.connect(uri, create=False) as store:
         return list_domains(store)
