@@ -6,6 +6,7 @@ metadata in domains, group statistics computed in storage, t-tests.
     ex.write_matrix(store, "pbmc", adata, domain="blood", metadata={"study": "..."})
     m = ex.open_matrix(store, "pbmc", domain="blood")
     m.ttest("bulk_labels", method="welch")          # an Arrow table, a row per (group, gene)
+    adata.uns["rank_genes_groups"] = ex.rank_genes_groups(result, "bulk_labels")   # for scanpy's plots
     m.pseudobulk(["sample", "bulk_labels"])          # values summed per combination, in storage
     m.highly_variable_genes(n_top_genes=2000)        # Cell Ranger's dispersions from storage's moments
 
@@ -28,6 +29,7 @@ from skyhook.expression.moments import Moments
 from skyhook.expression.mtx_input import read_10x_mtx
 from skyhook.expression.names import DEFAULT_DOMAIN
 from skyhook.expression.pseudobulk import pseudobulk
+from skyhook.expression.scanpy_result import rank_genes_groups
 from skyhook.expression.source import ExpressionData
 from skyhook.expression.table_input import read_tables
 from skyhook.expression.variable_genes import highly_variable_genes
@@ -54,6 +56,7 @@ __all__ = [
     "open_matrix",
     "pseudobulk",
     "rank_genes",
+    "rank_genes_groups",
     "read_10x_mtx",
     "read_anndata",
     "read_input",
