@@ -13,6 +13,14 @@ class SkyhookError(Exception):
     """Base of every error skyhook raises."""
 
 
+class SkyhookWarning(Warning):
+    """Base of every warning skyhook gives (the CLI prints these, on one line each)."""
+
+
+class ClassCallsRefusedWarning(SkyhookWarning, RuntimeWarning):
+    """The user may not call the object class: the work runs at the client instead."""
+
+
 class InvalidRequestError(SkyhookError, ValueError):
     """A request (filter, projection, option) that storage cannot execute."""
 

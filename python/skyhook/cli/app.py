@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -15,7 +16,7 @@ from rich.console import Console
 from typer.core import TyperGroup
 
 import skyhook
-from skyhook.errors import SkyhookError, StoreNotFoundError, first_line
+from skyhook.errors import SkyhookError, SkyhookWarning, StoreNotFoundError, first_line
 from skyhook.ingest.garbage_collection import DEFAULT_RETENTION_SECONDS
 
 
@@ -34,6 +35,7 @@ class _Commands(TyperGroup):
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, **extra: object) -> Any:
         extra["standalone_mode"] = False
+        warnings.showwarning = _warn
         try:
             code = super().main(args, prog_name, **extra)
         except _Interrupted:
@@ -52,6 +54,13 @@ class _Commands(TyperGroup):
                 raise
             _fail(f"internal error: {type(error).__name__}: {first_line(error)} (SKYHOOK_DEBUG=1 shows where)", 1)
         sys.exit(code if isinstance(code, int) else 0)
+
+
+def _warn(message: Warning | str, category: type[Warning], *_: object, **__: object) -> None:
+    """skyhook's warnings as one line on stderr, as errors are; the libraries'
+    own (not the user's to act on) only with SKYHOOK_DEBUG."""
+    if issubclass(category, SkyhookWarning) or os.environ.get("SKYHOOK_DEBUG"):
+        print(f"warning: {' '.join(str(message).split())}", file=sys.stderr)
 
 
 def _fail(message: str, code: int) -> None:

@@ -32,6 +32,7 @@ from skyhook.catalog.design import DESIGN_ATTRIBUTE, ObjectDesign
 from skyhook.catalog.object_format import FORMAT_ATTRIBUTE, stored_schema
 from skyhook.errors import (
     ClassCallsNotPermittedError,
+    ClassCallsRefusedWarning,
     CorruptObjectError,
     InvalidRequestError,
     ObjectChangedError,
@@ -91,7 +92,7 @@ def read_partition(
 def warn_class_calls_refused(refusal: ClassCallsNotPermittedError) -> None:
     """Storage-side methods are refused but plain reads may be allowed: the query
     goes on at the client, with the same results and the whole objects moved."""
-    warnings.warn(f"{refusal}; reading whole objects at the client instead", RuntimeWarning, stacklevel=3)
+    warnings.warn(f"{refusal}; reading whole objects at the client instead", ClassCallsRefusedWarning, stacklevel=3)
 
 
 def _decoded(

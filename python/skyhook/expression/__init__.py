@@ -19,6 +19,7 @@ from skyhook.expression.domains import create_domain, delete_domain, delete_matr
 from skyhook.expression.errors import (
     DomainExistsError,
     DomainNotFoundError,
+    ExpressionInputWarning,
     GroupError,
     MatrixExistsError,
     MatrixNotFoundError,
@@ -40,6 +41,7 @@ __all__ = [
     "DomainExistsError",
     "DomainNotFoundError",
     "ExpressionData",
+    "ExpressionInputWarning",
     "GroupError",
     "Matrix",
     "MatrixEntry",

@@ -7,6 +7,7 @@ by t (largest first, as scanpy ranks), carrying the matrix's metadata."""
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -15,9 +16,10 @@ import pyarrow as pa
 
 from skyhook.errors import InvalidRequestError
 from skyhook.execution.scan_options import AggregateKeywords
-from skyhook.expression.errors import GroupError, UnknownGeneError
+from skyhook.expression.errors import ExpressionInputWarning, GroupError, UnknownGeneError
 from skyhook.expression.moments import Moments
 from skyhook.expression.selection import CellSelection, GeneSelection
+from skyhook.expression.source import VALUE_KIND
 from skyhook.expression.stored_matrix import StoredMatrix
 from skyhook.expression.ttest import benjamini_hochberg, check_method, log2_fold_change, t_test
 
@@ -44,6 +46,7 @@ def rank_genes(
     "overestim_var" (scanpy's "t-test_overestim_var"). options go to the
     storage aggregates (pushdown=True, ...)."""
     check_method(method)
+    warn_if_not_log_normalised(matrix)
     moments = matrix.moments(groupby, genes, cells, **options)
     labelled = [label for label in moments.groups if label is not None]
     if not labelled:
@@ -73,6 +76,23 @@ def rank_genes(
     return matrix.with_metadata(pa.concat_tables(parts) if parts else _empty())
 
 
+def warn_if_not_log_normalised(matrix: StoredMatrix) -> None:
+    """ExpressionInputWarning when the values were raw counts or held negative
+    values at import (t-tests and fold changes expect log-normalised values)."""
+    kind = (matrix.values.schema.metadata or {}).get(VALUE_KIND, b"").decode()
+    looks = {
+        "counts": "raw counts (every value a non-negative integer)",
+        "negative": "scaled data (some values are negative)",
+    }.get(kind)
+    if looks is not None:
+        warnings.warn(
+            f"the values of {matrix.domain}/{matrix.name} look like {looks}: t-tests and fold changes expect "
+            "log-normalised values (scanpy: sc.pp.normalize_total, then sc.pp.log1p)",
+            ExpressionInputWarning,
+            stacklevel=3,
+        )
+
+
 def _label(given: Any, labelled: list[Any], groupby: str, what: str) -> Any:
     """The label given names: itself, or the one label written as given's text
     (a command line's "1" for the integer label 1)."""
@@ -98,6 +118,8 @@ def ttest_between(
     (by other_cells), gene by gene, matched by name: genes (names), or every
     gene of first that second has. Both matrices must be in one domain."""
     check_method(method)
+    for matrix in (first, second):
+        warn_if_not_log_normalised(matrix)
     if first.domain != second.domain:
         raise InvalidRequestError(
             f"matrix {first.name!r} is in domain {first.domain!r} and {second.name!r} in {second.domain!r}: "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from skyhook.errors import DatasetNotFoundError, SkyhookError
+from skyhook.errors import DatasetNotFoundError, SkyhookError, SkyhookWarning
 
 
 class DomainNotFoundError(DatasetNotFoundError):
@@ -30,3 +30,7 @@ class UnknownGeneError(SkyhookError, KeyError):
 
 class GroupError(SkyhookError, ValueError):
     """A group to test is missing or too small (fewer than 2 cells)."""
+
+
+class ExpressionInputWarning(SkyhookWarning, UserWarning):
+    """The values do not look like what a statistic expects (log-normalised data)."""

@@ -20,6 +20,9 @@ GENE_NAME = "gene_name"
 #: Field metadata of a text column that was categorical: its categories, in order (JSON).
 CATEGORIES = b"skyhook.categories"
 #: Columns the layouts add next to the obs columns (layouts.py); obs may not use them.
+#: The values dataset's schema metadata key saying what the values look like
+#: (value_kind); older clients ignore it.
+VALUE_KIND = b"skyhook.expression.value_kind"
 RESERVED = re.compile(r"cell|cell_id|gene|value|g[0-9]+|.*__code")
 
 
@@ -112,3 +115,13 @@ def frame_table(frame: Any, id_column: str, ids: Any) -> pa.Table:
         fields.append(pa.field(str(name), array.type, metadata=metadata))
         columns.append(array)
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def value_kind(data: ExpressionData) -> str:
+    """ "counts" when every value is a non-negative integer (raw counts),
+    "negative" when some value is below zero (scaled data), else "" (what
+    log-normalised data looks like)."""
+    stored = data.values.data if hasattr(data.values, "nnz") else np.asarray(data.values)
+    if stored.size and stored.min() < 0:
+        return "negative"
+    return "counts" if np.array_equal(stored, np.round(stored)) else ""

@@ -69,9 +69,10 @@ def t_test(
 
 def log2_fold_change(mean1: np.ndarray, mean2: np.ndarray, log1p_base: float | None) -> np.ndarray:
     """scanpy's: log2((expm1(mean1) + 1e-9) / (expm1(mean2) + 1e-9)), expm1 in
-    the base of the data's log1p."""
+    the base of the data's log1p (means of data that is not log-normalised
+    overflow to inf: the input warning says why)."""
     scale = 1.0 if log1p_base is None else np.log(log1p_base)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.log2((np.expm1(mean1 * scale) + 1e-9) / (np.expm1(mean2 * scale) + 1e-9))
 
 

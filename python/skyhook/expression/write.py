@@ -22,7 +22,7 @@ from skyhook.expression.label_codes import with_codes
 from skyhook.expression.layouts import choose_layout, layout_module
 from skyhook.expression.mtx_input import read_10x_mtx
 from skyhook.expression.names import DEFAULT_DOMAIN, check_domain_name, check_matrix_name, part_datasets
-from skyhook.expression.source import CELL_ID, ExpressionData, checked
+from skyhook.expression.source import CELL_ID, VALUE_KIND, ExpressionData, checked, value_kind
 from skyhook.expression.table_input import read_tables
 from skyhook.store import Store
 
@@ -116,7 +116,12 @@ def _write_parts(
         if progress:
             progress(done, total)
 
-    store.write_dataset(datasets["values"], module.batches(source.values, cell_metadata), progress=stored)
+    kind = {VALUE_KIND: value_kind(source).encode()}
+    batches = (
+        batch.replace_schema_metadata({**(batch.schema.metadata or {}), **kind})
+        for batch in module.batches(source.values, cell_metadata)
+    )
+    store.write_dataset(datasets["values"], batches, progress=stored)
 
 
 def _published(current: Catalog | None, domain: str, entry: MatrixEntry, mode: str) -> Catalog:
