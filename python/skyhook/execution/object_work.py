@@ -40,7 +40,7 @@ class WorkStatistics:
     storage_cpu_s: float = 0.0
     zones_skipped: int = 0  # row groups / record batches storage skipped by their statistics
     secondary_rejected: int = 0  # objects whose statistics did not prove themselves (so were not used)
-    filter_in_storage: bool = True
+    filter_in_storage: bool = True  # False: not expressible in Substrait, or spanning column objects
 
     def as_dict(self) -> dict:
         return asdict(self)

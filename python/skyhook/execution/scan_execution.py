@@ -75,7 +75,6 @@ class ScanStatistics(WorkStatistics):
     wasted_storage_cpu_s: float = 0.0  # storage CPU spent on those
     pushdown: bool | str = "auto"  # requested: True, False, or "auto" (the cost model decides)
     cost_model: str = ""  # what the cost model decided and why
-    # filter_in_storage False: not expressible in Substrait, or spanning column objects
     filter_partly_in_storage: bool = True  # some of the filter's conjuncts ran in storage (all: filter_in_storage)
     projection_in_storage: bool = True  # (and was completed by the client)
     class_calls_refused: bool = False  # the user may not call the object class: plain reads
