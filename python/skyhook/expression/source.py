@@ -120,8 +120,13 @@ def frame_table(frame: Any, id_column: str, ids: Any) -> pa.Table:
 def value_kind(data: ExpressionData) -> str:
     """ "counts" when every value is a non-negative integer (raw counts),
     "negative" when some value is below zero (scaled data), else "" (what
-    log-normalised data looks like)."""
-    stored = data.values.data if hasattr(data.values, "nnz") else np.asarray(data.values)
+    log-normalised data looks like). Read in blocks: a rounded copy of a
+    whole atlas-sized matrix would double the import's memory."""
+    stored = (data.values.data if hasattr(data.values, "nnz") else np.asarray(data.values)).ravel(order="K")  # no copy
     if stored.size and stored.min() < 0:
         return "negative"
-    return "counts" if np.array_equal(stored, np.round(stored)) else ""
+    block = 1 << 22
+    integral = all(
+        np.array_equal(part, np.round(part)) for part in (stored[i : i + block] for i in range(0, stored.size, block))
+    )
+    return "counts" if integral else ""
