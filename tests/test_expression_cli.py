@@ -11,6 +11,7 @@ import anndata
 import h5py
 import numpy as np
 import pandas as pd
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
@@ -65,6 +66,16 @@ def test_import_ls_describe_ttest(files, tmp_path):
     assert table.select(["group", "gene", "t", "p"]).equals(expected.select(["group", "gene", "t", "p"]))
     assert (tmp_path / "volcano.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert np.isclose(table.column("t")[0].as_py(), expected.column("t")[0].as_py())
+    ranked = CliRunner().invoke(app, [
+        "expression", "ttest", "nb", "group", "--store", store, "-d", "lab", "--method", "wilcoxon",
+        "--tie-correct", "--group", "group1", "--output", str(tmp_path / "w.csv"), "--plot", str(tmp_path / "w.png"),
+    ])  # fmt: skip
+    assert ranked.exit_code == 0, ranked.stdout + ranked.stderr
+    assert "group1 vs rest" in ranked.stdout and " z " in ranked.stdout
+    expected = ex.open_matrix(skyhook.connect(store), "nb", "lab").ttest(
+        "group", method="wilcoxon", tie_correct=True, groups=["group1"]
+    )
+    assert pacsv.read_csv(tmp_path / "w.csv").column("z").to_pylist() == expected.column("z").to_pylist()
 
 
 WRONG = [
@@ -80,7 +91,7 @@ WRONG = [
     (["ttest", "nb", "cluster"], "no cell metadata column 'cluster'"),
     (["ttest", "nb", "group", "--genes", "gene1,FOO"], "gene 'FOO' is not in the matrix"),
     (["ttest", "nb", "group", "--reference", "group9"], "reference group 'group9' has no selected cells"),
-    (["ttest", "nb", "group", "--method", "wilcoxon"], "unknown method 'wilcoxon'"),
+    (["ttest", "nb", "group", "--method", "mann-whitney"], "unknown method 'mann-whitney'"),
     (["ttest", "nb", "group", "--cells", "percent_mito <"], "percent_mito"),
     (["ttest", "nb", "group", "--plot", "{dir}/plot.pdf"], "use a .png file name"),
     (["ttest", "nb", "group", "--cells", "percent_mito < -1"], "no selected cell has a label in 'group'"),

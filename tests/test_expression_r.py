@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.csv as pacsv
 import pytest
 
@@ -68,6 +69,10 @@ write.csv(bulk, "{out}.bulk.csv", row.names = FALSE)
 variable <- skyhook_highly_variable_genes("{uri}", "nb", n_top_genes = 5)
 stopifnot(is.logical(variable$highly_variable), nrow(variable) == 15)
 write.csv(variable[variable$highly_variable, "gene", drop = FALSE], "{out}.hvg.csv", row.names = FALSE)
+ranked <- skyhook_ttest("{uri}", "nb", "group", method = "wilcoxon", tie_correct = TRUE, reference = "group0")
+stopifnot(is.numeric(ranked$z), is.null(ranked$df))
+ranked$p <- sprintf("%.17g", ranked$p)
+write.csv(ranked[, c("group", "gene", "p")], "{out}.wilcoxon.csv", row.names = FALSE)
 """
 
 
@@ -82,6 +87,7 @@ def test_r_wrapper_takes_unlabelled_cells_and_a_number_for_a_group(tmp_path):
         expected = ex.open_matrix(store, "nb").group_stats("group")
         bulk = ex.open_matrix(store, "nb").pseudobulk(["batch", "group"], genes=["gene3"])
         variable = ex.open_matrix(store, "nb").highly_variable_genes(n_top_genes=5)
+        ranked = ex.open_matrix(store, "nb").ttest("group", method="wilcoxon", tie_correct=True, reference="group0")
     out = tmp_path / "stats.csv"
     run_r(R_SCALARS, uri, out)
     assert pacsv.read_csv(out).num_rows == expected.num_rows
@@ -90,3 +96,5 @@ def test_r_wrapper_takes_unlabelled_cells_and_a_number_for_a_group(tmp_path):
     assert got.equals(bulk.replace_schema_metadata(None)), (got, bulk)
     chosen = variable.filter(variable.column("highly_variable")).column("gene").to_pylist()
     assert pacsv.read_csv(f"{out}.hvg.csv").column("gene").to_pylist() == chosen
+    got = pacsv.read_csv(f"{out}.wilcoxon.csv", convert_options=pacsv.ConvertOptions(column_types={"p": pa.float64()}))
+    assert got.equals(ranked.select(["group", "gene", "p"]).replace_schema_metadata(None))

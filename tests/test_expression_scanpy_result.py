@@ -48,7 +48,7 @@ def test_a_result_of_one_reference_and_wrong_input(store):
     assert against["params"]["reference"] == "group0"
     assert against["names"].dtype.names == ("group1", "group2")
     with pytest.raises(InvalidRequestError, match="unknown method"):
-        ex.rank_genes_groups(matrix.ttest("group"), "group", "wilcoxon")
+        ex.rank_genes_groups(matrix.ttest("group"), "group", "mann-whitney")
     uneven = matrix.ttest("group", groups=["group1"]).slice(0, 5)
     both = matrix.ttest("group", groups=["group2"])
     with pytest.raises(InvalidRequestError, match="same genes"):

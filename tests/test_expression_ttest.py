@@ -217,7 +217,7 @@ def test_bad_requests(matrices, layout):
     with pytest.raises(ex.UnknownGeneError, match="'GAPDHX' is not in the matrix"):
         matrix.ttest("group", genes=["gene2", "GAPDHX"])
     with pytest.raises(skyhook_errors().InvalidRequestError, match="unknown method"):
-        matrix.ttest("group", method="wilcoxon")
+        matrix.ttest("group", method="mann-whitney")
     with pytest.raises(ex.MatrixNotFoundError, match="in domain 'synthetic'"):
         ex.open_matrix(matrix.store, "nb_sparse", domain="default")
 

@@ -16,7 +16,7 @@ from rich.text import Text
 from skyhook.cli.app import DEFAULT_STORE, StoreOption, app, console, open_store
 from skyhook.cli.output import check_output, show, write_table
 from skyhook.errors import InvalidRequestError
-from skyhook.expression.differential import REST
+from skyhook.expression.differential import REST, score_column
 from skyhook.expression.domains import domain_catalog, list_domains, list_matrices
 from skyhook.expression.matrix import open_matrix
 from skyhook.expression.names import DEFAULT_DOMAIN
@@ -135,7 +135,10 @@ def ttest(
     groupby: str,
     store: StoreOption = DEFAULT_STORE,
     domain: DomainOption = DEFAULT_DOMAIN,
-    method: Annotated[str, typer.Option(help="welch (scanpy's t-test), student or overestim_var.")] = "welch",
+    method: Annotated[
+        str, typer.Option(help="welch (scanpy's t-test), student, overestim_var or wilcoxon (rank sums).")
+    ] = "welch",
+    tie_correct: Annotated[bool, typer.Option(help="Wilcoxon: correct for tied values (as scanpy's).")] = False,
     reference: Annotated[str, typer.Option(help="rest, or the label of a reference group.")] = REST,
     group: Annotated[Optional[list[str]], typer.Option(help="Test only this group (repeat).")] = None,
     genes: GenesOption = None,
@@ -145,8 +148,8 @@ def ttest(
     output: Annotated[Optional[Path], typer.Option(help="Write the whole result (.parquet or .csv).")] = None,
     plot: Annotated[Optional[Path], typer.Option(help="Write a volcano plot (.png).")] = None,
 ) -> None:
-    """t-tests of each group of GROUPBY against the rest (or --reference),
-    computed from statistics that storage computes; prints the top genes."""
+    """Tests of each group of GROUPBY against the rest (or --reference), t-tests
+    or Wilcoxon rank sums, computed from what storage computes; prints the top genes."""
     selected_genes = _gene_selection(genes, gene_filter)
     if output is not None:
         check_output(output)
@@ -161,12 +164,16 @@ def ttest(
             groups=group,
             genes=selected_genes,
             cells=cells,
+            tie_correct=tie_correct,
         )
+    score = score_column(result)
     for label in dict.fromkeys(result.column("group").to_pylist()):
         part = result.filter(pc.equal(result.column("group"), label)).slice(0, top)
-        shown = Table("gene", "t", "p_adj", "log2 FC", title=Text(f"{label} vs {part.column('reference')[0]}"))
-        for row in part.select(["gene", "t", "p_adj", "log2_fold_change"]).to_pylist():
-            shown.add_row(Text(row["gene"]), f"{row['t']:.3f}", f"{row['p_adj']:.3g}", f"{row['log2_fold_change']:.3f}")
+        shown = Table("gene", score, "p_adj", "log2 FC", title=Text(f"{label} vs {part.column('reference')[0]}"))
+        for row in part.select(["gene", score, "p_adj", "log2_fold_change"]).to_pylist():
+            shown.add_row(
+                Text(row["gene"]), f"{row[score]:.3f}", f"{row['p_adj']:.3g}", f"{row['log2_fold_change']:.3f}"
+            )
         console.print(shown)
     if output is not None:
         write_table(result, output)

@@ -16,12 +16,14 @@ import pyarrow as pa
 
 from skyhook.errors import InvalidRequestError
 from skyhook.execution.scan_options import AggregateKeywords
+from skyhook.expression import rank_sums
 from skyhook.expression.errors import ExpressionInputWarning, GroupError, UnknownGeneError
 from skyhook.expression.moments import Moments
-from skyhook.expression.selection import CellSelection, GeneSelection
+from skyhook.expression.rank_sums import WILCOXON, Side
+from skyhook.expression.selection import CellSelection, GeneSelection, cell_filter, gene_indices
 from skyhook.expression.source import VALUE_KIND
 from skyhook.expression.stored_matrix import StoredMatrix
-from skyhook.expression.ttest import benjamini_hochberg, check_method, log2_fold_change, t_test
+from skyhook.expression.ttest import METHODS, benjamini_hochberg, check_method, log2_fold_change, t_test
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -39,16 +41,41 @@ def rank_genes(
     groups: Sequence[Any] | None = None,
     genes: GeneSelection = None,
     cells: CellSelection = None,
+    tie_correct: bool = False,
     **options: Unpack[AggregateKeywords],
 ) -> pa.Table:
-    """t-tests of each group of groupby (or of groups) against reference: "rest"
-    or a group's label. method: "welch" (scanpy's "t-test"), "student" or
-    "overestim_var" (scanpy's "t-test_overestim_var"). options go to the
-    storage aggregates (pushdown=True, ...)."""
-    check_method(method)
+    """Tests of each group of groupby (or of groups) against reference: "rest"
+    or a group's label. method: "welch" (scanpy's "t-test"), "student",
+    "overestim_var" (scanpy's "t-test_overestim_var") or "wilcoxon" (rank
+    sums, scanpy's "wilcoxon"; tie_correct as scanpy's). t-tests give a t and
+    df per gene, Wilcoxon a z (score_column). options go to the storage
+    aggregates (pushdown=True, ...)."""
+    if method not in (*METHODS, WILCOXON):
+        raise InvalidRequestError(f"unknown method {method!r}; expected welch, student, overestim_var or wilcoxon")
     warn_if_not_log_normalised(matrix)
+    if method == WILCOXON:
+        return _wilcoxon(matrix, groupby, reference, groups, genes, cells, tie_correct, options)
     moments = matrix.moments(groupby, genes, cells, **options)
-    labelled = [label for label in moments.groups if label is not None]
+    tested, reference = _tested_groups(moments.groups, groupby, reference, groups)
+    parts = []
+    for group in tested:
+        row = moments.row(group)
+        others = [moments.row(reference)] if reference != REST else [i for i in range(len(moments.groups)) if i != row]
+        other = moments.merged(others)
+        _check_size(moments.count[row], f"group {group!r}")
+        _check_size(other.count[0], "the rest" if reference == REST else f"reference group {reference!r}")
+        parts.append(_compared(moments, row, other, str(group), str(reference), method, matrix))
+    return matrix.with_metadata(pa.concat_tables(parts))
+
+
+def score_column(result: pa.Table) -> str:
+    """The column a rank_genes result ranks genes by: z (Wilcoxon) or t."""
+    return "z" if "z" in result.column_names else "t"
+
+
+def _tested_groups(labels: list[Any], groupby: str, reference: Any, groups: Sequence[Any] | None) -> tuple[list, Any]:
+    """(the labels to test, the reference: REST or a label), checked against the selected cells' labels."""
+    labelled = [label for label in labels if label is not None]
     if not labelled:
         raise GroupError(f"no selected cell has a label in {groupby!r}: no group to test")
     if reference != REST:
@@ -65,15 +92,39 @@ def rank_genes(
     for group in tested:
         if group == reference:
             raise GroupError(f"group {group!r} is the reference group: it cannot be tested against itself")
+    return tested, reference
+
+
+def _wilcoxon(
+    matrix: StoredMatrix,
+    groupby: str,
+    reference: Any,
+    groups: Sequence[Any] | None,
+    genes: GeneSelection,
+    cells: CellSelection,
+    tie_correct: bool,
+    options: AggregateKeywords,
+) -> pa.Table:
+    matrix.check_groupby(groupby)
+    selected = cell_filter(cells, matrix.obs_dataset.schema)
+    positions = gene_indices(genes, matrix.var_dataset, matrix.gene_names)
+    matrix.last_stats = []
+    found = rank_sums.groups_of(matrix, groupby, selected, options)
+    tested, reference = _tested_groups(found.labels, groupby, reference, groups)
+    rows = [found.labels.index(group) for group in tested]
+    reference_row = None if reference == REST else found.labels.index(reference)
+    for group, row in zip(tested, rows):
+        other = found.sizes.sum() - found.sizes[row] if reference_row is None else found.sizes[reference_row]
+        _check_size(found.sizes[row : row + 1], f"group {group!r}", WILCOXON)
+        _check_size(np.array([other]), "the rest" if reference == REST else f"reference group {reference!r}", WILCOXON)
+    tests = rank_sums.wilcoxon(matrix, groupby, found, rows, reference_row, positions, selected, tie_correct, options)
     parts = []
-    for group in tested:
-        row = moments.row(group)
-        others = [moments.row(reference)] if reference != REST else [i for i in range(len(moments.groups)) if i != row]
-        other = moments.merged(others)
-        _check_size(moments.count[row], f"group {group!r}")
-        _check_size(other.count[0], "the rest" if reference == REST else f"reference group {reference!r}")
-        parts.append(_compared(moments, row, other, str(group), str(reference), method, matrix))
-    return matrix.with_metadata(pa.concat_tables(parts) if parts else _empty())
+    for group, row in zip(tested, rows):
+        test = tests[row]
+        order = np.argsort(-test.z, kind="stable")
+        scores = {"z": test.z[order], "p": test.p[order], "p_adj": benjamini_hochberg(test.p)[order]}
+        parts.append(_table(matrix, positions, order, str(group), str(reference), scores, test.group, test.reference))
+    return matrix.with_metadata(pa.concat_tables(parts))
 
 
 def warn_if_not_log_normalised(matrix: StoredMatrix) -> None:
@@ -117,6 +168,8 @@ def ttest_between(
     """t-tests of the cells of first (selected by cells) against those of second
     (by other_cells), gene by gene, matched by name: genes (names), or every
     gene of first that second has. Both matrices must be in one domain."""
+    if method == WILCOXON:
+        raise InvalidRequestError("wilcoxon ranks the groups of one matrix; between matrices, use a t-test method")
     check_method(method)
     for matrix in (first, second):
         warn_if_not_log_normalised(matrix)
@@ -159,46 +212,37 @@ def _compared(
     n2, mean2, var2 = other.count[0], other.mean[0], other.variance(1)[0]
     test = t_test(n1, mean1, var1, n2, mean2, var2, method)
     order = np.argsort(-test.t, kind="stable")
+    scores = {"t": test.t[order], "df": test.df[order], "p": test.p[order], "p_adj": benjamini_hochberg(test.p)[order]}
+    return _table(matrix, moments.genes, order, group, reference, scores, Side(n1, mean1), Side(n2, mean2))
+
+
+def _table(
+    matrix: StoredMatrix,
+    genes: np.ndarray,
+    order: np.ndarray,
+    group: str,
+    reference: str,
+    scores: dict[str, np.ndarray],
+    mine: Side,
+    theirs: Side,
+) -> pa.Table:
+    """A result's rows for one group: its scores, then fold changes, means and sizes, genes in order."""
     columns = {
         "group": pa.array([group] * len(order), pa.string()),
         "reference": pa.array([reference] * len(order), pa.string()),
-        "gene": matrix.gene_names.take(pa.array(moments.genes[order])),
-        "t": test.t[order],
-        "df": test.df[order],
-        "p": test.p[order],
-        "p_adj": benjamini_hochberg(test.p)[order],
-        "log2_fold_change": log2_fold_change(mean1, mean2, matrix.entry.log1p_base)[order],
-        "mean_group": mean1[order],
-        "mean_reference": mean2[order],
-        "n_group": n1[order].astype(np.int64),
-        "n_reference": n2[order].astype(np.int64),
+        "gene": matrix.gene_names.take(pa.array(genes[order])),
+        **scores,
+        "log2_fold_change": log2_fold_change(mine.mean, theirs.mean, matrix.entry.log1p_base)[order],
+        "mean_group": mine.mean[order],
+        "mean_reference": theirs.mean[order],
+        "n_group": mine.n[order].astype(np.int64),
+        "n_reference": theirs.n[order].astype(np.int64),
     }
     return pa.table(columns)
 
 
-def _check_size(count: np.ndarray, what: str) -> None:
+def _check_size(count: np.ndarray, what: str, method: str = "welch") -> None:
     cells = int(count[0]) if len(count) else 0
-    if cells < 2:
-        raise GroupError(f"{what} has {cells} selected cell{'s' if cells != 1 else ''}: a t-test needs at least 2")
-
-
-def _empty() -> pa.Table:
-    return pa.table(
-        {
-            name: pa.array([], kind)
-            for name, kind in [
-                ("group", pa.string()),
-                ("reference", pa.string()),
-                ("gene", pa.string()),
-                ("t", pa.float64()),
-                ("df", pa.float64()),
-                ("p", pa.float64()),
-                ("p_adj", pa.float64()),
-                ("log2_fold_change", pa.float64()),
-                ("mean_group", pa.float64()),
-                ("mean_reference", pa.float64()),
-                ("n_group", pa.int64()),
-                ("n_reference", pa.int64()),
-            ]
-        }
-    )
+    least, test = (1, "a rank-sum test") if method == WILCOXON else (2, "a t-test")
+    if cells < least:
+        raise GroupError(f"{what} has {cells} selected cell{'s' if cells != 1 else ''}: {test} needs at least {least}")

@@ -28,10 +28,17 @@ def ttest(
     groups: Any = None,
     genes: Any = None,
     cells: str | None = None,
+    tie_correct: bool = False,
 ) -> dict[str, list]:
     with skyhook.connect(uri, create=False) as store:
         result = open_matrix(store, matrix, domain).ttest(
-            groupby, method=method, reference=reference, groups=_listed(groups), genes=_listed(genes), cells=cells
+            groupby,
+            method=method,
+            reference=reference,
+            groups=_listed(groups),
+            genes=_listed(genes),
+            cells=cells,
+            tie_correct=bool(tie_correct),
         )
     return _columns(result)
 

@@ -11,13 +11,19 @@ import pandas as pd
 import pyarrow as pa
 
 from skyhook.errors import InvalidRequestError
+from skyhook.expression.differential import score_column
 
 #: scanpy's names of the methods (student has none there: its own name).
-SCANPY_METHODS = {"welch": "t-test", "overestim_var": "t-test_overestim_var", "student": "t-test_student"}
-#: Our column, scanpy's statistic and the dtype scanpy stores it with.
+SCANPY_METHODS = {
+    "welch": "t-test",
+    "overestim_var": "t-test_overestim_var",
+    "student": "t-test_student",
+    "wilcoxon": "wilcoxon",
+}
+#: Our column (the score: t or z, differential.score_column), scanpy's statistic and the dtype scanpy stores it with.
 _STATISTICS = [
     ("gene", "names", "O"),
-    ("t", "scores", "float32"),
+    ("score", "scores", "float32"),
     ("log2_fold_change", "logfoldchanges", "float32"),
     ("p", "pvals", "float64"),
     ("p_adj", "pvals_adj", "float64"),
@@ -30,7 +36,11 @@ def rank_genes_groups(result: pa.Table, groupby: str, method: str = "welch") -> 
     group tested on the same genes, as Matrix.ttest gives them)."""
     if method not in SCANPY_METHODS:
         raise InvalidRequestError(f"unknown method {method!r}; expected one of {', '.join(SCANPY_METHODS)}")
-    frame = result.select([column for column, _, _ in _STATISTICS] + ["group", "reference"]).to_pandas()
+    score = score_column(result)
+    if (score == "z") != (method == "wilcoxon"):
+        raise InvalidRequestError(f"the result holds {score} scores: it is not a {method} result")
+    chosen = [score if column == "score" else column for column, _, _ in _STATISTICS]
+    frame = result.select(chosen + ["group", "reference"]).to_pandas().rename(columns={score: "score"})
     groups = list(dict.fromkeys(frame["group"]))
     per_group = {group: frame[frame["group"] == group] for group in groups}
     if len({len(rows) for rows in per_group.values()}) > 1:

@@ -1,4 +1,4 @@
-"""A volcano plot of a t-test result: log2 fold change against -log10 of the
+"""A volcano plot of a rank_genes result (t-tests or Wilcoxon): log2 fold change against -log10 of the
 adjusted p-value, one panel per group, the top genes named."""
 
 from __future__ import annotations
@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from skyhook.expression.differential import score_column
 
 #: Adjusted p-values are drawn no lower than this (a p of 0 would be infinitely high).
 P_FLOOR = 1e-300
@@ -31,7 +33,7 @@ def volcano_plot(result: pa.Table, path: str | Path, top: int = 5, title: str = 
         significant = part.column("p_adj").to_numpy() < 0.05
         axis.scatter(change[~significant], height[~significant], s=4, color="0.6")
         axis.scatter(change[significant], height[significant], s=4, color="tab:red")
-        for index in np.argsort(-part.column("t").to_numpy())[:top]:
+        for index in np.argsort(-part.column(score_column(part)).to_numpy())[:top]:
             axis.annotate(str(part.column("gene")[index]), (change[index], height[index]), fontsize=7)
         axis.set_title(f"{group} vs {part.column('reference')[0]}", fontsize=9)
         axis.set_xlabel("log2 fold change")
