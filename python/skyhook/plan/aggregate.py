@@ -190,7 +190,8 @@ def _input_expression(aggregation: Aggregation, schema: pa.Schema) -> pc.Express
     if AGGREGATE_FUNCTIONS[aggregation.function].float_input:
         return aggregation.input.cast(pa.float64(), safe=False)
     if aggregation.function in _COUNTING_BOOLEANS and _type_of(aggregation.input, schema) == pa.bool_():
-        return aggregation.input.cast(pa.uint64())  # storage sums numbers; pyarrow counts trues as uint64
+        # Storage sums numbers; pyarrow counts trues as uint64. (Exact: Substrait carries only unsafe casts.)
+        return aggregation.input.cast(pa.uint64(), safe=False)
     return aggregation.input
 
 

@@ -19,7 +19,7 @@ from substrait.gen.proto.extended_expression_pb2 import ExtendedExpression
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError, first_line
 from skyhook.plan.carried_types import carrier, is_carried, is_faithful, is_layout_only, request_schema
 from skyhook.plan.expression_tree import MAX_EXPRESSION_DEPTH, NotSerializable, conjuncts, field_names
-from skyhook.plan.substrait import IN_LIST_CHUNK, referenced_fields, serialize, storage_form
+from skyhook.plan.substrait import IN_LIST_CHUNK, referenced_fields, serialize, storage_form, storage_refusal
 
 Columns = Sequence[str] | Mapping[str, pc.Expression] | None
 
@@ -138,6 +138,9 @@ def _refusal(message: ExtendedExpression, read: list[pa.Field], filters: int) ->
         return "a column it reads travels to storage as another type, on which it would mean something else"
     if not storage_form(message, filters=filters):
         return "an IN list whose null semantics Substrait cannot carry"
+    refusal = storage_refusal(message)
+    if refusal is not None:
+        return refusal
     if not _within_storage_limits(message):
         return "past storage's limits (IN-list values, nesting, nodes)"
     return None

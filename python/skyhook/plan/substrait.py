@@ -204,6 +204,9 @@ class PlanBuilder:
         self.read_schema = pa.schema([carried.field(i) for i in sorted(used)])
         bound = serialize(expressions, names, self.read_schema)
         storage_form(bound, filters=0 if filter is None else 1)  # to_substrait has vetted the filter
+        refusal = storage_refusal(bound)
+        if refusal is not None:
+            raise UncarriedTypes(refusal)
         self.plan = plan_pb2.Plan()
         self.plan.extension_uris.extend(bound.extension_uris)
         self.plan.extensions.extend(bound.extensions)
@@ -366,6 +369,46 @@ class InListRewriter:
                 arguments=[algebra_pb2.FunctionArgument(value=argument) for argument in arguments],
             )
         )
+
+
+#: What storage runs (cpp/skyhook/substrait/expression_check.cc): these scalar
+#: functions, over literals, column references, casts and IN lists. An
+#: expression with anything else runs at the client.
+STORAGE_FUNCTIONS = frozenset(
+    {
+        *("equal", "not_equal", "lt", "gt", "lte", "gte", "and", "or", "not"),
+        *("is_null", "is_not_null", "is_nan", "is_finite", "is_infinite"),
+        *("add", "subtract", "multiply", "divide", "negate", "abs"),
+        *("starts_with", "ends_with", "contains"),
+    }
+)
+_STORAGE_KINDS = frozenset({"literal", "selection", "scalar_function", "cast", "singular_or_list"})
+
+
+def storage_refusal(message: extended_expression_pb2.ExtendedExpression) -> str | None:
+    """Why storage would refuse message's expressions (None: it runs them),
+    checked here so that such expressions run at the client instead of failing."""
+    declared = {
+        declaration.extension_function.name.split(":")[0]
+        for declaration in message.extensions
+        if declaration.HasField("extension_function")
+    }
+    outside = sorted(declared - STORAGE_FUNCTIONS)
+    if outside:
+        return f"storage does not run the function {outside[0]!r}"
+    pending = [referred.expression for referred in message.referred_expr]
+    while pending:
+        expression = pending.pop()
+        kind = expression.WhichOneof("rex_type")
+        if kind not in _STORAGE_KINDS:
+            return f"storage does not run {kind} expressions"
+        if kind == "scalar_function":
+            pending.extend(argument.value for argument in expression.scalar_function.arguments)
+        elif kind == "cast":
+            pending.append(expression.cast.input)
+        elif kind == "singular_or_list":
+            pending.extend([expression.singular_or_list.value, *expression.singular_or_list.options])
+    return None
 
 
 def storage_form(message: extended_expression_pb2.ExtendedExpression, filters: int = 0) -> bool:
