@@ -22,10 +22,11 @@ skyhook_python <- function(python) {
 }
 
 skyhook_ttest <- function(store, matrix, groupby, domain = "default", method = "welch",
-                          reference = "rest", groups = NULL, genes = NULL, cells = NULL, tie_correct = FALSE) {
+                          reference = "rest", groups = NULL, genes = NULL, cells = NULL, tie_correct = FALSE,
+                          pts = FALSE) {
   .skyhook_frame(.skyhook_bridge()$ttest(store, matrix, groupby, domain = domain, method = method,
                                          reference = reference, groups = groups, genes = genes, cells = cells,
-                                         tie_correct = tie_correct))
+                                         tie_correct = tie_correct, pts = pts))
 }
 
 skyhook_group_stats <- function(store, matrix, groupby = NULL, domain = "default", genes = NULL, cells = NULL) {

@@ -68,14 +68,16 @@ def test_import_ls_describe_ttest(files, tmp_path):
     assert np.isclose(table.column("t")[0].as_py(), expected.column("t")[0].as_py())
     ranked = CliRunner().invoke(app, [
         "expression", "ttest", "nb", "group", "--store", store, "-d", "lab", "--method", "wilcoxon",
-        "--tie-correct", "--group", "group1", "--output", str(tmp_path / "w.csv"), "--plot", str(tmp_path / "w.png"),
+        "--tie-correct", "--pts", "--group", "group1", "--output", str(tmp_path / "w.csv"), "--plot", str(tmp_path / "w.png"),
     ])  # fmt: skip
     assert ranked.exit_code == 0, ranked.stdout + ranked.stderr
     assert "group1 vs rest" in ranked.stdout and " z " in ranked.stdout
     expected = ex.open_matrix(skyhook.connect(store), "nb", "lab").ttest(
-        "group", method="wilcoxon", tie_correct=True, groups=["group1"]
+        "group", method="wilcoxon", tie_correct=True, groups=["group1"], pts=True
     )
-    assert pacsv.read_csv(tmp_path / "w.csv").column("z").to_pylist() == expected.column("z").to_pylist()
+    written = pacsv.read_csv(tmp_path / "w.csv")
+    assert written.column("z").to_pylist() == expected.column("z").to_pylist()
+    assert written.column("pts_group").to_pylist() == expected.column("pts_group").to_pylist()
 
 
 WRONG = [

@@ -69,8 +69,9 @@ write.csv(bulk, "{out}.bulk.csv", row.names = FALSE)
 variable <- skyhook_highly_variable_genes("{uri}", "nb", n_top_genes = 5)
 stopifnot(is.logical(variable$highly_variable), nrow(variable) == 15)
 write.csv(variable[variable$highly_variable, "gene", drop = FALSE], "{out}.hvg.csv", row.names = FALSE)
-ranked <- skyhook_ttest("{uri}", "nb", "group", method = "wilcoxon", tie_correct = TRUE, reference = "group0")
-stopifnot(is.numeric(ranked$z), is.null(ranked$df))
+ranked <- skyhook_ttest("{uri}", "nb", "group", method = "wilcoxon", tie_correct = TRUE, reference = "group0",
+                        pts = TRUE)
+stopifnot(is.numeric(ranked$z), is.null(ranked$df), all(ranked$pts_group >= 0 & ranked$pts_group <= 1))
 ranked$p <- sprintf("%.17g", ranked$p)
 write.csv(ranked[, c("group", "gene", "p")], "{out}.wilcoxon.csv", row.names = FALSE)
 """

@@ -139,6 +139,7 @@ def ttest(
         str, typer.Option(help="welch (scanpy's t-test), student, overestim_var or wilcoxon (rank sums).")
     ] = "welch",
     tie_correct: Annotated[bool, typer.Option(help="Wilcoxon: correct for tied values (as scanpy's).")] = False,
+    pts: Annotated[bool, typer.Option(help="Add the fractions of cells expressing each gene.")] = False,
     reference: Annotated[str, typer.Option(help="rest, or the label of a reference group.")] = REST,
     group: Annotated[Optional[list[str]], typer.Option(help="Test only this group (repeat).")] = None,
     genes: GenesOption = None,
@@ -165,6 +166,7 @@ def ttest(
             genes=selected_genes,
             cells=cells,
             tie_correct=tie_correct,
+            pts=pts,
         )
     score = score_column(result)
     for label in dict.fromkeys(result.column("group").to_pylist()):

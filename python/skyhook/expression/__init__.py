@@ -1,11 +1,14 @@
 """Gene expression (MSG Express): expression matrices with cell and gene
-metadata in domains, group statistics computed in storage, t-tests.
+metadata in domains, group statistics computed in storage, t-tests and
+Wilcoxon rank sums, pseudobulk sums, highly variable genes.
 
     import skyhook, skyhook.expression as ex
     store = skyhook.connect("file:///abs/store")
     ex.write_matrix(store, "pbmc", adata, domain="blood", metadata={"study": "..."})
     m = ex.open_matrix(store, "pbmc", domain="blood")
     m.ttest("bulk_labels", method="welch")          # an Arrow table, a row per (group, gene)
+    result = m.ttest("bulk_labels", method="wilcoxon", pts=True)
+    ex.filter_rank_genes(result, min_in_group_fraction=0.25)   # scanpy's marker-gene filters
     adata.uns["rank_genes_groups"] = ex.rank_genes_groups(result, "bulk_labels")   # for scanpy's plots
     m.pseudobulk(["sample", "bulk_labels"])          # values summed per combination, in storage
     m.highly_variable_genes(n_top_genes=2000)        # Cell Ranger's dispersions from storage's moments
@@ -25,6 +28,7 @@ from skyhook.expression.errors import (
     MatrixNotFoundError,
     UnknownGeneError,
 )
+from skyhook.expression.marker_filters import filter_rank_genes
 from skyhook.expression.matrix import Matrix, open_matrix
 from skyhook.expression.moments import Moments
 from skyhook.expression.mtx_input import read_10x_mtx
@@ -52,6 +56,7 @@ __all__ = [
     "create_domain",
     "delete_domain",
     "delete_matrix",
+    "filter_rank_genes",
     "highly_variable_genes",
     "list_domains",
     "list_matrices",

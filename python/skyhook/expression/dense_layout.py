@@ -54,15 +54,19 @@ def moments(
     cells: pc.Expression | None,
     options: AggregateKeywords,
     record: list,
+    count_nonzero: bool = False,
 ) -> Moments:
+    """count_nonzero: also count each group's cells with a non-zero value (in storage)."""
     labels, row_of, sizes = group_sizes(obs, groupby, cells, options, record)
     key = [group_key(values.schema, groupby)] if groupby else []
     shape = (len(labels), len(genes))
-    mean, m2 = np.zeros(shape), np.zeros(shape)
+    mean, m2, nonzero = np.zeros(shape), np.zeros(shape), np.zeros(shape) if count_nonzero else None
     for start in range(0, len(genes), GENES_PER_PLAN):
         chunk = [gene_column(int(j)) for j in genes[start : start + GENES_PER_PLAN]]
         aggregates = [([], "count_all")] + [(name, "mean") for name in chunk]
         aggregates += [(name, "variance", _VARIANCE) for name in chunk]
+        if nonzero is not None:
+            aggregates += [(pc.field(name) != 0, "sum", f"{name}_nonzero") for name in chunk]
         part = values.group_by(key).aggregate(aggregates, filter=cells, **options)
         record.append(values.last_aggregate.stats)
         keys = part.column(key[0]).to_pylist() if key else [None] * part.num_rows
@@ -71,5 +75,7 @@ def moments(
         for offset, name in enumerate(chunk):
             mean[rows, start + offset] = part.column(f"{name}_mean").to_numpy(zero_copy_only=False)
             m2[rows, start + offset] = part.column(f"{name}_variance").to_numpy(zero_copy_only=False) * n
+            if nonzero is not None:
+                nonzero[rows, start + offset] = part.column(f"{name}_nonzero").to_numpy(zero_copy_only=False)
     count = np.repeat(sizes[:, None], len(genes), axis=1)
-    return Moments(labels, genes, count, mean, np.nan_to_num(m2))
+    return Moments(labels, genes, count, mean, np.nan_to_num(m2), nonzero)

@@ -42,20 +42,22 @@ def rank_genes(
     genes: GeneSelection = None,
     cells: CellSelection = None,
     tie_correct: bool = False,
+    pts: bool = False,
     **options: Unpack[AggregateKeywords],
 ) -> pa.Table:
     """Tests of each group of groupby (or of groups) against reference: "rest"
     or a group's label. method: "welch" (scanpy's "t-test"), "student",
     "overestim_var" (scanpy's "t-test_overestim_var") or "wilcoxon" (rank
     sums, scanpy's "wilcoxon"; tie_correct as scanpy's). t-tests give a t and
-    df per gene, Wilcoxon a z (score_column). options go to the storage
-    aggregates (pushdown=True, ...)."""
+    df per gene, Wilcoxon a z (score_column). pts: add the fraction of each
+    side's cells that express the gene (pts_group, pts_reference; scanpy's
+    pts). options go to the storage aggregates (pushdown=True, ...)."""
     if method not in (*METHODS, WILCOXON):
         raise InvalidRequestError(f"unknown method {method!r}; expected welch, student, overestim_var or wilcoxon")
     warn_if_not_log_normalised(matrix)
     if method == WILCOXON:
-        return _wilcoxon(matrix, groupby, reference, groups, genes, cells, tie_correct, options)
-    moments = matrix.moments(groupby, genes, cells, **options)
+        return _wilcoxon(matrix, groupby, reference, groups, genes, cells, tie_correct, pts, options)
+    moments = matrix.moments(groupby, genes, cells, count_nonzero=pts, **options)
     tested, reference = _tested_groups(moments.groups, groupby, reference, groups)
     parts = []
     for group in tested:
@@ -64,7 +66,7 @@ def rank_genes(
         other = moments.merged(others)
         _check_size(moments.count[row], f"group {group!r}")
         _check_size(other.count[0], "the rest" if reference == REST else f"reference group {reference!r}")
-        parts.append(_compared(moments, row, other, str(group), str(reference), method, matrix))
+        parts.append(_compared(moments, row, other, str(group), str(reference), method, matrix, pts))
     return matrix.with_metadata(pa.concat_tables(parts))
 
 
@@ -103,6 +105,7 @@ def _wilcoxon(
     genes: GeneSelection,
     cells: CellSelection,
     tie_correct: bool,
+    pts: bool,
     options: AggregateKeywords,
 ) -> pa.Table:
     matrix.check_groupby(groupby)
@@ -123,7 +126,10 @@ def _wilcoxon(
         test = tests[row]
         order = np.argsort(-test.z, kind="stable")
         scores = {"z": test.z[order], "p": test.p[order], "p_adj": benjamini_hochberg(test.p)[order]}
-        parts.append(_table(matrix, positions, order, str(group), str(reference), scores, test.group, test.reference))
+        mine, theirs = test.group, test.reference
+        if not pts:
+            mine.nonzero = theirs.nonzero = None
+        parts.append(_table(matrix, positions, order, str(group), str(reference), scores, mine, theirs))
     return matrix.with_metadata(pa.concat_tables(parts))
 
 
@@ -206,14 +212,23 @@ def ttest_between(
 
 
 def _compared(
-    moments: Moments, row: int, other: Moments, group: str, reference: str, method: str, matrix: StoredMatrix
+    moments: Moments,
+    row: int,
+    other: Moments,
+    group: str,
+    reference: str,
+    method: str,
+    matrix: StoredMatrix,
+    pts: bool = False,
 ) -> pa.Table:
     n1, mean1, var1 = moments.count[row], moments.mean[row], moments.variance(1)[row]
     n2, mean2, var2 = other.count[0], other.mean[0], other.variance(1)[0]
     test = t_test(n1, mean1, var1, n2, mean2, var2, method)
     order = np.argsort(-test.t, kind="stable")
     scores = {"t": test.t[order], "df": test.df[order], "p": test.p[order], "p_adj": benjamini_hochberg(test.p)[order]}
-    return _table(matrix, moments.genes, order, group, reference, scores, Side(n1, mean1), Side(n2, mean2))
+    mine = Side(n1, mean1, moments.nonzero[row] if pts else None)
+    theirs = Side(n2, mean2, other.nonzero[0] if pts else None)
+    return _table(matrix, moments.genes, order, group, reference, scores, mine, theirs)
 
 
 def _table(
@@ -238,6 +253,10 @@ def _table(
         "n_group": mine.n[order].astype(np.int64),
         "n_reference": theirs.n[order].astype(np.int64),
     }
+    if mine.nonzero is not None and theirs.nonzero is not None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            columns["pts_group"] = (mine.nonzero / mine.n)[order]
+            columns["pts_reference"] = (theirs.nonzero / theirs.n)[order]
     return pa.table(columns)
 
 

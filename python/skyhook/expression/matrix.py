@@ -102,10 +102,13 @@ class Matrix:
         groupby: str | None = None,
         genes: GeneSelection = None,
         cells: CellSelection = None,
+        count_nonzero: bool = False,
         **options: Unpack[AggregateKeywords],
     ) -> Moments:
         """Per (group, gene) count, mean and M2 over the selected cells, from
-        partials computed in storage. options go to the aggregates (pushdown, ...)."""
+        partials computed in storage, and the cells with a non-zero value
+        (always in the sparse layout; with count_nonzero in the dense one).
+        options go to the aggregates (pushdown, ...)."""
         if groupby is not None:
             self.check_groupby(groupby)
         selected_cells = cell_filter(cells, self.obs_dataset.schema)
@@ -123,7 +126,7 @@ class Matrix:
                 self.last_stats,
             )
         return dense_layout.moments(
-            self.values, self.obs_dataset, groupby, positions, selected_cells, options, self.last_stats
+            self.values, self.obs_dataset, groupby, positions, selected_cells, options, self.last_stats, count_nonzero
         )
 
     def group_stats(

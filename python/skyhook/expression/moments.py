@@ -23,6 +23,8 @@ class Moments:
     count: np.ndarray  # (groups, genes)
     mean: np.ndarray
     m2: np.ndarray
+    #: Cells with a non-zero value (None: not counted).
+    nonzero: np.ndarray | None = None
 
     def row(self, group: Any) -> int:
         return self.groups.index(group)
@@ -37,7 +39,9 @@ class Moments:
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = np.where(count > 0, (self.count[rows] * self.mean[rows]).sum(axis=0) / count, 0.0)
         spread = (self.count[rows] * (self.mean[rows] - mean) ** 2).sum(axis=0)
-        return Moments([None], self.genes, count[None], mean[None], (self.m2[rows].sum(axis=0) + spread)[None])
+        nonzero = None if self.nonzero is None else self.nonzero[rows].sum(axis=0)[None]
+        m2 = (self.m2[rows].sum(axis=0) + spread)[None]
+        return Moments([None], self.genes, count[None], mean[None], m2, nonzero)
 
 
 def with_zeros(groups: list[Any], genes: np.ndarray, sizes: np.ndarray, nonzero: Moments) -> Moments:
@@ -49,4 +53,4 @@ def with_zeros(groups: list[Any], genes: np.ndarray, sizes: np.ndarray, nonzero:
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(n > 0, k * nonzero.mean / n, 0.0)
         m2 = nonzero.m2 + np.where(n > 0, k * (n - k) / n, 0.0) * nonzero.mean**2
-    return Moments(groups, genes, np.broadcast_to(n, k.shape).copy(), mean, m2)
+    return Moments(groups, genes, np.broadcast_to(n, k.shape).copy(), mean, m2, k)

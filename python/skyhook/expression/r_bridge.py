@@ -29,6 +29,7 @@ def ttest(
     genes: Any = None,
     cells: str | None = None,
     tie_correct: bool = False,
+    pts: bool = False,
 ) -> dict[str, list]:
     with skyhook.connect(uri, create=False) as store:
         result = open_matrix(store, matrix, domain).ttest(
@@ -39,6 +40,7 @@ def ttest(
             genes=_listed(genes),
             cells=cells,
             tie_correct=bool(tie_correct),
+            pts=bool(pts),
         )
     return _columns(result)
 

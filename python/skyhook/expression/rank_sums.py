@@ -79,10 +79,11 @@ class ValueCounts:
 
 @dataclass
 class Side:
-    """One side of a test, per gene."""
+    """One side of a test, per gene: its cells, their mean, and those with a non-zero value (None: not counted)."""
 
     n: np.ndarray
     mean: np.ndarray
+    nonzero: np.ndarray | None = None
 
 
 @dataclass
@@ -115,6 +116,7 @@ def wilcoxon(
     for block, counts in _blocks(matrix, groupby, groups, genes, cells, options):
         width = block.stop - block.start
         sums = _sums(counts, len(groups.labels), width)
+        nonzero = _sums(counts, len(groups.labels), width, expressing=True)
         everyone = _ranked(counts, len(groups.labels), width) if reference is None else None
         for row in tested:
             sides = [row] if reference is None else [row, reference]
@@ -123,17 +125,22 @@ def wilcoxon(
             )
             n1 = groups.sizes[row]
             n2 = groups.sizes.sum() - n1 if reference is None else groups.sizes[reference]
-            other_sum = sums.sum(axis=0) - sums[row] if reference is None else sums[reference]
+            other_sum, other_nonzero = (
+                (sums.sum(axis=0) - sums[row], nonzero.sum(axis=0) - nonzero[row])
+                if reference is None
+                else (sums[reference], nonzero[reference])
+            )
             test = results[row]
             test.z[block], test.p[block] = _z(rank_sum[row], ties, n1, n2, tie_correct)
-            test.group.n[block], test.group.mean[block] = n1, sums[row] / n1
+            test.group.n[block], test.group.mean[block], test.group.nonzero[block] = n1, sums[row] / n1, nonzero[row]
             test.reference.n[block], test.reference.mean[block] = n2, other_sum / n2
+            test.reference.nonzero[block] = other_nonzero
     return results
 
 
 def _unfilled(genes: int) -> RankTest:
     return RankTest(
-        np.zeros(genes), np.ones(genes), Side(np.zeros(genes), np.zeros(genes)), Side(np.zeros(genes), np.zeros(genes))
+        np.zeros(genes), np.ones(genes), *(Side(np.zeros(genes), np.zeros(genes), np.zeros(genes)) for _ in range(2))
     )
 
 
@@ -170,12 +177,13 @@ def _ranked(counts: ValueCounts, groups: int, genes: int) -> tuple[np.ndarray, n
     return rank_sum.reshape(groups, genes), ties
 
 
-def _sums(counts: ValueCounts, groups: int, genes: int) -> np.ndarray:
-    """The sum of the values per group row and gene (for the means)."""
-    flat = np.bincount(
-        counts.row * genes + counts.column, weights=counts.count * counts.value, minlength=groups * genes
+def _sums(counts: ValueCounts, groups: int, genes: int, expressing: bool = False) -> np.ndarray:
+    """Per group row and gene: the sum of the values (for the means), or with
+    expressing the cells whose value is not zero."""
+    weights = counts.count * (counts.value != 0) if expressing else counts.count * counts.value
+    return np.bincount(counts.row * genes + counts.column, weights=weights, minlength=groups * genes).reshape(
+        groups, genes
     )
-    return flat.reshape(groups, genes)
 
 
 def _blocks(

@@ -56,6 +56,12 @@ def rank_genes_groups(result: pa.Table, groupby: str, method: str = "welch") -> 
             "corr_method": "benjamini-hochberg",
         }
     }
+    if "pts_group" in result.column_names:
+        # Genes by name, a column per group (scanpy's pts; pts_rest when the other side is the rest).
+        fractions = result.select(["group", "gene", "pts_group", "pts_reference"]).to_pandas()
+        uns["pts"] = fractions.pivot(index="gene", columns="group", values="pts_group")[groups]
+        if uns["params"]["reference"] == "rest":
+            uns["pts_rest"] = fractions.pivot(index="gene", columns="group", values="pts_reference")[groups]
     for column, name, dtype in _STATISTICS:
         table = pd.DataFrame({group: rows[column].to_numpy() for group, rows in per_group.items()})
         uns[name] = table.to_records(index=False, column_dtypes=dtype)

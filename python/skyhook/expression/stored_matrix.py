@@ -45,7 +45,12 @@ class StoredMatrix(Protocol):
     def var_dataset(self) -> Dataset: ...
 
     def moments(
-        self, groupby: str | None = None, genes: Any = None, cells: Any = None, **options: Unpack[AggregateKeywords]
+        self,
+        groupby: str | None = None,
+        genes: Any = None,
+        cells: Any = None,
+        count_nonzero: bool = False,
+        **options: Unpack[AggregateKeywords],
     ) -> Moments: ...
 
     def with_metadata(self, table: pa.Table) -> pa.Table: ...
