@@ -30,8 +30,17 @@ def check_dataset_name(name: object) -> None:
         raise InvalidRequestError(f"invalid dataset name {name!r}: use letters, digits, '_' and '-' (at most 128)")
 
 
+_GENERATION_TOKEN = 16  # hex digits after the time
+
+
 def new_generation() -> str:
-    return f"{int(time.time())}{secrets.token_hex(8)}"
+    return f"{int(time.time())}{secrets.token_hex(_GENERATION_TOKEN // 2)}"
+
+
+def generation_time(generation: str) -> float | None:
+    """When a generation was made (seconds since the epoch); None if it does not say."""
+    written = generation[:-_GENERATION_TOKEN]
+    return float(written) if written.isdigit() else None
 
 
 def object_name(dataset: str, generation: str, number: int) -> str:

@@ -18,6 +18,7 @@ import skyhook
 from skyhook.cli.app import DEFAULT_STORE, StoreOption, app, console, open_store
 from skyhook.cli.output import check_output, print_statistics, show, size_text
 from skyhook.errors import CorruptManifestError, DatasetExistsError, InvalidRequestError
+from skyhook.expression.consistency import MatrixCheck, check_matrices
 from skyhook.ingest.files import file_format, input_files
 from skyhook.ingest.garbage_collection import DEFAULT_RETENTION_SECONDS
 from skyhook.names import counted
@@ -327,6 +328,7 @@ def fsck(
     problems remain."""
     with open_store(store, retention_seconds=retention_seconds) as source:
         report = source.fsck(dataset, repair=repair, grace_seconds=grace_seconds, verify=verify)
+        matrices = check_matrices(source, repair, grace_seconds) if dataset is None else MatrixCheck()
     for title, names in (
         ("damaged objects (checksums fail; rewrite or delete their datasets)", report.damaged),
         ("orphan objects", report.orphans),
@@ -336,6 +338,8 @@ def fsck(
         ("corrupt manifests (their objects left alone)", report.corrupt_manifests),
         ("corrupt retirement records", report.corrupt_retirements),
         ("list of datasets", report.index_problems),
+        ("datasets of unpublished expression matrices (left by killed imports)", matrices.unpublished),
+        ("expression imports in progress (left alone)", matrices.in_progress),
     ):
         if names:
             console.print(Text.assemble((title, "bold"), f" ({len(names)}):"))
@@ -344,11 +348,12 @@ def fsck(
     if report.retired:
         kept = len(report.retired) - len(report.collected)
         console.print(f"retired objects: {len(report.retired)} (deleted now: {len(report.collected)}, kept: {kept})")
-    if report.clean:
+    if report.clean and not matrices.unpublished:
         console.print("clean")
     elif report.repaired:
         fixed = {
             "orphan objects deleted": report.orphans,
+            "unpublished matrix datasets deleted": matrices.unpublished,
             "abandoned write records dropped": report.abandoned_writes,
             "corrupt retirement records dropped": report.corrupt_retirements,
             "entries of the list of datasets fixed": report.index_problems,
@@ -357,7 +362,10 @@ def fsck(
         console.print(f"repaired: {done}" if done else "nothing a repair can fix")
     elif report.orphans or report.abandoned_writes or report.corrupt_retirements or report.index_problems:
         console.print("run again with --repair to delete the orphans")
-    if report.corrupt_manifests or report.dangling or report.damaged or not (report.clean or report.repaired):
+    elif matrices.unpublished:
+        console.print("run again with --repair to delete the unpublished matrices' datasets")
+    unrepaired = not (report.clean or report.repaired) or (matrices.unpublished and not matrices.repaired)
+    if report.corrupt_manifests or report.dangling or report.damaged or unrepaired:
         raise SystemExit(1)
 
 
