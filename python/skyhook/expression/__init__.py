@@ -9,6 +9,8 @@ Wilcoxon rank sums, pseudobulk sums, highly variable genes.
     m.ttest("bulk_labels", method="welch")          # an Arrow table, a row per (group, gene)
     result = m.ttest("bulk_labels", method="wilcoxon", pts=True)
     ex.filter_rank_genes(result, min_in_group_fraction=0.25)   # scanpy's marker-gene filters
+    m.query(obs="bulk_labels == 'CD19+ B'", var=["CD79A", "MS4A1"])  # AnnData, selection run in storage
+    ex.query(store, obs="tissue == 'blood'", var=["CD79A"], domain="blood")   # across a domain's matrices
     adata.uns["rank_genes_groups"] = ex.rank_genes_groups(result, "bulk_labels")   # for scanpy's plots
     m.pseudobulk(["sample", "bulk_labels"])          # values summed per combination, in storage
     m.highly_variable_genes(n_top_genes=2000)        # Cell Ranger's dispersions from storage's moments
@@ -16,6 +18,7 @@ Wilcoxon rank sums, pseudobulk sums, highly variable genes.
 A use-case layer over the client: nothing below it imports it."""
 
 from skyhook.expression.anndata_input import read_anndata
+from skyhook.expression.atlas import query
 from skyhook.expression.catalog import MatrixEntry
 from skyhook.expression.differential import rank_genes, ttest_between
 from skyhook.expression.domains import create_domain, delete_domain, delete_matrix, list_domains, list_matrices
@@ -62,6 +65,7 @@ __all__ = [
     "list_matrices",
     "open_matrix",
     "pseudobulk",
+    "query",
     "rank_genes",
     "rank_genes_groups",
     "read_10x_mtx",

@@ -4,11 +4,13 @@ computed in storage, t-tests and slices for scanpy."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from skyhook.dataset import Dataset
 from skyhook.errors import UnknownColumnError
@@ -161,9 +163,32 @@ class Matrix:
 
     def to_anndata(self, genes: GeneSelection = None, cells: CellSelection = None) -> Any:
         """The selected cells and genes as an AnnData (values as stored), for scanpy."""
+        return self.query(obs=cells, var=genes)
+
+    def query(
+        self,
+        obs: CellSelection = None,
+        var: GeneSelection = None,
+        *,
+        obs_columns: Sequence[str] | None = None,
+        var_columns: Sequence[str] | None = None,
+    ) -> Any:
+        """The cells whose metadata match obs (a filter: "cell_type == 'B cell'
+        and tissue == 'blood'") and the genes var names (a list) or matches (a
+        filter on the gene table), as an AnnData with the cell and gene
+        metadata columns asked for (None: all); both selections run in
+        storage, so only the selection crosses (as a cell atlas's get_anndata)."""
         from skyhook.expression.slices import matrix_slice
 
-        return matrix_slice(self, genes, cells)
+        return matrix_slice(self, var, obs, obs_columns, var_columns)
+
+    def obs_table(self, filter: str | pc.Expression | None = None, columns: Sequence[str] | None = None) -> pa.Table:
+        """The cell table's rows that match filter (run in storage), with columns (None: all)."""
+        return self.obs_dataset.to_table(columns=None if columns is None else list(columns), filter=filter)
+
+    def var_table(self, filter: str | pc.Expression | None = None, columns: Sequence[str] | None = None) -> pa.Table:
+        """The gene table's rows that match filter (run in storage), with columns (None: all)."""
+        return self.var_dataset.to_table(columns=None if columns is None else list(columns), filter=filter)
 
     def with_metadata(self, table: pa.Table) -> pa.Table:
         """table carrying the matrix's name and custom metadata in its schema."""
