@@ -1,12 +1,20 @@
-"""The dense layout: a row per cell, its metadata and then one column per
-gene (g<position>), zeros included. Storage groups the cells by their label
-(its code, label_codes.py) and returns, per group, each selected gene's
-mean and variance; columns storage does not need are not read (Parquet reads columns
-separately), and genes go in chunks so that one plan stays small."""
+"""The dense layout: zeros included, genes in blocks. A row holds one cell's
+values of one block of GENES_PER_BLOCK genes (or of all, if fewer; columns
+v0, v1, ...: gene block * block size + offset), with the cell's metadata and the block
+number (gene_block); the rows go block by block, so an object holds few
+blocks, its statistics prune the others, and its footer stays small however
+wide the matrix (a row per cell of 50,000 gene columns made every call parse
+a footer of 50,000 columns, and Ceph refused the import). Storage groups by
+(label, gene_block) and returns, per group and block, each selected gene's
+moments; one call per object covers every block it holds.
+
+Matrices stored before blocks (a row per cell, a column g<j> per gene, no
+gene_block) read as one block of every gene (GeneBlocks.of)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,33 +25,90 @@ from skyhook.dataset import Dataset
 from skyhook.execution.scan_options import AggregateKeywords
 from skyhook.expression.label_codes import group_key, group_sizes
 from skyhook.expression.moments import Moments
+from skyhook.plan.expressions import conjunction
 
 NAME = "dense"
-#: Cells of one batch handed to the writer.
-BATCH_CELLS = 4096
-#: Genes per storage plan (three measures each).
-GENES_PER_PLAN = 200
+BLOCK = "gene_block"
+#: Genes per block: one storage plan of three or four measures per gene covers a block.
+GENES_PER_BLOCK = 200
+#: Values (cells x genes) of one batch handed to the writer.
+BATCH_VALUES = 1 << 22
 _VARIANCE = pc.VarianceOptions(ddof=0)
 
 
-def gene_column(position: int) -> str:
-    return f"g{position}"
+def value_column(offset: int) -> str:
+    return f"v{offset}"
+
+
+@dataclass(frozen=True)
+class GeneBlocks:
+    """Where a gene's values are: block position // size, column offset there."""
+
+    size: int
+    #: The values have a gene_block column (False: a matrix stored before blocks, one block).
+    blocked: bool = True
+
+    @classmethod
+    def of(cls, values: Dataset, genes: int) -> GeneBlocks:
+        if values.schema.get_field_index(BLOCK) >= 0:
+            return cls(sum(1 for name in values.schema.names if name[0] == "v" and name[1:].isdigit()))
+        return cls(genes, blocked=False)
+
+    def column(self, offset: int) -> str:
+        return value_column(offset) if self.blocked else f"g{offset}"
+
+    def keys(self) -> list[str]:
+        return [BLOCK] if self.blocked else []
+
+    def chosen(self, positions: np.ndarray) -> tuple[list[int], list[str], pc.Expression | None]:
+        """(the blocks holding positions, the columns to read, a filter keeping those blocks)."""
+        blocks = sorted({int(block) for block in np.unique(positions // self.size)})
+        columns = [self.column(int(offset)) for offset in np.unique(positions % self.size)]
+        if not self.blocked:
+            return blocks, columns, None
+        return blocks, columns, pc.field(BLOCK).isin(pa.array(blocks, pa.int32()))
+
+    def place(self, blocks: np.ndarray, column: str) -> np.ndarray:
+        """The gene positions of column in each row's block."""
+        return blocks.astype(np.int64) * self.size + int(column[1:])
+
+    def targets(
+        self, part: pa.Table, columns: list[str], column_of: dict[int, int]
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For a result with a row per block (and group): per column, which
+        rows hold a selected gene and its position among the selected genes."""
+        blocks = part.column(BLOCK).to_numpy() if self.blocked else np.zeros(part.num_rows, np.int64)
+        targets = []
+        for name in columns:
+            at = np.array([column_of.get(int(gene), -1) for gene in self.place(blocks, name)], dtype=np.int64)
+            targets.append((at >= 0, at))  # a block's column of a gene not selected (or past the last gene)
+        return targets
 
 
 def batches(values: Any, cell_metadata: pa.Table) -> Iterator[pa.Table]:
     import scipy.sparse
 
-    matrix = scipy.sparse.csr_matrix(values) if scipy.sparse.issparse(values) else np.asarray(values)
+    matrix = scipy.sparse.csc_matrix(values) if scipy.sparse.issparse(values) else np.asarray(values)
     cells, genes = matrix.shape
-    for start in range(0, max(cells, 1), BATCH_CELLS):
-        stop = min(start + BATCH_CELLS, cells)
-        block = matrix[start:stop]
-        block = np.asfortranarray(block.toarray() if scipy.sparse.issparse(block) else block)
-        columns = {"cell": pa.array(np.arange(start, stop, dtype=np.int32))}
-        metadata = cell_metadata.slice(start, stop - start)
-        columns.update({name: metadata.column(name) for name in metadata.column_names})
-        columns.update({gene_column(j): pa.array(block[:, j]) for j in range(genes)})
-        yield pa.table(columns)
+    size = min(GENES_PER_BLOCK, genes)  # a narrow matrix: one block of its genes
+    per_batch = max(1, BATCH_VALUES // size)
+    for block, first in enumerate(range(0, genes, size)):
+        columns = matrix[:, first : first + size]
+        columns = columns.tocsr() if scipy.sparse.issparse(columns) else columns
+        for start in range(0, cells, per_batch):
+            stop = min(start + per_batch, cells)
+            part = columns[start:stop]
+            part = np.asfortranarray(part.toarray() if scipy.sparse.issparse(part) else part)
+            table = {"cell": pa.array(np.arange(start, stop, dtype=np.int32))}
+            table[BLOCK] = pa.array(np.full(stop - start, block, dtype=np.int32))
+            metadata = cell_metadata.slice(start, stop - start)
+            table.update({name: metadata.column(name) for name in metadata.column_names})
+            for offset in range(size):  # the last block's missing genes are zeros nobody reads
+                present = offset < part.shape[1]
+                table[value_column(offset)] = pa.array(
+                    part[:, offset] if present else np.zeros(stop - start, part.dtype)
+                )
+            yield pa.table(table)
 
 
 def moments(
@@ -58,24 +123,33 @@ def moments(
 ) -> Moments:
     """count_nonzero: also count each group's cells with a non-zero value (in storage)."""
     labels, row_of, sizes = group_sizes(obs, groupby, cells, options, record)
+    layout = GeneBlocks.of(values, int(genes.max(initial=0)) + 1)
     key = [group_key(values.schema, groupby)] if groupby else []
+    _, all_columns, kept = layout.chosen(genes)
+    column_of = {int(gene): index for index, gene in enumerate(genes)}
     shape = (len(labels), len(genes))
     mean, m2, nonzero = np.zeros(shape), np.zeros(shape), np.zeros(shape) if count_nonzero else None
-    for start in range(0, len(genes), GENES_PER_PLAN):
-        chunk = [gene_column(int(j)) for j in genes[start : start + GENES_PER_PLAN]]
-        aggregates = [([], "count_all")] + [(name, "mean") for name in chunk]
-        aggregates += [(name, "variance", _VARIANCE) for name in chunk]
-        if nonzero is not None:
-            aggregates += [(pc.field(name) != 0, "sum", f"{name}_nonzero") for name in chunk]
-        part = values.group_by(key).aggregate(aggregates, filter=cells, **options)
+    for start in range(0, len(all_columns), GENES_PER_BLOCK):  # one plan, but for a matrix without blocks
+        columns = all_columns[start : start + GENES_PER_BLOCK]
+        aggregates = [([], "count_all")] + [(name, "mean") for name in columns]
+        aggregates += [(name, "variance", _VARIANCE) for name in columns]
+        if count_nonzero:
+            aggregates += [(pc.field(name) != 0, "sum", f"{name}_nonzero") for name in columns]
+        by = [*key, *layout.keys()]
+        part = values.group_by(by).aggregate(aggregates, filter=conjunction(cells, kept), **options)
         record.append(values.last_aggregate.stats)
         keys = part.column(key[0]).to_pylist() if key else [None] * part.num_rows
         rows = np.array([row_of[value] for value in keys], dtype=np.int64)
+        targets = layout.targets(part, columns, column_of)
         n = part.column("count_all").to_numpy().astype(np.float64)
-        for offset, name in enumerate(chunk):
-            mean[rows, start + offset] = part.column(f"{name}_mean").to_numpy(zero_copy_only=False)
-            m2[rows, start + offset] = part.column(f"{name}_variance").to_numpy(zero_copy_only=False) * n
+        for name, (wanted, at) in zip(columns, targets):
+            mean[rows[wanted], at[wanted]] = _numbers(part, f"{name}_mean")[wanted]
+            m2[rows[wanted], at[wanted]] = (_numbers(part, f"{name}_variance") * n)[wanted]
             if nonzero is not None:
-                nonzero[rows, start + offset] = part.column(f"{name}_nonzero").to_numpy(zero_copy_only=False)
+                nonzero[rows[wanted], at[wanted]] = _numbers(part, f"{name}_nonzero")[wanted]
     count = np.repeat(sizes[:, None], len(genes), axis=1)
     return Moments(labels, genes, count, mean, np.nan_to_num(m2), nonzero)
+
+
+def _numbers(part: pa.Table, name: str) -> np.ndarray:
+    return part.column(name).to_numpy(zero_copy_only=False).astype(np.float64)

@@ -60,15 +60,18 @@ def pseudobulk(
         column_of[positions] = np.arange(len(positions))
         sums[_rows(part, codes, row_of), column_of[part.column("gene").to_numpy()]] = _numbers(part, "value_sum")
     else:
-        for start in range(0, len(positions), dense_layout.GENES_PER_PLAN):
-            chunk = [dense_layout.gene_column(int(j)) for j in positions[start : start + dense_layout.GENES_PER_PLAN]]
-            part = matrix.values.group_by(codes).aggregate(
-                [(name, "sum") for name in chunk], filter=selected, **options
+        layout = dense_layout.GeneBlocks.of(matrix.values, matrix.shape[1])
+        _, all_columns, kept = layout.chosen(positions)
+        column_of = {int(gene): index for index, gene in enumerate(positions)}
+        for start in range(0, len(all_columns), dense_layout.GENES_PER_BLOCK):
+            columns = all_columns[start : start + dense_layout.GENES_PER_BLOCK]
+            part = matrix.values.group_by([*codes, *layout.keys()]).aggregate(
+                [(name, "sum") for name in columns], filter=conjunction(selected, kept), **options
             )
             matrix.last_stats.append(matrix.values.last_aggregate.stats)
             rows = _rows(part, codes, row_of)
-            for offset, name in enumerate(chunk):
-                sums[rows, start + offset] = _numbers(part, f"{name}_sum")
+            for name, (wanted, at) in zip(columns, layout.targets(part, columns, column_of)):
+                sums[rows[wanted], at[wanted]] = _numbers(part, f"{name}_sum")[wanted]
     gene_names = matrix.gene_names.take(pa.array(positions)).to_numpy(zero_copy_only=False)
     combinations, count = len(n_cells), len(positions)
     columns = {key: pa.array(np.repeat(np.array(values, dtype=object), count)) for key, values in labels.items()}

@@ -203,7 +203,7 @@ def _blocks(
         per_gene = cells_total * stored_share + len(groups.labels)
         per_block, read = max(1, int(ENTRIES_PER_BLOCK // per_gene)), reader.sparse
     else:
-        per_block = max(1, min(int(ENTRIES_PER_BLOCK // cells_total), dense_layout.GENES_PER_PLAN))
+        per_block = max(1, min(int(ENTRIES_PER_BLOCK // cells_total), dense_layout.GENES_PER_BLOCK))
         read = reader.dense
     for start in range(0, len(genes), per_block):
         block = slice(start, min(start + per_block, len(genes)))
@@ -246,13 +246,16 @@ class _Reader:
 
     def dense(self, genes: np.ndarray) -> ValueCounts:
         values = self.matrix.values
-        names = [dense_layout.gene_column(int(j)) for j in genes]
-        table = values.to_table(columns=[self.key, *names], filter=self.cells, **self.options)
+        layout = dense_layout.GeneBlocks.of(values, self.matrix.shape[1])
+        _, columns, kept = layout.chosen(genes)
+        read = [self.key, *layout.keys(), *columns]
+        table = values.to_table(columns=read, filter=conjunction(self.cells, kept), **self.options)
         self.matrix.last_stats.append(values.last_scan.stats)
         row = self.groups.rows(table.column(self.key))
-        return ValueCounts(
-            np.tile(row, len(names)),
-            np.repeat(np.arange(len(names), dtype=np.int64), table.num_rows),
-            np.concatenate([table.column(name).to_numpy().astype(np.float64) for name in names]),
-            np.ones(table.num_rows * len(names)),
-        )
+        column_of = {int(gene): index for index, gene in enumerate(genes)}
+        parts = [
+            (row[wanted], at[wanted], table.column(name).to_numpy()[wanted].astype(np.float64))
+            for name, (wanted, at) in zip(columns, layout.targets(table, columns, column_of))
+        ]
+        rows, at, value = (np.concatenate(part) for part in zip(*parts)) if parts else (np.zeros(0),) * 3
+        return ValueCounts(rows.astype(np.int64), at.astype(np.int64), value, np.ones(len(value)))

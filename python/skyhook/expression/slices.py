@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from skyhook.errors import InvalidRequestError, UnknownColumnError
 from skyhook.expression import sparse_layout
-from skyhook.expression.dense_layout import gene_column
+from skyhook.expression.dense_layout import GeneBlocks
 from skyhook.expression.label_codes import SUFFIX
 from skyhook.expression.selection import (
     CellSelection,
@@ -58,12 +58,15 @@ def matrix_slice(
             shape=(obs.num_rows, len(positions)),
         )
     else:
-        names = [gene_column(int(j)) for j in positions]
-        values = matrix.values.to_table(columns=["cell", *names], filter=selected)
-        x = np.empty((obs.num_rows, len(positions)), dtype=matrix.entry.dtype)
+        layout = GeneBlocks.of(matrix.values, matrix.shape[1])
+        _, columns, kept = layout.chosen(positions)
+        read = ["cell", *layout.keys(), *columns]
+        values = matrix.values.to_table(columns=read, filter=conjunction(selected, kept))
+        x = np.zeros((obs.num_rows, len(positions)), dtype=matrix.entry.dtype)
         rows = row_of[values.column("cell").to_numpy()]
-        for index, name in enumerate(names):
-            x[rows, index] = values.column(name).to_numpy()
+        column_of = {int(gene): index for index, gene in enumerate(positions)}
+        for name, (wanted, at) in zip(columns, layout.targets(values, columns, column_of)):
+            x[rows[wanted], at[wanted]] = values.column(name).to_numpy()[wanted]
     obs_frame = obs.select([CELL_ID, *cell_metadata_columns(obs.schema)]).to_pandas().set_index(CELL_ID)
     for name in obs_frame.columns:
         if obs.schema.get_field_index(name + SUFFIX) >= 0:  # text labels: categories in their codes' order

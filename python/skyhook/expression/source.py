@@ -23,7 +23,7 @@ CATEGORIES = b"skyhook.categories"
 #: The values dataset's schema metadata key saying what the values look like
 #: (value_kind); older clients ignore it.
 VALUE_KIND = b"skyhook.expression.value_kind"
-RESERVED = re.compile(r"cell|cell_id|gene|value|g[0-9]+|.*__code")
+RESERVED = re.compile(r"cell|cell_id|gene|value|gene_block|g[0-9]+|v[0-9]+|.*__code")
 
 
 @dataclass
@@ -68,7 +68,7 @@ def checked(data: ExpressionData) -> ExpressionData:
     for name in data.obs.column_names[1:]:
         if RESERVED.fullmatch(name):
             raise InvalidInputError(
-                f"cell metadata column {name!r} has a reserved name (cell, cell_id, gene, value, g<N>, *__code)"
+                f"cell metadata column {name!r} has a reserved name (cell, cell_id, gene, value, gene_block, g<N>, v<N>, *__code)"
             )
     kind = data.values.dtype.kind
     if kind in "iub":
