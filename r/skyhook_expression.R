@@ -39,9 +39,9 @@ skyhook_pseudobulk <- function(store, matrix, by, domain = "default", genes = NU
 }
 
 skyhook_highly_variable_genes <- function(store, matrix, domain = "default", n_top_genes = NULL, genes = NULL,
-                                          cells = NULL) {
+                                          cells = NULL, flavor = "cell_ranger") {
   .skyhook_frame(.skyhook_bridge()$highly_variable_genes(store, matrix, domain = domain, n_top_genes = n_top_genes,
-                                                         genes = genes, cells = cells))
+                                                         genes = genes, cells = cells, flavor = flavor))
 }
 
 skyhook_domains <- function(store) unlist(.skyhook_bridge()$domains(store))

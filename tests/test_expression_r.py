@@ -66,7 +66,7 @@ write.csv(stats, "{out}", row.names = FALSE)
 bulk <- skyhook_pseudobulk("{uri}", "nb", c("batch", "group"), genes = "gene3")
 bulk$sum <- sprintf("%.17g", bulk$sum)
 write.csv(bulk, "{out}.bulk.csv", row.names = FALSE)
-variable <- skyhook_highly_variable_genes("{uri}", "nb", n_top_genes = 5)
+variable <- skyhook_highly_variable_genes("{uri}", "nb", n_top_genes = 5, flavor = "seurat")
 stopifnot(is.logical(variable$highly_variable), nrow(variable) == 15)
 write.csv(variable[variable$highly_variable, "gene", drop = FALSE], "{out}.hvg.csv", row.names = FALSE)
 ranked <- skyhook_ttest("{uri}", "nb", "group", method = "wilcoxon", tie_correct = TRUE, reference = "group0",
@@ -87,7 +87,7 @@ def test_r_wrapper_takes_unlabelled_cells_and_a_number_for_a_group(tmp_path):
         ex.write_matrix(store, "nb", adata)
         expected = ex.open_matrix(store, "nb").group_stats("group")
         bulk = ex.open_matrix(store, "nb").pseudobulk(["batch", "group"], genes=["gene3"])
-        variable = ex.open_matrix(store, "nb").highly_variable_genes(n_top_genes=5)
+        variable = ex.open_matrix(store, "nb").highly_variable_genes(n_top_genes=5, flavor="seurat")
         ranked = ex.open_matrix(store, "nb").ttest("group", method="wilcoxon", tie_correct=True, reference="group0")
     out = tmp_path / "stats.csv"
     run_r(R_SCALARS, uri, out)

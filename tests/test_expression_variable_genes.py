@@ -34,6 +34,15 @@ def exact(adata) -> pd.DataFrame:
     return frame
 
 
+def assert_selects(result, expected: pd.DataFrame, oracle: pd.DataFrame, genes: int) -> None:
+    """scanpy's selection (expected), some genes but not all; the oracle's numbers to 1e-9, scanpy's to 1e-4."""
+    assert result.column("highly_variable").to_pylist() == expected["highly_variable"].tolist()
+    assert 0 < sum(result.column("highly_variable").to_pylist()) < genes
+    for name in ("means", "dispersions", "dispersions_norm"):
+        np.testing.assert_allclose(result.column(name).to_numpy(), oracle[name].to_numpy(), rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(result.column(name).to_numpy(), expected[name].to_numpy(), rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("layout", ["sparse", "dense"])
 @pytest.mark.parametrize("cutoff", [{"n_top_genes": 25}, {}, {"min_mean": 0.05, "max_mean": 2.0, "min_disp": 0.2}])
 def test_selection_equals_scanpy(store, layout, cutoff):
@@ -43,12 +52,7 @@ def test_selection_equals_scanpy(store, layout, cutoff):
     result = matrix.highly_variable_genes(**cutoff)
     expected = scanpy_genes(adata, **cutoff)
     assert result.column("gene").to_pylist() == list(adata.var_names)
-    assert result.column("highly_variable").to_pylist() == expected["highly_variable"].tolist()
-    assert 0 < sum(result.column("highly_variable").to_pylist()) < adata.n_vars
-    oracle = exact(adata)
-    for name in ("means", "dispersions", "dispersions_norm"):
-        np.testing.assert_allclose(result.column(name).to_numpy(), oracle[name].to_numpy(), rtol=1e-9, atol=1e-12)
-        np.testing.assert_allclose(result.column(name).to_numpy(), expected[name].to_numpy(), rtol=1e-4, atol=1e-4)
+    assert_selects(result, expected, exact(adata), adata.n_vars)
 
 
 def test_cells_and_genes_narrow_the_input(store):
@@ -71,3 +75,36 @@ def test_mistakes_are_clear_errors(store):
             matrix.highly_variable_genes(n_top_genes=wrong)
     with pytest.raises(InvalidRequestError, match="at least 2 selected cells"):
         matrix.highly_variable_genes(cells="percent_mito < -1")
+
+
+def seurat_exact(adata) -> pd.DataFrame:
+    """scanpy's Seurat dispersions from float64 two-pass moments of expm1(X)."""
+    values = np.expm1(adata.X.toarray().astype(np.float64))
+    mean, variance = values.mean(axis=0), values.var(axis=0, ddof=1)
+    mean[mean == 0] = 1e-12
+    with np.errstate(divide="ignore"):
+        dispersion = variance / mean
+        dispersion[dispersion == 0] = np.nan
+        frame = pd.DataFrame({"means": np.log1p(mean), "dispersions": np.log(dispersion)})
+    frame["bin"] = pd.cut(frame["means"], bins=20)
+    stats = frame.groupby("bin", observed=True)["dispersions"].agg(avg="mean", dev="std")
+    alone = stats["dev"].isnull()
+    stats.loc[alone, "dev"], stats.loc[alone, "avg"] = stats.loc[alone, "avg"], 0.0
+    stats = stats.loc[frame["bin"]]
+    frame["dispersions_norm"] = (frame["dispersions"].to_numpy() - stats["avg"].to_numpy()) / stats["dev"].to_numpy()
+    return frame
+
+
+@pytest.mark.parametrize("layout", ["sparse", "dense"])
+@pytest.mark.parametrize("cutoff", [{"n_top_genes": 25}, {}])
+def test_the_seurat_flavour_equals_scanpy(store, layout, cutoff):
+    adata = generate_anndata(400, 120, groups=4, seed=23)
+    adata.X[:, 7] = 0.0  # a gene never expressed: its dispersion is NaN
+    ex.write_matrix(store, "m", adata, layout=layout)
+    matrix = ex.open_matrix(store, "m")
+    result = matrix.highly_variable_genes(flavor="seurat", pushdown=True, **cutoff)
+    assert all(stats.aggregate_in_storage for stats in matrix.last_stats)  # the exponentials too
+    expected = sc.pp.highly_variable_genes(adata, flavor="seurat", inplace=False, **cutoff)
+    assert_selects(result, expected, seurat_exact(adata), adata.n_vars)
+    with pytest.raises(InvalidRequestError, match="unknown flavor 'seurat_v3'"):
+        matrix.highly_variable_genes(flavor="seurat_v3")

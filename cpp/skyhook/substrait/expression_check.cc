@@ -45,6 +45,7 @@ const std::unordered_map<std::string, Family>& ScalarFunctions() {
       {"divide", Family::kArithmetic},
       {"negate", Family::kUnaryArithmetic},
       {"abs", Family::kUnaryArithmetic},
+      {"exp", Family::kUnaryArithmetic},
       {"starts_with", Family::kStringMatch},
       {"ends_with", Family::kStringMatch},
       {"contains", Family::kStringMatch},

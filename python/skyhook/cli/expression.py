@@ -210,6 +210,7 @@ def variable_genes(
     matrix: str,
     store: StoreOption = DEFAULT_STORE,
     domain: DomainOption = DEFAULT_DOMAIN,
+    flavor: Annotated[str, typer.Option(help="cell_ranger or seurat (scanpy's flavours).")] = "cell_ranger",
     n_top_genes: Annotated[
         Optional[int], typer.Option(help="Choose this many genes (default: by the cutoffs below).")
     ] = None,
@@ -222,14 +223,14 @@ def variable_genes(
     output: TableOutputOption = None,
     limit: LimitOption = 20,
 ) -> None:
-    """Highly variable genes, as scanpy's flavor="cell_ranger", from means and
-    variances computed in storage; prints the chosen genes."""
+    """Highly variable genes, as scanpy's flavor="cell_ranger" or "seurat", from
+    means and variances computed in storage; prints the chosen genes."""
     selected_genes = _gene_selection(genes, gene_filter)
     if output is not None:
         check_output(output)
     with open_store(store) as source:
         result = open_matrix(source, matrix, domain).highly_variable_genes(
-            n_top_genes=n_top_genes, min_mean=min_mean, max_mean=max_mean, min_disp=min_disp,
+            flavor=flavor, n_top_genes=n_top_genes, min_mean=min_mean, max_mean=max_mean, min_disp=min_disp,
             genes=selected_genes, cells=cells,
         )  # fmt: skip
     chosen = result.filter(result.column("highly_variable"))

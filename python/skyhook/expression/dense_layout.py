@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from skyhook.dataset import Dataset
 from skyhook.execution.scan_options import AggregateKeywords
 from skyhook.expression.label_codes import group_key, group_sizes
-from skyhook.expression.moments import Moments
+from skyhook.expression.moments import Moments, measured
 from skyhook.plan.expressions import conjunction
 
 NAME = "dense"
@@ -120,8 +120,10 @@ def moments(
     options: AggregateKeywords,
     record: list,
     count_nonzero: bool = False,
+    expm1_scale: float | None = None,
 ) -> Moments:
-    """count_nonzero: also count each group's cells with a non-zero value (in storage)."""
+    """count_nonzero: also count each group's cells with a non-zero value (in
+    storage); expm1_scale: moments of expm1 of the values (moments.measured)."""
     labels, row_of, sizes = group_sizes(obs, groupby, cells, options, record)
     layout = GeneBlocks.of(values, int(genes.max(initial=0)) + 1)
     key = [group_key(values.schema, groupby)] if groupby else []
@@ -131,8 +133,9 @@ def moments(
     mean, m2, nonzero = np.zeros(shape), np.zeros(shape), np.zeros(shape) if count_nonzero else None
     for start in range(0, len(all_columns), GENES_PER_BLOCK):  # one plan, but for a matrix without blocks
         columns = all_columns[start : start + GENES_PER_BLOCK]
-        aggregates = [([], "count_all")] + [(name, "mean") for name in columns]
-        aggregates += [(name, "variance", _VARIANCE) for name in columns]
+        aggregates = [([], "count_all")]
+        aggregates += [(measured(name, expm1_scale), "mean", f"{name}_mean") for name in columns]
+        aggregates += [(measured(name, expm1_scale), "variance", f"{name}_variance", _VARIANCE) for name in columns]
         if count_nonzero:
             aggregates += [(pc.field(name) != 0, "sum", f"{name}_nonzero") for name in columns]
         by = [*key, *layout.keys()]

@@ -105,12 +105,14 @@ class Matrix:
         genes: GeneSelection = None,
         cells: CellSelection = None,
         count_nonzero: bool = False,
+        expm1_scale: float | None = None,
         **options: Unpack[AggregateKeywords],
     ) -> Moments:
         """Per (group, gene) count, mean and M2 over the selected cells, from
         partials computed in storage, and the cells with a non-zero value
-        (always in the sparse layout; with count_nonzero in the dense one).
-        options go to the aggregates (pushdown, ...)."""
+        (always in the sparse layout; with count_nonzero in the dense one);
+        with expm1_scale, of expm1 of the values (moments.measured). options go
+        to the aggregates (pushdown, ...)."""
         if groupby is not None:
             self.check_groupby(groupby)
         selected_cells = cell_filter(cells, self.obs_dataset.schema)
@@ -126,9 +128,18 @@ class Matrix:
                 gene_filter(positions, self.shape[1]),
                 options,
                 self.last_stats,
+                expm1_scale,
             )
         return dense_layout.moments(
-            self.values, self.obs_dataset, groupby, positions, selected_cells, options, self.last_stats, count_nonzero
+            self.values,
+            self.obs_dataset,
+            groupby,
+            positions,
+            selected_cells,
+            options,
+            self.last_stats,
+            count_nonzero,
+            expm1_scale,
         )
 
     def group_stats(

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 
 @dataclass
@@ -42,6 +44,15 @@ class Moments:
         nonzero = None if self.nonzero is None else self.nonzero[rows].sum(axis=0)[None]
         m2 = (self.m2[rows].sum(axis=0) + spread)[None]
         return Moments([None], self.genes, count[None], mean[None], m2, nonzero)
+
+
+def measured(column: str, expm1_scale: float | None) -> pc.Expression:
+    """What moments are taken of: the column's values, or expm1 of them in a
+    log1p base (value x expm1_scale, the base's natural log): the counts
+    scale scanpy's Seurat flavour works on. Storage runs exp; zeros stay zeros."""
+    if expm1_scale is None:
+        return pc.field(column)
+    return pc.exp(pc.multiply(pc.field(column).cast(pa.float64(), safe=False), expm1_scale)) - 1.0
 
 
 def with_zeros(groups: list[Any], genes: np.ndarray, sizes: np.ndarray, nonzero: Moments) -> Moments:

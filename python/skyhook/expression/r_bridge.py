@@ -71,11 +71,12 @@ def highly_variable_genes(
     n_top_genes: Any = None,
     genes: Any = None,
     cells: str | None = None,
+    flavor: str = "cell_ranger",
 ) -> dict[str, list]:
     top = None if n_top_genes is None else int(n_top_genes)  # R's numbers are doubles
     with skyhook.connect(uri, create=False) as store:
         chosen = open_matrix(store, matrix, domain).highly_variable_genes(
-            n_top_genes=top, genes=_listed(genes), cells=cells
+            flavor=flavor, n_top_genes=top, genes=_listed(genes), cells=cells
         )
     return _columns(chosen)
 

@@ -18,13 +18,13 @@ import pyarrow.compute as pc
 from skyhook.dataset import Dataset
 from skyhook.execution.scan_options import AggregateKeywords
 from skyhook.expression.label_codes import group_key, group_sizes
-from skyhook.expression.moments import Moments, with_zeros
+from skyhook.expression.moments import Moments, measured, with_zeros
 from skyhook.plan.expressions import conjunction
 
 NAME = "sparse"
 #: Rows of one batch handed to the writer (it splits them into objects).
 BATCH_ROWS = 1 << 20
-_MOMENT_AGGREGATES = [("value", "count"), ("value", "mean"), ("value", "variance", pc.VarianceOptions(ddof=0))]
+_VARIANCE = pc.VarianceOptions(ddof=0)
 
 
 def batches(values: Any, cell_metadata: pa.Table) -> Iterator[pa.Table]:
@@ -58,12 +58,15 @@ def moments(
     gene_filter: pc.Expression | None,
     options: AggregateKeywords,
     record: list,
+    expm1_scale: float | None = None,
 ) -> Moments:
+    """expm1_scale: moments of expm1 of the values (moments.measured)."""
     labels, row_of, sizes = group_sizes(obs, groupby, cells, options, record)
     key = [group_key(values.schema, groupby)] if groupby else []
-    partials = values.group_by([*key, "gene"]).aggregate(
-        _MOMENT_AGGREGATES, filter=conjunction(cells, gene_filter), **options
-    )
+    value = measured("value", expm1_scale)
+    aggregates = [(value, "count", "value_count"), (value, "mean", "value_mean")]
+    aggregates.append((value, "variance", "value_variance", _VARIANCE))
+    partials = values.group_by([*key, "gene"]).aggregate(aggregates, filter=conjunction(cells, gene_filter), **options)
     record.append(values.last_aggregate.stats)
     keys = partials.column(key[0]).to_pylist() if key else [None] * partials.num_rows
     rows = np.array([row_of[value] for value in keys], dtype=np.int64)

@@ -50,6 +50,7 @@ class StoredMatrix(Protocol):
         genes: Any = None,
         cells: Any = None,
         count_nonzero: bool = False,
+        expm1_scale: float | None = None,
         **options: Unpack[AggregateKeywords],
     ) -> Moments: ...
 

@@ -1,13 +1,18 @@
-"""Highly variable genes the Cell Ranger way (scanpy's
-``highly_variable_genes(flavor="cell_ranger")``, Zheng et al. 2017). Each
-gene's mean and variance over the selected cells come from storage (the
-moments every statistic here uses: only they cross); its dispersion,
-variance over mean, is normalised within bins of genes of similar mean (the
-means' 10th, 15th, ..., 100th percentiles: each bin's median and normal-scaled
-median absolute deviation); then the genes of highest normalised dispersion
-(n_top_genes), or those within the cutoffs, are chosen, as scanpy does.
-scanpy's "seurat" flavour works on expm1 of the values, moments storage does
-not compute."""
+"""Highly variable genes as scanpy's ``highly_variable_genes`` finds them,
+in its two dispersion flavours. Each gene's mean and variance over the
+selected cells come from storage (the moments every statistic here uses:
+only they cross); its dispersion is variance over mean, normalised within
+bins of genes of similar mean; then the genes of highest normalised
+dispersion (n_top_genes), or those within the cutoffs, are chosen.
+
+- "cell_ranger" (Zheng et al. 2017): moments of the values; bins between the
+  means' 10th, 15th, ..., 100th percentiles; each bin's median and
+  normal-scaled median absolute deviation.
+- "seurat" (Satija et al. 2015, scanpy's default): moments of expm1 of the
+  values (in the data's log1p base; storage computes the exponentials); the
+  log of the dispersion and log1p of the mean; 20 equal-width bins of the
+  means (pandas' cut); each bin's mean and standard deviation, a gene alone
+  in its bin normalised to 1."""
 
 from __future__ import annotations
 
@@ -29,10 +34,15 @@ if TYPE_CHECKING:
 _NORMAL_MAD = norm.ppf(0.75)
 
 
+FLAVORS = ("cell_ranger", "seurat")
+
+
 def highly_variable_genes(
     matrix: StoredMatrix,
     *,
+    flavor: str = "cell_ranger",
     n_top_genes: int | None = None,
+    n_bins: int = 20,
     min_mean: float = 0.0125,
     max_mean: float = 3.0,
     min_disp: float = 0.5,
@@ -44,19 +54,32 @@ def highly_variable_genes(
     """A row per selected gene: gene, means, dispersions, dispersions_norm and
     highly_variable, as scanpy's var columns. n_top_genes: that many genes of
     highest normalised dispersion; else those with min_mean < mean < max_mean
-    and min_disp < normalised dispersion < max_disp (scanpy's defaults)."""
+    and min_disp < normalised dispersion < max_disp (scanpy's defaults).
+    n_bins: the Seurat flavour's bins of means."""
+    if flavor not in FLAVORS:
+        raise InvalidRequestError(f"unknown flavor {flavor!r}; expected cell_ranger or seurat")
+    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
+        raise InvalidRequestError(f"n_bins must be a number of bins >= 1, not {n_bins!r}")
     if n_top_genes is not None and (
         isinstance(n_top_genes, bool) or not isinstance(n_top_genes, (int, np.integer)) or n_top_genes < 1
     ):
         raise InvalidRequestError(f"n_top_genes must be a number of genes >= 1, not {n_top_genes!r}")
-    moments = matrix.moments(None, genes, cells, **options)
+    base = matrix.entry.log1p_base
+    scale = (1.0 if base is None else float(np.log(base))) if flavor == "seurat" else None
+    moments = matrix.moments(None, genes, cells, expm1_scale=scale, **options)
     if moments.count[0, 0] < 2:
         raise InvalidRequestError("highly variable genes need at least 2 selected cells")
     mean = moments.mean[0].copy()
     variance = moments.variance(1)[0]
     mean[mean == 0] = 1e-12  # as scanpy
-    dispersion = variance / mean
-    normalised = _normalised(mean, dispersion)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dispersion = variance / mean
+        if flavor == "seurat":
+            dispersion[dispersion == 0] = np.nan
+            dispersion, mean = np.log(dispersion), np.log1p(mean)
+    normalised = (
+        _normalised(mean, dispersion) if flavor == "cell_ranger" else _seurat_normalised(mean, dispersion, n_bins)
+    )
     if n_top_genes is not None:
         chosen = _top(normalised, n_top_genes)
     else:
@@ -89,6 +112,23 @@ def _normalised(mean: np.ndarray, dispersion: np.ndarray) -> np.ndarray:
             spread = np.median(np.abs(values - center)) / _NORMAL_MAD
             normalised[members] = (values - center) / spread
     return normalised
+
+
+def _seurat_normalised(mean: np.ndarray, dispersion: np.ndarray, bins: int) -> np.ndarray:
+    """Each gene's dispersion less its bin's mean, over the bin's standard
+    deviation; bins of equal width over the means (pandas' cut, as scanpy);
+    a gene alone in its bin gets 1."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"mean": mean, "dispersion": dispersion})
+    frame["bin"] = pd.cut(frame["mean"], bins=bins)
+    stats = frame.groupby("bin", observed=True)["dispersion"].agg(avg="mean", dev="std")
+    alone = stats["dev"].isnull()
+    stats.loc[alone, "dev"] = stats.loc[alone, "avg"]
+    stats.loc[alone, "avg"] = 0.0
+    per_gene = stats.loc[frame["bin"]].to_numpy()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (dispersion - per_gene[:, 0]) / per_gene[:, 1]
 
 
 def _top(normalised: np.ndarray, count: int) -> np.ndarray:

@@ -378,7 +378,7 @@ STORAGE_FUNCTIONS = frozenset(
     {
         *("equal", "not_equal", "lt", "gt", "lte", "gte", "and", "or", "not"),
         *("is_null", "is_not_null", "is_nan", "is_finite", "is_infinite"),
-        *("add", "subtract", "multiply", "divide", "negate", "abs"),
+        *("add", "subtract", "multiply", "divide", "negate", "abs", "exp"),
         *("starts_with", "ends_with", "contains"),
     }
 )
