@@ -15,7 +15,11 @@ skyhook_python <- function(python) {
 
 .skyhook_frame <- function(columns) {
   # A Python None arrives as NULL, which unlist() would drop: NA keeps every row.
-  present <- function(column) unlist(lapply(column, function(value) if (is.null(value)) NA else value))
+  # An empty column stays a column (of no rows): unlist() of nothing is NULL.
+  present <- function(column) {
+    if (length(column) == 0) return(logical(0))
+    unlist(lapply(column, function(value) if (is.null(value)) NA else value))
+  }
   frame <- as.data.frame(lapply(columns, present), stringsAsFactors = FALSE)
   rownames(frame) <- NULL
   frame
@@ -23,10 +27,10 @@ skyhook_python <- function(python) {
 
 skyhook_ttest <- function(store, matrix, groupby, domain = "default", method = "welch",
                           reference = "rest", groups = NULL, genes = NULL, cells = NULL, tie_correct = FALSE,
-                          pts = FALSE) {
+                          pts = FALSE, markers = NULL) {
   .skyhook_frame(.skyhook_bridge()$ttest(store, matrix, groupby, domain = domain, method = method,
                                          reference = reference, groups = groups, genes = genes, cells = cells,
-                                         tie_correct = tie_correct, pts = pts))
+                                         tie_correct = tie_correct, pts = pts, markers = markers))
 }
 
 skyhook_group_stats <- function(store, matrix, groupby = NULL, domain = "default", genes = NULL, cells = NULL) {
@@ -42,6 +46,14 @@ skyhook_highly_variable_genes <- function(store, matrix, domain = "default", n_t
                                           cells = NULL, flavor = "cell_ranger") {
   .skyhook_frame(.skyhook_bridge()$highly_variable_genes(store, matrix, domain = domain, n_top_genes = n_top_genes,
                                                          genes = genes, cells = cells, flavor = flavor))
+}
+
+skyhook_cells <- function(store, matrix, domain = "default", filter = NULL, columns = NULL) {
+  .skyhook_frame(.skyhook_bridge()$cell_table(store, matrix, domain = domain, filter = filter, columns = columns))
+}
+
+skyhook_genes <- function(store, matrix, domain = "default", filter = NULL, columns = NULL) {
+  .skyhook_frame(.skyhook_bridge()$gene_table(store, matrix, domain = domain, filter = filter, columns = columns))
 }
 
 skyhook_domains <- function(store) unlist(.skyhook_bridge()$domains(store))

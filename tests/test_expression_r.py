@@ -74,6 +74,12 @@ ranked <- skyhook_ttest("{uri}", "nb", "group", method = "wilcoxon", tie_correct
 stopifnot(is.numeric(ranked$z), is.null(ranked$df), all(ranked$pts_group >= 0 & ranked$pts_group <= 1))
 ranked$p <- sprintf("%.17g", ranked$p)
 write.csv(ranked[, c("group", "gene", "p")], "{out}.wilcoxon.csv", row.names = FALSE)
+markers <- skyhook_ttest("{uri}", "nb", "group", markers = list(min_in_group_fraction = 0.1, min_fold_change = 0.5))
+write.csv(markers[, c("group", "gene")], "{out}.markers.csv", row.names = FALSE)
+cells <- skyhook_cells("{uri}", "nb", filter = "batch == 'a'", columns = c("cell_id", "group"))
+stopifnot(identical(names(cells), c("cell_id", "group")), nrow(cells) == {cells_a})
+genes <- skyhook_genes("{uri}", "nb", filter = "highly_variable")
+stopifnot(nrow(genes) == {variable_genes})
 """
 
 
@@ -89,13 +95,26 @@ def test_r_wrapper_takes_unlabelled_cells_and_a_number_for_a_group(tmp_path):
         bulk = ex.open_matrix(store, "nb").pseudobulk(["batch", "group"], genes=["gene3"])
         variable = ex.open_matrix(store, "nb").highly_variable_genes(n_top_genes=5, flavor="seurat")
         ranked = ex.open_matrix(store, "nb").ttest("group", method="wilcoxon", tie_correct=True, reference="group0")
+        markers = ex.filter_rank_genes(
+            ex.open_matrix(store, "nb").ttest("group", pts=True), min_in_group_fraction=0.1, min_fold_change=0.5
+        )
     out = tmp_path / "stats.csv"
-    run_r(R_SCALARS, uri, out)
+    counts = {"cells_a": int((adata.obs.batch == "a").sum()), "variable_genes": int(adata.var.highly_variable.sum())}
+    run_r(
+        R_SCALARS.replace("{cells_a}", str(counts["cells_a"])).replace(
+            "{variable_genes}", str(counts["variable_genes"])
+        ),
+        uri,
+        out,
+    )
     assert pacsv.read_csv(out).num_rows == expected.num_rows
     nulls = pacsv.ConvertOptions(column_types=bulk.schema, strings_can_be_null=True)  # R writes NA
     got = pacsv.read_csv(f"{out}.bulk.csv", convert_options=nulls)
     assert got.equals(bulk.replace_schema_metadata(None)), (got, bulk)
     chosen = variable.filter(variable.column("highly_variable")).column("gene").to_pylist()
     assert pacsv.read_csv(f"{out}.hvg.csv").column("gene").to_pylist() == chosen
+    got_markers = pacsv.read_csv(f"{out}.markers.csv")
+    assert got_markers.equals(markers.select(["group", "gene"]).replace_schema_metadata(None))
+    assert 0 < markers.num_rows
     got = pacsv.read_csv(f"{out}.wilcoxon.csv", convert_options=pacsv.ConvertOptions(column_types={"p": pa.float64()}))
     assert got.equals(ranked.select(["group", "gene", "p"]).replace_schema_metadata(None))

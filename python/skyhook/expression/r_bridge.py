@@ -13,6 +13,7 @@ import pyarrow as pa
 import skyhook
 from skyhook.expression.differential import REST
 from skyhook.expression.domains import list_domains, list_matrices
+from skyhook.expression.marker_filters import filter_rank_genes
 from skyhook.expression.matrix import open_matrix
 from skyhook.expression.names import DEFAULT_DOMAIN
 from skyhook.expression.write import write_matrix
@@ -30,7 +31,9 @@ def ttest(
     cells: str | None = None,
     tie_correct: bool = False,
     pts: bool = False,
+    markers: Any = None,
 ) -> dict[str, list]:
+    """markers: filter_rank_genes's keywords (a named list), which imply pts."""
     with skyhook.connect(uri, create=False) as store:
         result = open_matrix(store, matrix, domain).ttest(
             groupby,
@@ -40,9 +43,25 @@ def ttest(
             genes=_listed(genes),
             cells=cells,
             tie_correct=bool(tie_correct),
-            pts=bool(pts),
+            pts=bool(pts) or markers is not None,
         )
+    if markers is not None:
+        result = filter_rank_genes(result, **dict(markers))
     return _columns(result)
+
+
+def cell_table(
+    uri: str, matrix: str, domain: str = DEFAULT_DOMAIN, filter: str | None = None, columns: Any = None
+) -> dict[str, list]:
+    with skyhook.connect(uri, create=False) as store:
+        return _columns(open_matrix(store, matrix, domain).obs_table(filter, _listed(columns)))
+
+
+def gene_table(
+    uri: str, matrix: str, domain: str = DEFAULT_DOMAIN, filter: str | None = None, columns: Any = None
+) -> dict[str, list]:
+    with skyhook.connect(uri, create=False) as store:
+        return _columns(open_matrix(store, matrix, domain).var_table(filter, _listed(columns)))
 
 
 def group_stats(
