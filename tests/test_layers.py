@@ -39,6 +39,8 @@ LIBRARY: dict[str, set[str]] = {
     "skyhook": {"store", "dataset", "sql"} | CLIENT | FOUNDATION,
     # The gene-expression use case (issue 12), over the whole client; only the CLI uses it.
     "expression": {"skyhook", "store", "dataset"} | CLIENT | FOUNDATION,
+    # Remote access (Flight SQL) over the whole client; only the CLI uses it.
+    "remote": {"skyhook", "store", "dataset", "sql"} | CLIENT | FOUNDATION,
 }
 # The command line and the developer tooling (dev cluster, TPC-H, demo) may use
 # anything; the library never imports either of them.

@@ -1,16 +1,22 @@
 """SQL over a store's datasets, run by DuckDB: each dataset a query names is
 registered as a table of that name (an Arrow dataset, so the filters and
 projections DuckDB pushes into its scans run in storage as for any scan).
-Nothing else: no files, no extensions."""
+Nothing else: no files, no extensions. Results come whole (run_sql) or as a
+stream of record batches read as DuckDB produces them (sql_batches)."""
 
 from __future__ import annotations
 
-from typing import Protocol
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.dataset as pads
 
 from skyhook.errors import DatasetNotFoundError, InvalidRequestError, SkyhookError, first_line
+
+#: Rows per batch of a streamed result.
+BATCH_ROWS = 64 * 1024
 
 
 class Datasets(Protocol):
@@ -23,11 +29,89 @@ class Datasets(Protocol):
     def dataset(self, name: str) -> pads.Dataset: ...
 
 
-def run_sql(store: Datasets, query: str) -> pa.Table:
+def run_sql(store: Datasets, query: str, parameters: Sequence[Any] | None = None) -> pa.Table:
     """The result of query, with the store's datasets as its tables; a query
     that is not valid SQL, or names a table the store lacks, raises
     InvalidRequestError; one that fails while it runs raises the skyhook error
-    of that failure (or a SkyhookError with DuckDB's message)."""
+    of that failure (or a SkyhookError with DuckDB's message). parameters:
+    the values of the query's ? placeholders."""
+    return sql_batches(store, query, parameters).read_all()
+
+
+def sql_batches(store: Datasets, query: str, parameters: Sequence[Any] | None = None) -> pa.RecordBatchReader:
+    """The result of query (as run_sql) as a stream: DuckDB runs as it is read,
+    and its connection closes when the stream ends or is closed."""
+    connection, translate = _connected(store, query)
+    try:
+        with translate():
+            relation = connection.sql(query, params=list(parameters) if parameters else None)
+            reader = None if relation is None else relation.to_arrow_reader(BATCH_ROWS)
+    except BaseException:
+        connection.close()
+        raise
+    if reader is None:  # a statement without a result
+        connection.close()
+        return pa.RecordBatchReader.from_batches(pa.schema([]), [])
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        try:
+            while True:
+                with translate():
+                    try:
+                        batch = reader.read_next_batch()
+                    except StopIteration:
+                        return
+                yield batch
+        finally:
+            connection.close()
+
+    return pa.RecordBatchReader.from_batches(reader.schema, batches())
+
+
+def check_query(query: str) -> None:
+    """InvalidRequestError unless query is one statement that only reads (a
+    SELECT, or EXPLAIN of one): what a read-only server runs."""
+    import duckdb
+
+    try:
+        kinds = [statement.type for statement in duckdb.extract_statements(query)]
+    except duckdb.Error as error:
+        raise InvalidRequestError(f"invalid SQL: {first_line(error)}") from None
+    reading = (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN)
+    if len(kinds) != 1 or kinds[0] not in reading:
+        named = ", ".join(kind.name for kind in kinds) or "no statement"
+        raise InvalidRequestError(f"read-only: one SELECT (or EXPLAIN) statement is served, not {named}")
+
+
+def sql_schema(store: Datasets, query: str, parameters: Sequence[Any] | None = None) -> pa.Schema:
+    """The schema of query's result without reading its rows: the types of it
+    under LIMIT 0, the names of its own columns (a subquery would rename
+    repeated ones)."""
+    connection, translate = _connected(store, query)
+    try:
+        with translate():
+            relation = connection.sql(query, params=list(parameters) if parameters else None)
+            if relation is None:
+                return pa.schema([])
+            typed = relation.limit(0).to_arrow_reader(BATCH_ROWS).schema
+            return pa.schema([field.with_name(name) for field, name in zip(typed, relation.columns)])
+    finally:
+        connection.close()
+
+
+# A quoted string or name (kept), or a parameter placeholder (? or $1).
+_PLACEHOLDER = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|\?|\$\d+""")
+
+
+def _without_placeholders(query: str) -> str:
+    """query with NULL for its parameter placeholders: DuckDB names a query's
+    tables only from a statement it can bind."""
+    return _PLACEHOLDER.sub(lambda match: "NULL" if match.group()[0] in "?$" else match.group(), query)
+
+
+def _connected(store: Datasets, query: str) -> tuple[Any, Any]:
+    """(a DuckDB connection with the datasets query names registered, a context
+    that turns DuckDB's errors into skyhook's)."""
     if not isinstance(query, str):
         raise InvalidRequestError(f"a SQL query is text, not {type(query).__name__}")
     try:
@@ -36,25 +120,33 @@ def run_sql(store: Datasets, query: str) -> pa.Table:
         raise SkyhookError("SQL runs on DuckDB: pip install 'skyhook[sql]' (duckdb)") from None
     # DuckDB's errors about the query itself (reading files included); others happened while it ran.
     query_errors = (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException, duckdb.PermissionException)
+    try:
+        names = duckdb.get_table_names(_without_placeholders(query))
+    except duckdb.Error as error:
+        raise InvalidRequestError(f"invalid SQL: {first_line(error)}") from None
+    datasets = set(store.list_datasets())
     # Only the store's datasets: no files, no extensions.
-    with duckdb.connect(config={"enable_external_access": False}) as connection:
-        try:
-            names = duckdb.get_table_names(query)
-        except duckdb.Error as error:
-            raise InvalidRequestError(f"invalid SQL: {first_line(error)}") from None
-        datasets = set(store.list_datasets())
-        for name in sorted(names & datasets):
-            connection.register(name, store.dataset(name))
-        try:
-            result = connection.sql(query)
-            return result.to_arrow_table() if result is not None else pa.table({})  # None: a statement
-        except query_errors as error:
-            missing = sorted(names - datasets)
-            if isinstance(error, duckdb.CatalogException) and missing:
-                raise DatasetNotFoundError(f"no dataset named {missing[0]!r} in {store.uri}") from None
-            raise InvalidRequestError(f"invalid SQL: {first_line(error)}") from None
-        except duckdb.Error as error:
+    connection = duckdb.connect(config={"enable_external_access": False})
+    for name in sorted(names & datasets):
+        connection.register(name, store.dataset(name))
+
+    class Translated:
+        def __enter__(self) -> None:
+            return None
+
+        def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> bool:
+            if error is None or not isinstance(error, duckdb.Error):
+                return False
+            if isinstance(error, query_errors):
+                missing = sorted(names - datasets)
+                if isinstance(error, duckdb.CatalogException) and missing:
+                    raise DatasetNotFoundError(f"no dataset named {missing[0]!r} in {store.uri}") from None
+                raise InvalidRequestError(f"invalid SQL: {first_line(error)}") from None
+            if isinstance(error, duckdb.InvalidInputException):
+                raise InvalidRequestError(f"invalid SQL: {first_line(error)}") from None
             cause = error.__cause__ or error.__context__
             if isinstance(cause, SkyhookError):
                 raise cause from None
             raise SkyhookError(f"SQL: {first_line(error)}") from None
+
+    return connection, Translated

@@ -1,0 +1,41 @@
+"""skyhook serve: the store over Arrow Flight SQL, and the password hashes its
+users file holds."""
+
+from __future__ import annotations
+
+import getpass
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from skyhook.cli.app import DEFAULT_STORE, StoreOption, app, console, open_store
+from skyhook.remote import password_hash, start_server
+
+
+@app.command()
+def serve(
+    store: StoreOption = DEFAULT_STORE,
+    host: Annotated[str, typer.Option(help="The address to listen on (0.0.0.0: every interface).")] = "localhost",
+    port: Annotated[int, typer.Option(min=0, max=65535, help="The port (0: a free one).")] = 31337,
+    users: Annotated[
+        Optional[Path], typer.Option(help="A JSON file of user -> password hash (skyhook password-hash).")
+    ] = None,
+    tls_certificate: Annotated[Optional[Path], typer.Option(help="TLS: the server's certificate (PEM).")] = None,
+    tls_key: Annotated[Optional[Path], typer.Option(help="TLS: the certificate's private key (PEM).")] = None,
+) -> None:
+    """Serve the store over Arrow Flight SQL (read-only SQL, the datasets as tables) until interrupted."""
+    with open_store(store) as source:
+        server = start_server(source, host, port, users, tls_certificate, tls_key)
+        scheme = "grpc+tls" if tls_certificate else "grpc"
+        console.print(f"serving {source.uri} at {scheme}://{host}:{server.port}", markup=False)
+        try:
+            server.serve()
+        except KeyboardInterrupt:
+            server.shutdown()
+
+
+@app.command("password-hash")
+def password_hash_command() -> None:
+    """Read a password (not echoed) and print its hash for serve's users file."""
+    console.print(password_hash(getpass.getpass("password: ")), markup=False)

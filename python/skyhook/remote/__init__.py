@@ -1,0 +1,40 @@
+"""Remote access: an Arrow Flight SQL server over a store (skyhook serve), for
+any Flight SQL client (ADBC drivers for Python, R, Go and C/C++, the Flight
+SQL JDBC driver, DuckDB and Polars through ADBC)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from skyhook.remote.auth import BasicTokenAuth, HeadersAuthenticate, password_hash, read_users
+from skyhook.remote.server import FlightSqlServer
+from skyhook.store import Store
+
+
+def start_server(
+    store: Store,
+    host: str = "localhost",
+    port: int = 0,
+    users: dict[str, str] | str | Path | None = None,
+    tls_certificate: str | Path | None = None,
+    tls_key: str | Path | None = None,
+) -> FlightSqlServer:
+    """A running Flight SQL server over store (port 0: a free one; server.port
+    tells). users: user -> password_hash(...), or a JSON file of them (None:
+    no authentication). With a certificate and key (PEM files), TLS."""
+    options = {}
+    if users is not None:
+        options["middleware"] = {"auth": BasicTokenAuth(users if isinstance(users, dict) else read_users(users))}
+        options["auth_handler"] = HeadersAuthenticate()
+    scheme = "grpc"
+    if tls_certificate is not None or tls_key is not None:
+        if tls_certificate is None or tls_key is None:
+            from skyhook.errors import InvalidRequestError
+
+            raise InvalidRequestError("TLS needs both a certificate and its key")
+        options["tls_certificates"] = [(Path(tls_certificate).read_bytes(), Path(tls_key).read_bytes())]
+        scheme = "grpc+tls"
+    return FlightSqlServer(store, f"{scheme}://{host}:{port}", **options)
+
+
+__all__ = ["FlightSqlServer", "password_hash", "start_server"]

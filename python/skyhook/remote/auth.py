@@ -1,0 +1,107 @@
+"""Who may call the server: HTTP Basic authentication against a users file of
+salted PBKDF2 hashes, answered with a bearer token that later calls carry
+(what Flight SQL clients do: ADBC, JDBC, pyarrow's basic-token auth).
+
+The users file is JSON, {"alice": "<password_hash(...)>", ...}."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import secrets
+import threading
+from pathlib import Path
+
+import pyarrow.flight as flight
+
+from skyhook.errors import InvalidRequestError
+
+_SCHEME = "pbkdf2_sha256"
+_ITERATIONS = 200_000
+
+
+def password_hash(password: str, iterations: int = _ITERATIONS) -> str:
+    """A salted hash of password, as the users file keeps it."""
+    salt = secrets.token_bytes(16)
+    digest = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    return f"{_SCHEME}${iterations}${salt.hex()}${digest.hex()}"
+
+
+def password_matches(password: str, stored: str) -> bool:
+    try:
+        scheme, iterations, salt, digest = stored.split("$")
+        expected = bytes.fromhex(digest)
+        computed = hashlib.pbkdf2_hmac("sha256", password.encode(), bytes.fromhex(salt), int(iterations))
+    except ValueError:
+        return False
+    return scheme == _SCHEME and hmac.compare_digest(computed, expected)
+
+
+def read_users(path: str | Path) -> dict[str, str]:
+    try:
+        users = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise InvalidRequestError(f"cannot read the users file {path}: {error}") from None
+    if not isinstance(users, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in users.items()):
+        raise InvalidRequestError(f"the users file {path} must map user names to password hashes")
+    return users
+
+
+class BasicTokenAuth(flight.ServerMiddlewareFactory):
+    """Basic credentials checked once, a bearer token for the calls after."""
+
+    def __init__(self, users: dict[str, str]) -> None:
+        self.users = users
+        self.tokens: dict[str, str] = {}
+        self.lock = threading.Lock()
+
+    def start_call(self, info: flight.CallInfo, headers: dict[str, list[str]]) -> flight.ServerMiddleware:
+        given = next(iter(headers.get("authorization", [])), "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() == "bearer":
+            with self.lock:
+                user = self.tokens.get(value)
+            if user is not None:
+                return Caller(user, None)
+        elif scheme.lower() == "basic":
+            user, password = _credentials(value)
+            if user in self.users and password_matches(password, self.users[user]):
+                token = secrets.token_urlsafe(32)
+                with self.lock:
+                    self.tokens[token] = user
+                return Caller(user, token)
+        raise flight.FlightUnauthenticatedError("authentication required: a user name and password, or a valid token")
+
+
+class HeadersAuthenticate(flight.ServerAuthHandler):
+    """Lets the Handshake call through: the Authorization header authenticates
+    it, and every call (BasicTokenAuth); the handshake's messages carry nothing."""
+
+    def authenticate(self, outgoing: flight.ServerAuthSender, incoming: flight.ServerAuthReader) -> None:
+        return None
+
+    def is_valid(self, token: bytes) -> str:
+        return ""
+
+
+class Caller(flight.ServerMiddleware):
+    """The authenticated user of a call (and the token to send back after a Basic login)."""
+
+    def __init__(self, user: str, token: str | None) -> None:
+        self.user = user
+        self.token = token
+
+    def sending_headers(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.token}"} if self.token else {}
+
+
+def _credentials(value: str) -> tuple[str, str]:
+    try:
+        padded = value + "=" * (-len(value) % 4)  # some clients (Go's) leave the padding out
+        user, _, password = base64.b64decode(padded, validate=True).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return "", ""
+    return user, password

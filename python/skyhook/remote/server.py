@@ -1,0 +1,192 @@
+"""An Arrow Flight SQL server over a store: SQL through DuckDB with the
+store's datasets as tables (their filters and projections pushed into
+storage, as store.sql does), results streamed as DuckDB produces them,
+prepared statements with parameters, and the catalog calls clients make
+(tables with their schemas, table types, server information). Read-only.
+
+Tickets are self-contained (the statement's text, or a prepared statement's
+handle, in a Flight SQL TicketStatementQuery): nothing of a result is held in
+the server between GetFlightInfo and DoGet."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import secrets
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.flight as flight
+
+from skyhook.errors import InvalidRequestError, SkyhookError, first_line
+from skyhook.remote import messages
+from skyhook.remote.auth import Caller
+from skyhook.remote.catalog_tables import metadata_table
+from skyhook.sql import check_query, sql_batches, sql_schema
+from skyhook.store import Store
+
+LOG = logging.getLogger(__name__)
+_QUERY, _PREPARED = b"q", b"p"  # the first byte of a statement handle: its text follows, or a prepared handle
+
+
+@dataclass
+class Prepared:
+    user: str | None
+    query: str
+    #: Rows of bound parameter values (each row runs the statement once).
+    parameters: list[list[Any]] = field(default_factory=list)
+
+
+def _answers(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Errors as Flight errors of one line: the request's own (bad SQL, an
+    unknown table) as they are, anything else as an internal error whose
+    details stay in the server's log (a Python exception would send its
+    traceback to the client)."""
+
+    @functools.wraps(method)
+    def wrapped(*arguments: Any) -> Any:
+        try:
+            return method(*arguments)
+        except flight.FlightError:
+            raise
+        except SkyhookError as error:
+            raise flight.FlightServerError(first_line(error)) from None
+        except Exception as error:
+            LOG.exception("Flight SQL %s failed", method.__name__)
+            raise flight.FlightInternalError(f"internal error ({type(error).__name__}); see the server's log") from None
+
+    return wrapped
+
+
+class FlightSqlServer(flight.FlightServerBase):
+    def __init__(self, store: Store, location: str, **options: Any) -> None:
+        """options: FlightServerBase's (tls_certificates, middleware={"auth": ...})."""
+        super().__init__(location, **options)
+        self.store = store
+        self.prepared: dict[bytes, Prepared] = {}
+        self.lock = threading.Lock()
+
+    # GetFlightInfo / GetSchema: what a command returns, and the ticket that reads it.
+
+    @_answers
+    def get_flight_info(
+        self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor
+    ) -> flight.FlightInfo:
+        schema, ticket = self._plan(context, descriptor)
+        endpoint = flight.FlightEndpoint(flight.Ticket(ticket), [])
+        return flight.FlightInfo(schema, descriptor, [endpoint], -1, -1)
+
+    @_answers
+    def get_schema(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor) -> flight.SchemaResult:
+        return flight.SchemaResult(self._plan(context, descriptor)[0])
+
+    def _plan(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor) -> tuple[pa.Schema, bytes]:
+        if descriptor.descriptor_type != flight.DescriptorType.CMD:
+            raise InvalidRequestError("this server takes Flight SQL commands, not paths")
+        command = messages.unpack(descriptor.command)
+        kind = messages.name_of(command)
+        if kind == "CommandStatementQuery":
+            check_query(command.query)
+            handle = _QUERY + command.query.encode()
+            return sql_schema(self.store, command.query), messages.pack(
+                messages.make("TicketStatementQuery", statement_handle=handle)
+            )
+        if kind == "CommandPreparedStatementQuery":
+            prepared = self._prepared(context, command.prepared_statement_handle)
+            handle = _PREPARED + command.prepared_statement_handle
+            schema = sql_schema(self.store, prepared.query, prepared.parameters[0] if prepared.parameters else None)
+            return schema, messages.pack(messages.make("TicketStatementQuery", statement_handle=handle))
+        if kind.startswith("CommandGet"):
+            return metadata_table(self.store, command).schema, descriptor.command
+        if kind in ("CommandStatementUpdate", "CommandPreparedStatementUpdate"):
+            raise InvalidRequestError("this server is read-only: no updates")
+        raise InvalidRequestError(f"{kind} is not a query")
+
+    # DoGet: the rows, streamed.
+
+    @_answers
+    def do_get(self, context: flight.ServerCallContext, ticket: flight.Ticket) -> flight.FlightDataStream:
+        command = messages.unpack(ticket.ticket)
+        if messages.name_of(command) != "TicketStatementQuery":
+            return flight.RecordBatchStream(metadata_table(self.store, command))
+        handle = command.statement_handle
+        if handle[:1] == _QUERY:
+            query = handle[1:].decode()
+            check_query(query)  # a ticket is the client's to send: vetted again
+            return flight.RecordBatchStream(sql_batches(self.store, query))
+        if handle[:1] == _PREPARED:
+            prepared = self._prepared(context, handle[1:])
+            runs = prepared.parameters or [None]
+            first = sql_batches(self.store, prepared.query, runs[0])
+            return flight.GeneratorStream(first.schema, _chained(self.store, prepared.query, first, runs[1:]))
+        raise InvalidRequestError("an unknown statement handle")
+
+    # Prepared statements: DoAction creates and closes them, DoPut binds their parameters.
+
+    @_answers
+    def do_action(self, context: flight.ServerCallContext, action: flight.Action) -> Iterator[flight.Result]:
+        body = action.body.to_pybytes() if action.body is not None else b""
+        if action.type == "CreatePreparedStatement":
+            request = messages.unpack_as(body, "ActionCreatePreparedStatementRequest")
+            check_query(request.query)
+            try:
+                schema = sql_schema(self.store, request.query).serialize().to_pybytes()
+            except InvalidRequestError:
+                schema = b""  # known once its parameters are bound
+            handle = secrets.token_bytes(16)
+            with self.lock:
+                self.prepared[handle] = Prepared(_user(context), request.query)
+            result = messages.make(
+                "ActionCreatePreparedStatementResult", prepared_statement_handle=handle, dataset_schema=schema
+            )
+            return iter([flight.Result(messages.pack(result))])
+        if action.type == "ClosePreparedStatement":
+            request = messages.unpack_as(body, "ActionClosePreparedStatementRequest")
+            self._prepared(context, request.prepared_statement_handle)
+            with self.lock:
+                self.prepared.pop(request.prepared_statement_handle, None)
+            return iter([])
+        raise InvalidRequestError(f"unknown action {action.type[:64]!r}")
+
+    def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
+        return [
+            ("CreatePreparedStatement", "Prepare a SQL statement (Flight SQL)."),
+            ("ClosePreparedStatement", "Close a prepared statement (Flight SQL)."),
+        ]
+
+    @_answers
+    def do_put(
+        self,
+        context: flight.ServerCallContext,
+        descriptor: flight.FlightDescriptor,
+        reader: flight.MetadataRecordBatchReader,
+        writer: flight.FlightMetadataWriter,
+    ) -> None:
+        command = messages.unpack(descriptor.command)
+        if messages.name_of(command) != "CommandPreparedStatementQuery":
+            raise InvalidRequestError("this server is read-only: DoPut only binds a prepared statement's parameters")
+        prepared = self._prepared(context, command.prepared_statement_handle)
+        rows = reader.read_all().to_pylist()
+        prepared.parameters = [list(row.values()) for row in rows]
+
+    def _prepared(self, context: flight.ServerCallContext, handle: bytes) -> Prepared:
+        with self.lock:
+            prepared = self.prepared.get(handle)
+        if prepared is None or prepared.user != _user(context):
+            raise InvalidRequestError("no such prepared statement (closed, or another user's)")
+        return prepared
+
+
+def _user(context: flight.ServerCallContext) -> str | None:
+    caller = context.get_middleware("auth")
+    return caller.user if isinstance(caller, Caller) else None
+
+
+def _chained(store: Store, query: str, first: pa.RecordBatchReader, runs: list[list[Any]]) -> Iterator[pa.RecordBatch]:
+    """The statement's batches for each row of bound parameters, one run after another."""
+    yield from first
+    for parameters in runs:
+        yield from sql_batches(store, query, parameters)

@@ -1,0 +1,154 @@
+"""skyhook serve as Flight SQL clients meet it, through the ADBC Flight SQL
+driver (what Python, R, Go and DuckDB users run): queries answer as store.sql
+does, prepared statements take parameters, the catalog lists the datasets
+with their schemas, mistakes are one line and leave the server healthy, and
+with a users file and TLS only the right password over TLS gets in."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+adbc = pytest.importorskip("adbc_driver_flightsql.dbapi")
+from adbc_driver_manager import Error as AdbcError  # noqa: E402
+
+from skyhook.remote import password_hash, start_server  # noqa: E402
+
+ROWS = 5000
+TABLE = pa.table(
+    {
+        "id": pa.array(range(ROWS), pa.int64()),
+        "price": pa.array([i * 0.5 for i in range(ROWS)]),
+        "flag": pa.array(["A", "N", "R"] * (ROWS // 3) + ["A"] * (ROWS % 3)),
+    }
+)
+
+
+@pytest.fixture
+def served(store):
+    store.write_dataset("lineitem", TABLE, rows_per_object=1000)
+    server = start_server(store)
+    yield store, f"grpc://localhost:{server.port}"
+    server.shutdown()
+
+
+def test_queries_and_prepared_statements_answer_as_store_sql(served):
+    store, uri = served
+    query = "select flag, count(*) as n, sum(price) as total from lineitem where id >= 1000 group by flag order by flag"
+    with adbc.connect(uri, autocommit=True) as connection, connection.cursor() as cursor:
+        cursor.execute(query)
+        assert cursor.fetch_arrow_table().equals(store.sql(query))
+        for low in (10, 4990):
+            cursor.execute("select id, price from lineitem where id >= ? and flag = ? order by id", (low, "N"))
+            got = cursor.fetch_arrow_table()
+            expected = TABLE.filter((pc.field("id") >= low) & (pc.field("flag") == "N")).select(["id", "price"])
+            assert got.equals(expected), low
+        cursor.execute("select * from lineitem order by id")
+        assert cursor.fetch_arrow_table().equals(TABLE)
+
+
+def test_the_catalog_lists_datasets_and_their_schemas(served):
+    store, uri = served
+    store.write_dataset("orders", pa.table({"o_id": [1, 2]}))
+    with adbc.connect(uri, autocommit=True) as connection:
+        assert connection.adbc_get_table_schema("lineitem") == TABLE.schema
+        objects = connection.adbc_get_objects(depth="all").read_all().to_pylist()
+        tables = {
+            table["table_name"]: [column["column_name"] for column in table["table_columns"]]
+            for catalog in objects
+            for schema in catalog["catalog_db_schemas"]
+            for table in schema["db_schema_tables"]
+        }
+        assert tables == {"lineitem": ["id", "price", "flag"], "orders": ["o_id"]}
+        assert connection.adbc_get_table_types() == ["TABLE"]
+        assert connection.adbc_get_info()["vendor_name"] == "skyhook"
+
+
+def test_mistakes_are_one_line_and_leave_the_server_healthy(served):
+    _, uri = served
+    with adbc.connect(uri, autocommit=True) as connection, connection.cursor() as cursor:
+        for statement, message in [
+            ("select * from nowhere", "no dataset named 'nowhere'"),
+            ("selec 1", "invalid SQL: Parser Error"),
+            ("create table t (a int)", "read-only"),
+            ("select id from lineitem where id = ?", ""),  # a parameter never bound
+        ]:
+            with pytest.raises(AdbcError) as raised:
+                cursor.execute(statement)
+                cursor.fetch_arrow_table()
+            assert message in str(raised.value) and "Traceback" not in str(raised.value), statement
+        cursor.execute("select count(*) as n from lineitem")
+        assert cursor.fetch_arrow_table().column("n").to_pylist() == [ROWS]
+        cursor.execute("select * from lineitem, lineitem as again limit 3000000")  # abandoned after one batch
+        assert cursor.fetch_record_batch().read_next_batch().num_rows > 0
+    with adbc.connect(uri, autocommit=True) as connection, connection.cursor() as cursor:
+        cursor.execute("select max(id) as top from lineitem")
+        assert cursor.fetch_arrow_table().column("top").to_pylist() == [ROWS - 1]
+
+
+@pytest.fixture
+def certificate(tmp_path):
+    """A self-signed certificate for localhost."""
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+def test_only_the_right_password_over_tls_gets_in(store, tmp_path, certificate):
+    store.write_dataset("lineitem", TABLE)
+    users = tmp_path / "users.json"
+    users.write_text(json.dumps({"alice": password_hash("correct horse")}))
+    cert, key = certificate
+    server = start_server(store, users=users, tls_certificate=cert, tls_key=key)
+    uri = f"grpc+tls://localhost:{server.port}"
+    tls = {"adbc.flight.sql.client_option.tls_root_certs": cert.read_text()}
+    try:
+        with adbc.connect(uri, db_kwargs={**tls, "username": "alice", "password": "correct horse"}) as connection:
+            with connection.cursor() as cursor:
+                for _ in range(2):  # the bearer token from the login serves the calls after
+                    cursor.execute("select count(*) as n from lineitem")
+                    assert cursor.fetch_arrow_table().column("n").to_pylist() == [ROWS]
+        for credentials in ({}, {"username": "alice", "password": "wrong"}, {"username": "bob", "password": "x"}):
+            with pytest.raises(AdbcError, match="(?i)unauthenticated|authentication"):
+                with adbc.connect(uri, db_kwargs={**tls, **credentials}) as connection, connection.cursor() as cursor:
+                    cursor.execute("select 1")
+        with pytest.raises(AdbcError):  # plain gRPC to a TLS server
+            with adbc.connect(f"grpc://localhost:{server.port}") as connection, connection.cursor() as cursor:
+                cursor.execute("select 1")
+    finally:
+        server.shutdown()
+
+
+def test_malformed_requests_get_one_line(served):
+    """What no driver sends but anyone can: garbage commands, paths, tickets, actions."""
+    import pyarrow.flight as flight
+
+    from skyhook.remote import messages
+
+    _, uri = served
+    client = flight.connect(uri)
+    query = messages.pack(messages.make("CommandStatementQuery", query="select count(*) as n from lineitem"))
+    info = client.get_flight_info(flight.FlightDescriptor.for_command(query))
+    assert client.do_get(info.endpoints[0].ticket).read_all().column("n").to_pylist() == [ROWS]
+    for call, message in [
+        (lambda: client.get_flight_info(flight.FlightDescriptor.for_command(b"\xff\x00garbage")), "Flight SQL command"),
+        (lambda: client.get_flight_info(flight.FlightDescriptor.for_path("lineitem")), "not paths"),
+        (lambda: client.do_get(flight.Ticket(b"")).read_all(), "unsupported Flight SQL command"),
+        (lambda: list(client.do_action(flight.Action("DropEverything", b""))), "unknown action"),
+        (lambda: list(client.do_action(flight.Action("ClosePreparedStatement", query))), "ActionClose"),
+    ]:
+        with pytest.raises(flight.FlightError) as raised:
+            call()
+        assert message in str(raised.value) and "Traceback" not in str(raised.value), message
+    forged = messages.pack(messages.make("TicketStatementQuery", statement_handle=b"qdelete from lineitem"))
+    with pytest.raises(flight.FlightError, match="read-only"):
+        client.do_get(flight.Ticket(forged)).read_all()
+    assert client.do_get(info.endpoints[0].ticket).read_all().column("n").to_pylist() == [ROWS]
