@@ -22,19 +22,19 @@ def start_server(
     """A running Flight SQL server over store (port 0: a free one; server.port
     tells). users: user -> password_hash(...), or a JSON file of them (None:
     no authentication). With a certificate and key (PEM files), TLS."""
-    options = {}
+    auth = None
     if users is not None:
-        options["middleware"] = {"auth": BasicTokenAuth(users if isinstance(users, dict) else read_users(users))}
-        options["auth_handler"] = HeadersAuthenticate()
+        auth = (HeadersAuthenticate(), BasicTokenAuth(users if isinstance(users, dict) else read_users(users)))
+    certificates = None
     scheme = "grpc"
     if tls_certificate is not None or tls_key is not None:
         if tls_certificate is None or tls_key is None:
             from skyhook.errors import InvalidRequestError
 
             raise InvalidRequestError("TLS needs both a certificate and its key")
-        options["tls_certificates"] = [(Path(tls_certificate).read_bytes(), Path(tls_key).read_bytes())]
+        certificates = [(Path(tls_certificate).read_bytes(), Path(tls_key).read_bytes())]
         scheme = "grpc+tls"
-    return FlightSqlServer(store, f"{scheme}://{host}:{port}", **options)
+    return FlightSqlServer(store, f"{scheme}://{host}:{port}", certificates, auth)
 
 
 __all__ = ["FlightSqlServer", "password_hash", "start_server"]

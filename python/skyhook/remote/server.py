@@ -62,9 +62,21 @@ def _answers(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class FlightSqlServer(flight.FlightServerBase):
-    def __init__(self, store: Store, location: str, **options: Any) -> None:
-        """options: FlightServerBase's (tls_certificates, middleware={"auth": ...})."""
-        super().__init__(location, **options)
+    def __init__(
+        self,
+        store: Store,
+        location: str,
+        tls_certificates: list[tuple[bytes, bytes]] | None = None,
+        auth: tuple[flight.ServerAuthHandler, flight.ServerMiddlewareFactory] | None = None,
+    ) -> None:
+        """auth: the handshake's handler and the middleware that checks every call (remote.auth)."""
+        handler, middleware = auth if auth is not None else (None, None)
+        super().__init__(
+            location,
+            auth_handler=handler,
+            tls_certificates=tls_certificates or [],
+            middleware={"auth": middleware} if middleware is not None else None,
+        )
         self.store = store
         self.prepared: dict[bytes, Prepared] = {}
         self.lock = threading.Lock()
