@@ -140,7 +140,7 @@ def test_malformed_requests_get_one_line(served):
     assert client.do_get(info.endpoints[0].ticket).read_all().column("n").to_pylist() == [ROWS]
     for call, message in [
         (lambda: client.get_flight_info(flight.FlightDescriptor.for_command(b"\xff\x00garbage")), "Flight SQL command"),
-        (lambda: client.get_flight_info(flight.FlightDescriptor.for_path("lineitem")), "not paths"),
+        (lambda: client.get_flight_info(flight.FlightDescriptor.for_path("a", "b")), "a path names one dataset"),
         (lambda: client.do_get(flight.Ticket(b"")).read_all(), "unsupported Flight SQL command"),
         (lambda: list(client.do_action(flight.Action("DropEverything", b""))), "unknown action"),
         (lambda: list(client.do_action(flight.Action("ClosePreparedStatement", query))), "ActionClose"),
@@ -152,3 +152,33 @@ def test_malformed_requests_get_one_line(served):
     with pytest.raises(flight.FlightError, match="read-only"):
         client.do_get(flight.Ticket(forged)).read_all()
     assert client.do_get(info.endpoints[0].ticket).read_all().column("n").to_pylist() == [ROWS]
+
+
+def test_plain_flight_reads_a_dataset_in_parallel_endpoints(served):
+    """pyarrow.flight without SQL: an endpoint per group of the objects the
+    filter leaves, each read on its own, together the filter's rows."""
+    import pyarrow.flight as flight
+
+    store, uri = served
+    client = flight.connect(uri)
+    whole = client.get_flight_info(flight.FlightDescriptor.for_path("lineitem"))
+    assert len(whole.endpoints) == 4 and whole.schema == TABLE.schema
+    parts = [client.do_get(endpoint.ticket).read_all() for endpoint in whole.endpoints]
+    assert pa.concat_tables(parts).sort_by("id").equals(TABLE)
+    request = {"dataset": "lineitem", "columns": ["id", "flag"], "filter": "id >= 2500 AND flag = 'R'", "endpoints": 8}
+    info = client.get_flight_info(flight.FlightDescriptor.for_command(json.dumps(request)))
+    assert len(info.endpoints) == 3  # objects 0-1 pruned by their statistics; one object an endpoint
+    got = pa.concat_tables([client.do_get(endpoint.ticket).read_all() for endpoint in info.endpoints])
+    expected = TABLE.filter((pc.field("id") >= 2500) & (pc.field("flag") == "R")).select(["id", "flag"])
+    assert got.sort_by("id").equals(expected)
+    store.write_dataset("lineitem", TABLE.slice(0, 10), mode="overwrite")
+    with pytest.raises(flight.FlightError, match="overwritten"):  # a ticket of the replaced dataset
+        client.do_get(info.endpoints[0].ticket).read_all()
+    for bad, message in [
+        ({"dataset": "lineitem", "endpoints": 0}, "invalid dataset request"),
+        ({"dataset": "lineitem", "filter": "nope >"}, ""),
+        ({"table": "lineitem"}, "JSON of dataset"),
+        ({"dataset": "nowhere"}, "nowhere"),
+    ]:
+        with pytest.raises(flight.FlightError, match=message):
+            client.get_flight_info(flight.FlightDescriptor.for_command(json.dumps(bad)))

@@ -1,4 +1,5 @@
-"""An Arrow Flight SQL server over a store: SQL through DuckDB with the
+"""An Arrow Flight SQL server over a store (and plain Flight for a dataset's
+objects, dataset_flights.py): SQL through DuckDB with the
 store's datasets as tables (their filters and projections pushed into
 storage, as store.sql does), results streamed as DuckDB produces them,
 prepared statements with parameters, and the catalog calls clients make
@@ -25,6 +26,7 @@ from skyhook.errors import InvalidRequestError, SkyhookError, first_line
 from skyhook.remote import messages
 from skyhook.remote.auth import Caller
 from skyhook.remote.catalog_tables import metadata_table
+from skyhook.remote.dataset_flights import is_objects_ticket, plan_objects, read_objects, request_of
 from skyhook.sql import check_query, sql_batches, sql_schema
 from skyhook.store import Store
 
@@ -87,17 +89,23 @@ class FlightSqlServer(flight.FlightServerBase):
     def get_flight_info(
         self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor
     ) -> flight.FlightInfo:
-        schema, ticket = self._plan(context, descriptor)
-        endpoint = flight.FlightEndpoint(flight.Ticket(ticket), [])
-        return flight.FlightInfo(schema, descriptor, [endpoint], -1, -1)
+        objects = request_of(descriptor)
+        if objects is not None:  # plain Flight: an endpoint per group of objects
+            schema, tickets = plan_objects(self.store, objects)
+        else:
+            schema, ticket = self._plan(context, descriptor)
+            tickets = [ticket]
+        endpoints = [flight.FlightEndpoint(flight.Ticket(ticket), []) for ticket in tickets]
+        return flight.FlightInfo(schema, descriptor, endpoints, -1, -1)
 
     @_answers
     def get_schema(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor) -> flight.SchemaResult:
-        return flight.SchemaResult(self._plan(context, descriptor)[0])
+        objects = request_of(descriptor)
+        return flight.SchemaResult(
+            plan_objects(self.store, objects)[0] if objects else self._plan(context, descriptor)[0]
+        )
 
     def _plan(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor) -> tuple[pa.Schema, bytes]:
-        if descriptor.descriptor_type != flight.DescriptorType.CMD:
-            raise InvalidRequestError("this server takes Flight SQL commands, not paths")
         command = messages.unpack(descriptor.command)
         kind = messages.name_of(command)
         if kind == "CommandStatementQuery":
@@ -121,6 +129,8 @@ class FlightSqlServer(flight.FlightServerBase):
 
     @_answers
     def do_get(self, context: flight.ServerCallContext, ticket: flight.Ticket) -> flight.FlightDataStream:
+        if is_objects_ticket(ticket.ticket):
+            return flight.GeneratorStream(*read_objects(self.store, ticket.ticket))
         command = messages.unpack(ticket.ticket)
         if messages.name_of(command) != "TicketStatementQuery":
             return flight.RecordBatchStream(metadata_table(self.store, command))

@@ -1,0 +1,115 @@
+"""Plain Arrow Flight for a dataset, for clients that speak Flight but not SQL
+(pyarrow.flight): a descriptor names the dataset (a path, or a JSON command
+with columns, a text filter and how many endpoints), GetFlightInfo answers
+with one endpoint per group of the objects the filter does not rule out, and
+each endpoint's DoGet scans its objects (filter and columns in storage, as
+any scan), so a client reads the groups in parallel.
+
+A ticket names the dataset's generation: a dataset replaced since reads as
+an error, never as other rows."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.flight as flight
+
+from skyhook.catalog.pruning import matching_partitions
+from skyhook.dataset import reopen_dataset
+from skyhook.errors import InvalidRequestError
+from skyhook.execution.scan_plan import plan_scan
+from skyhook.plan.where import parse_where
+from skyhook.store import Store
+
+#: Endpoints a request gets unless it asks for a number.
+DEFAULT_ENDPOINTS = 4
+_MAX_ENDPOINTS = 1024
+_TICKET = "skyhook.objects"
+
+
+@dataclass(frozen=True)
+class ObjectsRequest:
+    dataset: str
+    columns: list[str] | None = None
+    filter: str | None = None
+    endpoints: int = DEFAULT_ENDPOINTS
+
+
+def request_of(descriptor: flight.FlightDescriptor) -> ObjectsRequest | None:
+    """The dataset request a descriptor makes: a path of one name, or a JSON
+    object {"dataset": ..., "columns": [...], "filter": "...", "endpoints": n};
+    None for anything else (a Flight SQL command)."""
+    if descriptor.descriptor_type == flight.DescriptorType.PATH:
+        path = [part.decode() if isinstance(part, bytes) else part for part in descriptor.path]
+        if len(path) != 1:
+            raise InvalidRequestError(f"a path names one dataset, not {path!r}")
+        return ObjectsRequest(path[0])
+    if not descriptor.command.startswith(b"{"):
+        return None
+    try:
+        fields = json.loads(descriptor.command)
+        request = ObjectsRequest(**fields)
+    except (ValueError, TypeError) as error:
+        raise InvalidRequestError(
+            f"a dataset request is JSON of dataset, columns, filter, endpoints: {error}"
+        ) from None
+    valid = (
+        isinstance(request.dataset, str)
+        and (request.columns is None or all(isinstance(name, str) for name in request.columns))
+        and (request.filter is None or isinstance(request.filter, str))
+        and isinstance(request.endpoints, int)
+        and 1 <= request.endpoints <= _MAX_ENDPOINTS
+    )
+    if not valid:
+        raise InvalidRequestError(f"an invalid dataset request {fields!r}"[:300])
+    return request
+
+
+def plan_objects(store: Store, request: ObjectsRequest) -> tuple[pa.Schema, list[bytes]]:
+    """(the rows' schema, a ticket per group of the objects left after pruning, groups of about equal bytes)."""
+    dataset = store.dataset(request.dataset)
+    filter = parse_where(request.filter, dataset.schema) if request.filter else None
+    plan = plan_scan(dataset.schema, request.columns, filter)
+    position = {partition.number: index for index, partition in enumerate(dataset.manifest.partitions)}
+    kept = matching_partitions(dataset.manifest, plan.pruning_filter, plan.filter_reads)
+    numbers = [position[partition.number] for partition in kept]  # the dataset's fragments are in this order
+    sizes = np.array([partition.stored_bytes for partition in kept], dtype=np.float64)
+    groups = min(request.endpoints, len(numbers))
+    edges = np.searchsorted(np.cumsum(sizes), np.arange(1, groups) * sizes.sum() / groups) if groups else []
+    tickets = []
+    for part in np.split(np.array(numbers, dtype=np.int64), edges):
+        if len(part):
+            ticket = {"kind": _TICKET, **asdict(request), "generation": dataset.manifest.generation}
+            ticket["objects"] = part.tolist()
+            tickets.append(json.dumps(ticket).encode())
+    return plan.projected_schema, tickets
+
+
+def is_objects_ticket(ticket: bytes) -> bool:
+    return ticket.startswith(b'{"kind": "' + _TICKET.encode())
+
+
+def read_objects(store: Store, ticket: bytes) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The rows of a ticket's objects that pass its filter, with its columns."""
+    try:
+        fields = json.loads(ticket)
+        name, generation, objects = fields["dataset"], fields["generation"], [int(n) for n in fields["objects"]]
+    except (ValueError, KeyError, TypeError):
+        raise InvalidRequestError("a malformed dataset ticket") from None
+    dataset = reopen_dataset(store, name, generation, None)
+    filter = parse_where(fields["filter"], dataset.schema) if fields.get("filter") else None
+    schema = plan_scan(dataset.schema, fields.get("columns"), filter).projected_schema
+    fragments = list(dataset.get_fragments())
+    if not all(0 <= index < len(fragments) for index in objects):
+        raise InvalidRequestError("a dataset ticket names objects the dataset does not have")
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for index in objects:
+            for batch in fragments[index].to_batches(columns=schema.names, filter=filter):
+                yield batch if batch.schema == schema else pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+
+    return schema, batches()
