@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -182,3 +183,48 @@ def test_plain_flight_reads_a_dataset_in_parallel_endpoints(served):
     ]:
         with pytest.raises(flight.FlightError, match=message):
             client.get_flight_info(flight.FlightDescriptor.for_command(json.dumps(bad)))
+
+
+def test_polars_reads_through_the_adbc_connection(served):
+    polars = pytest.importorskip("polars")
+    store, uri = served
+    query = "select flag, count(*) as n from lineitem group by flag order by flag"
+    with adbc.connect(uri, autocommit=True) as connection:
+        frame = polars.read_database(query, connection)
+    assert frame.to_arrow().equals(store.sql(query).cast(frame.to_arrow().schema))
+
+
+def test_limits_stop_long_and_excess_queries(store):
+    import pyarrow.flight as flight
+
+    from skyhook.remote import Limits, messages
+
+    store.write_dataset("lineitem", TABLE)
+    server = start_server(store, limits=Limits(query_seconds=1.0, queries_per_user=1))
+    try:
+        with adbc.connect(f"grpc://localhost:{server.port}", autocommit=True) as connection:
+            with connection.cursor() as cursor:
+                with pytest.raises(AdbcError, match="past its time limit of 1 s"):
+                    cursor.execute("select count(*) from lineitem a, lineitem b, lineitem c")
+                    cursor.fetch_arrow_table()
+        client = flight.connect(f"grpc://localhost:{server.port}")
+
+        def ticket(query: str) -> flight.Ticket:
+            command = messages.pack(messages.make("CommandStatementQuery", query=query))
+            return client.get_flight_info(flight.FlightDescriptor.for_command(command)).endpoints[0].ticket
+
+        big = client.do_get(ticket("select a.id, b.id as other from lineitem a, lineitem b"))  # 25 M rows
+        big.read_chunk()  # streaming: it holds the one slot, its rows wait for the reader
+        with pytest.raises(flight.FlightError, match=r"already run 1 queries \(the limit\)"):
+            client.do_get(ticket("select count(*) from lineitem")).read_all()
+        big.cancel()  # the client goes: the slot comes back
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                assert client.do_get(ticket("select * from lineitem")).read_all().num_rows == ROWS
+                break
+            except flight.FlightError:
+                assert time.monotonic() < deadline, "the cancelled query's slot never came back"
+                time.sleep(0.2)
+    finally:
+        server.shutdown()

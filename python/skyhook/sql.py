@@ -7,13 +7,14 @@ stream of record batches read as DuckDB produces them (sql_batches)."""
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-from skyhook.errors import DatasetNotFoundError, InvalidRequestError, SkyhookError, first_line
+from skyhook.errors import DatasetNotFoundError, InvalidRequestError, LimitExceededError, SkyhookError, first_line
 
 #: Rows per batch of a streamed result.
 BATCH_ROWS = 64 * 1024
@@ -38,19 +39,22 @@ def run_sql(store: Datasets, query: str, parameters: Sequence[Any] | None = None
     return sql_batches(store, query, parameters).read_all()
 
 
-def sql_batches(store: Datasets, query: str, parameters: Sequence[Any] | None = None) -> pa.RecordBatchReader:
+def sql_batches(
+    store: Datasets, query: str, parameters: Sequence[Any] | None = None, timeout_seconds: float | None = None
+) -> pa.RecordBatchReader:
     """The result of query (as run_sql) as a stream: DuckDB runs as it is read,
-    and its connection closes when the stream ends or is closed."""
-    connection, translate = _connected(store, query)
+    and its connection closes when the stream ends or is closed. Past
+    timeout_seconds, DuckDB is interrupted and reading raises LimitExceededError."""
+    connection, translate, close = _connected(store, query, timeout_seconds)
     try:
         with translate():
             relation = connection.sql(query, params=list(parameters) if parameters else None)
             reader = None if relation is None else relation.to_arrow_reader(BATCH_ROWS)
     except BaseException:
-        connection.close()
+        close()
         raise
     if reader is None:  # a statement without a result
-        connection.close()
+        close()
         return pa.RecordBatchReader.from_batches(pa.schema([]), [])
 
     def batches() -> Iterator[pa.RecordBatch]:
@@ -63,7 +67,7 @@ def sql_batches(store: Datasets, query: str, parameters: Sequence[Any] | None = 
                         return
                 yield batch
         finally:
-            connection.close()
+            close()
 
     return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
@@ -87,7 +91,7 @@ def sql_schema(store: Datasets, query: str, parameters: Sequence[Any] | None = N
     """The schema of query's result without reading its rows: the types of it
     under LIMIT 0, the names of its own columns (a subquery would rename
     repeated ones)."""
-    connection, translate = _connected(store, query)
+    connection, translate, close = _connected(store, query)
     try:
         with translate():
             relation = connection.sql(query, params=list(parameters) if parameters else None)
@@ -96,7 +100,7 @@ def sql_schema(store: Datasets, query: str, parameters: Sequence[Any] | None = N
             typed = relation.limit(0).to_arrow_reader(BATCH_ROWS).schema
             return pa.schema([field.with_name(name) for field, name in zip(typed, relation.columns)])
     finally:
-        connection.close()
+        close()
 
 
 # A quoted string or name (kept), or a parameter placeholder (? or $1).
@@ -109,9 +113,10 @@ def _without_placeholders(query: str) -> str:
     return _PLACEHOLDER.sub(lambda match: "NULL" if match.group()[0] in "?$" else match.group(), query)
 
 
-def _connected(store: Datasets, query: str) -> tuple[Any, Any]:
+def _connected(store: Datasets, query: str, timeout_seconds: float | None = None) -> tuple[Any, Any, Any]:
     """(a DuckDB connection with the datasets query names registered, a context
-    that turns DuckDB's errors into skyhook's)."""
+    that turns DuckDB's errors into skyhook's, what closes it); past
+    timeout_seconds the connection is interrupted (and its error says why)."""
     if not isinstance(query, str):
         raise InvalidRequestError(f"a SQL query is text, not {type(query).__name__}")
     try:
@@ -129,6 +134,11 @@ def _connected(store: Datasets, query: str) -> tuple[Any, Any]:
     connection = duckdb.connect(config={"enable_external_access": False})
     for name in sorted(names & datasets):
         connection.register(name, store.dataset(name))
+    timer = None
+    if timeout_seconds is not None:
+        timer = threading.Timer(timeout_seconds, connection.interrupt)
+        timer.daemon = True
+        timer.start()
 
     class Translated:
         def __enter__(self) -> None:
@@ -137,6 +147,8 @@ def _connected(store: Datasets, query: str) -> tuple[Any, Any]:
         def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> bool:
             if error is None or not isinstance(error, duckdb.Error):
                 return False
+            if isinstance(error, duckdb.InterruptException) and timer is not None and timer.finished.is_set():
+                raise LimitExceededError(f"the query ran past its time limit of {timeout_seconds:g} s") from None
             if isinstance(error, query_errors):
                 missing = sorted(names - datasets)
                 if isinstance(error, duckdb.CatalogException) and missing:
@@ -149,4 +161,9 @@ def _connected(store: Datasets, query: str) -> tuple[Any, Any]:
                 raise cause from None
             raise SkyhookError(f"SQL: {first_line(error)}") from None
 
-    return connection, Translated
+    def close() -> None:
+        if timer is not None:
+            timer.cancel()
+        connection.close()
+
+    return connection, Translated, close

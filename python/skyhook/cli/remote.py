@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from skyhook.cli.app import DEFAULT_STORE, StoreOption, app, console, open_store
-from skyhook.remote import password_hash, start_server
+from skyhook.remote import Limits, password_hash, start_server
 
 
 @app.command()
@@ -23,10 +23,13 @@ def serve(
     ] = None,
     tls_certificate: Annotated[Optional[Path], typer.Option(help="TLS: the server's certificate (PEM).")] = None,
     tls_key: Annotated[Optional[Path], typer.Option(help="TLS: the certificate's private key (PEM).")] = None,
+    query_timeout: Annotated[float, typer.Option(min=0.001, help="Seconds a query may run.")] = 600.0,
+    queries_per_user: Annotated[int, typer.Option(min=1, help="Queries one user may run at once.")] = 8,
 ) -> None:
     """Serve the store over Arrow Flight SQL (read-only SQL, the datasets as tables) until interrupted."""
     with open_store(store) as source:
-        server = start_server(source, host, port, users, tls_certificate, tls_key)
+        limits = Limits(query_timeout, queries_per_user)
+        server = start_server(source, host, port, users, tls_certificate, tls_key, limits)
         scheme = "grpc+tls" if tls_certificate else "grpc"
         console.print(f"serving {source.uri} at {scheme}://{host}:{server.port}", markup=False)
         try:

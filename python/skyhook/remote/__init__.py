@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from skyhook.remote.auth import BasicTokenAuth, HeadersAuthenticate, password_hash, read_users
-from skyhook.remote.server import FlightSqlServer
+from skyhook.remote.server import FlightSqlServer, Limits
 from skyhook.store import Store
 
 
@@ -18,10 +18,12 @@ def start_server(
     users: dict[str, str] | str | Path | None = None,
     tls_certificate: str | Path | None = None,
     tls_key: str | Path | None = None,
+    limits: Limits = Limits(),
 ) -> FlightSqlServer:
     """A running Flight SQL server over store (port 0: a free one; server.port
     tells). users: user -> password_hash(...), or a JSON file of them (None:
-    no authentication). With a certificate and key (PEM files), TLS."""
+    no authentication). With a certificate and key (PEM files), TLS. limits:
+    each query's time, each user's queries at once."""
     auth = None
     if users is not None:
         auth = (HeadersAuthenticate(), BasicTokenAuth(users if isinstance(users, dict) else read_users(users)))
@@ -34,7 +36,7 @@ def start_server(
             raise InvalidRequestError("TLS needs both a certificate and its key")
         certificates = [(Path(tls_certificate).read_bytes(), Path(tls_key).read_bytes())]
         scheme = "grpc+tls"
-    return FlightSqlServer(store, f"{scheme}://{host}:{port}", certificates, auth)
+    return FlightSqlServer(store, f"{scheme}://{host}:{port}", certificates, auth, limits)
 
 
-__all__ = ["FlightSqlServer", "password_hash", "start_server"]
+__all__ = ["FlightSqlServer", "Limits", "password_hash", "start_server"]

@@ -22,7 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.flight as flight
 
-from skyhook.errors import InvalidRequestError, SkyhookError, first_line
+from skyhook.errors import InvalidRequestError, LimitExceededError, SkyhookError, first_line
 from skyhook.remote import messages
 from skyhook.remote.auth import Caller
 from skyhook.remote.catalog_tables import metadata_table
@@ -32,6 +32,14 @@ from skyhook.store import Store
 
 LOG = logging.getLogger(__name__)
 _QUERY, _PREPARED = b"q", b"p"  # the first byte of a statement handle: its text follows, or a prepared handle
+
+
+@dataclass(frozen=True)
+class Limits:
+    #: A query's time from its DoGet to its last row (None: unbounded).
+    query_seconds: float | None = 600.0
+    #: Queries one user may stream at once.
+    queries_per_user: int = 8
 
 
 @dataclass
@@ -70,6 +78,7 @@ class FlightSqlServer(flight.FlightServerBase):
         location: str,
         tls_certificates: list[tuple[bytes, bytes]] | None = None,
         auth: tuple[flight.ServerAuthHandler, flight.ServerMiddlewareFactory] | None = None,
+        limits: Limits = Limits(),
     ) -> None:
         """auth: the handshake's handler and the middleware that checks every call (remote.auth)."""
         handler, middleware = auth if auth is not None else (None, None)
@@ -80,6 +89,9 @@ class FlightSqlServer(flight.FlightServerBase):
             middleware={"auth": middleware} if middleware is not None else None,
         )
         self.store = store
+        self.limits = limits
+        #: Queries streaming, per user (None: without authentication).
+        self.running: dict[str | None, int] = {}
         self.prepared: dict[bytes, Prepared] = {}
         self.lock = threading.Lock()
 
@@ -129,22 +141,56 @@ class FlightSqlServer(flight.FlightServerBase):
 
     @_answers
     def do_get(self, context: flight.ServerCallContext, ticket: flight.Ticket) -> flight.FlightDataStream:
-        if is_objects_ticket(ticket.ticket):
-            return flight.GeneratorStream(*read_objects(self.store, ticket.ticket))
-        command = messages.unpack(ticket.ticket)
+        user = _user(context)
+        self._begin(user)  # a slot of the user's, held until the stream ends
+        try:
+            schema, batches = self._rows(context, ticket.ticket)
+        except BaseException:
+            self._end(user)
+            raise
+        return flight.GeneratorStream(schema, self._streamed(user, batches))
+
+    def _rows(self, context: flight.ServerCallContext, ticket: bytes) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+        if is_objects_ticket(ticket):
+            return read_objects(self.store, ticket)
+        command = messages.unpack(ticket)
         if messages.name_of(command) != "TicketStatementQuery":
-            return flight.RecordBatchStream(metadata_table(self.store, command))
-        handle = command.statement_handle
+            table = metadata_table(self.store, command)
+            return table.schema, iter(table.to_batches())
+        handle, seconds = command.statement_handle, self.limits.query_seconds
         if handle[:1] == _QUERY:
             query = handle[1:].decode()
             check_query(query)  # a ticket is the client's to send: vetted again
-            return flight.RecordBatchStream(sql_batches(self.store, query))
+            reader = sql_batches(self.store, query, timeout_seconds=seconds)
+            return reader.schema, iter(reader)
         if handle[:1] == _PREPARED:
             prepared = self._prepared(context, handle[1:])
             runs = prepared.parameters or [None]
-            first = sql_batches(self.store, prepared.query, runs[0])
-            return flight.GeneratorStream(first.schema, _chained(self.store, prepared.query, first, runs[1:]))
+            first = sql_batches(self.store, prepared.query, runs[0], seconds)
+            return first.schema, _chained(self.store, prepared.query, first, runs[1:], seconds)
         raise InvalidRequestError("an unknown statement handle")
+
+    def _begin(self, user: str | None) -> None:
+        with self.lock:
+            running = self.running.get(user, 0)
+            if running >= self.limits.queries_per_user:
+                who = f"user {user!r}" if user else "this server's clients"
+                raise LimitExceededError(f"{who} already run {running} queries (the limit); try again when one ends")
+            self.running[user] = running + 1
+
+    def _end(self, user: str | None) -> None:
+        with self.lock:
+            self.running[user] -= 1
+
+    def _streamed(self, user: str | None, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """batches, skyhook's errors as one-line Flight errors (they arise while
+        the client reads), the user's slot given back when they end or the client goes."""
+        try:
+            yield from batches
+        except SkyhookError as error:
+            raise flight.FlightServerError(first_line(error)) from None
+        finally:
+            self._end(user)
 
     # Prepared statements: DoAction creates and closes them, DoPut binds their parameters.
 
@@ -207,8 +253,10 @@ def _user(context: flight.ServerCallContext) -> str | None:
     return caller.user if isinstance(caller, Caller) else None
 
 
-def _chained(store: Store, query: str, first: pa.RecordBatchReader, runs: list[list[Any]]) -> Iterator[pa.RecordBatch]:
+def _chained(
+    store: Store, query: str, first: pa.RecordBatchReader, runs: list[list[Any]], seconds: float | None
+) -> Iterator[pa.RecordBatch]:
     """The statement's batches for each row of bound parameters, one run after another."""
     yield from first
     for parameters in runs:
-        yield from sql_batches(store, query, parameters)
+        yield from sql_batches(store, query, parameters, seconds)
