@@ -228,3 +228,35 @@ def test_limits_stop_long_and_excess_queries(store):
                 time.sleep(0.2)
     finally:
         server.shutdown()
+
+
+def test_writers_load_data_readers_cannot(store):
+    users = {"writer": {"password": password_hash("w"), "role": "writer"}, "reader": password_hash("r")}
+    server = start_server(store, users=users)
+    uri = f"grpc://localhost:{server.port}"
+    part = TABLE.slice(0, 100)
+    try:
+        with adbc.connect(uri, db_kwargs={"username": "writer", "password": "w"}, autocommit=True) as connection:
+            with connection.cursor() as cursor:
+                assert cursor.adbc_ingest("loaded", part, mode="create") == 100
+                assert cursor.adbc_ingest("loaded", part, mode="append") == 100
+                with pytest.raises(AdbcError, match="exists"):
+                    cursor.adbc_ingest("loaded", part, mode="create")
+                cursor.execute("select count(*) as n from loaded")
+                assert cursor.fetch_arrow_table().column("n").to_pylist() == [200]
+                assert cursor.adbc_ingest("loaded", part.slice(0, 7), mode="replace") == 7
+        assert store.dataset("loaded").to_table().equals(part.slice(0, 7))
+        with adbc.connect(uri, db_kwargs={"username": "reader", "password": "r"}, autocommit=True) as connection:
+            with connection.cursor() as cursor, pytest.raises(AdbcError, match="writer role"):
+                cursor.adbc_ingest("loaded", part, mode="append")
+        assert store.dataset("loaded").count_rows() == 7
+    finally:
+        server.shutdown()
+    anonymous = start_server(store)
+    try:
+        with adbc.connect(f"grpc://localhost:{anonymous.port}", autocommit=True) as connection:
+            with connection.cursor() as cursor, pytest.raises(AdbcError, match="writer role"):
+                cursor.adbc_ingest("other", part, mode="create")
+    finally:
+        anonymous.shutdown()
+    assert "other" not in store.list_datasets()

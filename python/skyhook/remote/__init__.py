@@ -5,8 +5,9 @@ SQL JDBC driver, DuckDB and Polars through ADBC)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from skyhook.remote.auth import BasicTokenAuth, HeadersAuthenticate, password_hash, read_users
+from skyhook.remote.auth import BasicTokenAuth, HeadersAuthenticate, password_hash, read_users, users_of
 from skyhook.remote.server import FlightSqlServer, Limits
 from skyhook.store import Store
 
@@ -15,18 +16,22 @@ def start_server(
     store: Store,
     host: str = "localhost",
     port: int = 0,
-    users: dict[str, str] | str | Path | None = None,
+    users: dict[str, Any] | str | Path | None = None,
     tls_certificate: str | Path | None = None,
     tls_key: str | Path | None = None,
     limits: Limits = Limits(),
 ) -> FlightSqlServer:
     """A running Flight SQL server over store (port 0: a free one; server.port
-    tells). users: user -> password_hash(...), or a JSON file of them (None:
-    no authentication). With a certificate and key (PEM files), TLS. limits:
+    tells). users: user -> password_hash(...) or {"password": ..., "role":
+    "reader" | "writer"}, or a JSON file of them (None: no authentication, and
+    no writes). With a certificate and key (PEM files), TLS. limits:
     each query's time, each user's queries at once."""
     auth = None
     if users is not None:
-        auth = (HeadersAuthenticate(), BasicTokenAuth(users if isinstance(users, dict) else read_users(users)))
+        auth = (
+            HeadersAuthenticate(),
+            BasicTokenAuth(users_of(users) if isinstance(users, dict) else read_users(users)),
+        )
     certificates = None
     scheme = "grpc"
     if tls_certificate is not None or tls_key is not None:

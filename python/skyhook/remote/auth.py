@@ -2,7 +2,9 @@
 salted PBKDF2 hashes, answered with a bearer token that later calls carry
 (what Flight SQL clients do: ADBC, JDBC, pyarrow's basic-token auth).
 
-The users file is JSON, {"alice": "<password_hash(...)>", ...}."""
+The users file is JSON: {"alice": "<password_hash(...)>", "bob": {"password":
+"<hash>", "role": "writer"}}; a user is a reader unless made a writer
+(writers may also load data into datasets)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import hmac
 import json
 import secrets
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.flight as flight
@@ -40,20 +43,46 @@ def password_matches(password: str, stored: str) -> bool:
     return scheme == _SCHEME and hmac.compare_digest(computed, expected)
 
 
-def read_users(path: str | Path) -> dict[str, str]:
+ROLES = ("reader", "writer")
+
+
+@dataclass(frozen=True)
+class User:
+    password_hash: str
+    role: str = "reader"
+
+
+def read_users(path: str | Path) -> dict[str, User]:
     try:
-        users = json.loads(Path(path).read_text())
+        given = json.loads(Path(path).read_text())
     except (OSError, ValueError) as error:
         raise InvalidRequestError(f"cannot read the users file {path}: {error}") from None
-    if not isinstance(users, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in users.items()):
-        raise InvalidRequestError(f"the users file {path} must map user names to password hashes")
+    return users_of(given, str(path))
+
+
+def users_of(given: object, where: str = "users") -> dict[str, User]:
+    """Users from the file's form: name -> hash, or name -> {"password": hash, "role": reader|writer}."""
+    if not isinstance(given, dict):
+        raise InvalidRequestError(f"{where} must map user names to password hashes")
+    users = {}
+    for name, entry in given.items():
+        if isinstance(entry, User):
+            users[name] = entry
+        elif isinstance(entry, str):
+            users[name] = User(entry)
+        elif (
+            isinstance(entry, dict) and isinstance(entry.get("password"), str) and entry.get("role", "reader") in ROLES
+        ):
+            users[name] = User(entry["password"], entry.get("role", "reader"))
+        else:
+            raise InvalidRequestError(f"{where}: user {name!r} needs a password hash and a role of {', '.join(ROLES)}")
     return users
 
 
 class BasicTokenAuth(flight.ServerMiddlewareFactory):
     """Basic credentials checked once, a bearer token for the calls after."""
 
-    def __init__(self, users: dict[str, str]) -> None:
+    def __init__(self, users: dict[str, User]) -> None:
         self.users = users
         self.tokens: dict[str, str] = {}
         self.lock = threading.Lock()
@@ -65,14 +94,14 @@ class BasicTokenAuth(flight.ServerMiddlewareFactory):
             with self.lock:
                 user = self.tokens.get(value)
             if user is not None:
-                return Caller(user, None)
+                return Caller(user, self.users[user].role, None)
         elif scheme.lower() == "basic":
             user, password = _credentials(value)
-            if user in self.users and password_matches(password, self.users[user]):
+            if user in self.users and password_matches(password, self.users[user].password_hash):
                 token = secrets.token_urlsafe(32)
                 with self.lock:
                     self.tokens[token] = user
-                return Caller(user, token)
+                return Caller(user, self.users[user].role, token)
         raise flight.FlightUnauthenticatedError("authentication required: a user name and password, or a valid token")
 
 
@@ -88,10 +117,11 @@ class HeadersAuthenticate(flight.ServerAuthHandler):
 
 
 class Caller(flight.ServerMiddleware):
-    """The authenticated user of a call (and the token to send back after a Basic login)."""
+    """The authenticated user of a call, their role (and the token to send back after a Basic login)."""
 
-    def __init__(self, user: str, token: str | None) -> None:
+    def __init__(self, user: str, role: str, token: str | None) -> None:
         self.user = user
+        self.role = role
         self.token = token
 
     def sending_headers(self) -> dict[str, str]:

@@ -14,6 +14,9 @@ from skyhook.errors import InvalidRequestError
 PACKAGE = "arrow.flight.protocol.sql"
 _F = descriptor_pb2.FieldDescriptorProto
 _STRING, _BYTES, _BOOL, _UINT32, _INT64 = _F.TYPE_STRING, _F.TYPE_BYTES, _F.TYPE_BOOL, _F.TYPE_UINT32, _F.TYPE_INT64
+_ENUM = _F.TYPE_INT32  # an enum's wire format: its number as a varint
+#: Fields that hold a message: (message, field) -> the message type.
+_NESTED = {("CommandStatementIngest", "table_definition_options"): "TableDefinitionOptions"}
 _REPEATED = "repeated"
 _OPTIONAL = "optional"
 
@@ -43,6 +46,16 @@ _MESSAGES: dict[str, list[tuple[str, int, int, str]]] = {
     ],
     "ActionClosePreparedStatementRequest": [("prepared_statement_handle", 1, _BYTES, "")],
     "DoPutUpdateResult": [("record_count", 1, _INT64, "")],
+    # CommandStatementIngest.TableDefinitionOptions (declared at the top: the wire does not carry names).
+    "TableDefinitionOptions": [("if_not_exist", 1, _ENUM, ""), ("if_exists", 2, _ENUM, "")],
+    "CommandStatementIngest": [
+        ("table_definition_options", 1, _F.TYPE_MESSAGE, ""),
+        ("table", 2, _STRING, ""),
+        ("schema", 3, _STRING, _OPTIONAL),
+        ("catalog", 4, _STRING, _OPTIONAL),
+        ("temporary", 5, _BOOL, ""),
+        ("transaction_id", 6, _BYTES, _OPTIONAL),
+    ],
     "DoPutPreparedStatementResult": [("prepared_statement_handle", 1, _BYTES, _OPTIONAL)],
 }
 
@@ -53,6 +66,8 @@ def _file() -> descriptor_pb2.FileDescriptorProto:
         message = proto.message_type.add(name=name)
         for field, number, kind, label in fields:
             added = message.field.add(name=field, number=number, type=kind, json_name=field)
+            if (name, field) in _NESTED:
+                added.type_name = f".{PACKAGE}.{_NESTED[name, field]}"
             added.label = _F.LABEL_REPEATED if label == _REPEATED else _F.LABEL_OPTIONAL
             if label == _OPTIONAL:  # proto3 "optional": presence, through a synthetic one-of
                 added.proto3_optional = True

@@ -22,11 +22,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.flight as flight
 
-from skyhook.errors import InvalidRequestError, LimitExceededError, SkyhookError, first_line
+from skyhook.errors import InvalidRequestError, LimitExceededError, PermissionDeniedError, SkyhookError, first_line
 from skyhook.remote import messages
 from skyhook.remote.auth import Caller
 from skyhook.remote.catalog_tables import metadata_table
 from skyhook.remote.dataset_flights import is_objects_ticket, plan_objects, read_objects, request_of
+from skyhook.remote.ingest import ingest
 from skyhook.sql import check_query, sql_batches, sql_schema
 from skyhook.store import Store
 
@@ -62,6 +63,8 @@ def _answers(method: Callable[..., Any]) -> Callable[..., Any]:
             return method(*arguments)
         except flight.FlightError:
             raise
+        except PermissionDeniedError as error:
+            raise flight.FlightUnauthorizedError(first_line(error)) from None
         except SkyhookError as error:
             raise flight.FlightServerError(first_line(error)) from None
         except Exception as error:
@@ -234,8 +237,14 @@ class FlightSqlServer(flight.FlightServerBase):
         writer: flight.FlightMetadataWriter,
     ) -> None:
         command = messages.unpack(descriptor.command)
+        if messages.name_of(command) == "CommandStatementIngest":
+            if _role(context) != "writer":
+                raise PermissionDeniedError("loading data needs a user of the writer role")
+            rows = ingest(self.store, command, reader)
+            writer.write(pa.py_buffer(messages.make("DoPutUpdateResult", record_count=rows).SerializeToString()))
+            return
         if messages.name_of(command) != "CommandPreparedStatementQuery":
-            raise InvalidRequestError("this server is read-only: DoPut only binds a prepared statement's parameters")
+            raise InvalidRequestError("DoPut binds a prepared statement's parameters or loads data, nothing else")
         prepared = self._prepared(context, command.prepared_statement_handle)
         rows = reader.read_all().to_pylist()
         prepared.parameters = [list(row.values()) for row in rows]
@@ -251,6 +260,12 @@ class FlightSqlServer(flight.FlightServerBase):
 def _user(context: flight.ServerCallContext) -> str | None:
     caller = context.get_middleware("auth")
     return caller.user if isinstance(caller, Caller) else None
+
+
+def _role(context: flight.ServerCallContext) -> str:
+    """The caller's role; without authentication, a reader."""
+    caller = context.get_middleware("auth")
+    return caller.role if isinstance(caller, Caller) else "reader"
 
 
 def _chained(
