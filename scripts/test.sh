@@ -8,5 +8,6 @@ if [ "${SKYHOOK_TEST_CEPH:-1}" != 0 ]; then
   scripts/install-ceph.sh
 fi
 scripts/install-r.sh   # R and reticulate for the gene-expression R wrapper's test
+scripts/fetch-jdbc.sh  # the Flight SQL JDBC driver for skyhook serve's JVM test
 scripts/setup.sh --fuzz
 exec .venv/bin/python -m pytest "$@"

@@ -7,8 +7,10 @@ with a users file and TLS only the right password over TLS gets in."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -260,3 +262,26 @@ def test_writers_load_data_readers_cannot(store):
     finally:
         anonymous.shutdown()
     assert "other" not in store.list_datasets()
+
+
+JDBC_JAR = (
+    Path.home() / ".m2/repository/org/apache/arrow/flight-sql-jdbc-driver/18.3.0/flight-sql-jdbc-driver-18.3.0.jar"
+)
+
+
+def test_the_jdbc_driver_lists_and_queries(served):
+    """A JVM tool's view (DBeaver, Tableau): the Flight SQL JDBC driver."""
+    if shutil.which("java") is None or not JDBC_JAR.exists():
+        pytest.skip("no Java or no JDBC driver: scripts/fetch-jdbc.sh fetches it (scripts/test.sh runs it)")
+    store, uri = served
+    program = Path(__file__).parent / "jdbc" / "FlightSqlQuery.java"
+    url = uri.replace("grpc://", "jdbc:arrow-flight-sql://") + "/?useEncryption=false"
+    run = subprocess.run(
+        ["java", "--add-opens=java.base/java.nio=ALL-UNNAMED", "-cp", str(JDBC_JAR), str(program), url],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.splitlines()
+    grouped = store.sql("select flag, count(*) as n from lineitem where id >= 1000 group by flag order by flag")
+    expected = ["table lineitem"] + [f"group {flag} {n}" for flag, n in zip(*grouped.to_pydict().values())]
+    assert lines == [*expected, f"count {ROWS}"]
