@@ -285,3 +285,34 @@ def test_the_jdbc_driver_lists_and_queries(served):
     grouped = store.sql("select flag, count(*) as n from lineitem where id >= 1000 group by flag order by flag")
     expected = ["table lineitem"] + [f"group {flag} {n}" for flag, n in zip(*grouped.to_pydict().values())]
     assert lines == [*expected, f"count {ROWS}"]
+
+
+def test_administrative_actions(store):
+    import pyarrow.flight as flight
+
+    store.write_dataset("lineitem", TABLE, rows_per_object=2500)
+    users = {"writer": {"password": password_hash("w"), "role": "writer"}, "reader": password_hash("r")}
+    server = start_server(store, users=users)
+    try:
+        reader = flight.connect(f"grpc://localhost:{server.port}")
+        options = flight.FlightCallOptions(headers=[reader.authenticate_basic_token("reader", "r")])
+
+        def act(client, kind, body=b"", call_options=options):
+            return json.loads(next(iter(client.do_action(flight.Action(kind, body), call_options))).body.to_pybytes())
+
+        kinds = {action.type for action in reader.list_actions(options)}
+        assert kinds >= {"skyhook.list", "skyhook.describe", "skyhook.fsck", "CreatePreparedStatement"}
+        listed = act(reader, "skyhook.list")
+        assert [(entry["name"], entry["rows"], entry["objects"]) for entry in listed] == [("lineitem", ROWS, 2)]
+        described = act(reader, "skyhook.describe", b'{"dataset": "lineitem"}')
+        assert [p["rows"] for p in described["partitions"]] == [2500, 2500] and "flag: string" in described["schema"]
+        assert act(reader, "skyhook.fsck")["clean"] is True
+        with pytest.raises(flight.FlightUnauthorizedError, match="writer role"):
+            act(reader, "skyhook.fsck", b'{"repair": true}')
+        with pytest.raises(flight.FlightError, match="no dataset named 'nowhere'"):
+            act(reader, "skyhook.describe", b'{"dataset": "nowhere"}')
+        writer = flight.connect(f"grpc://localhost:{server.port}")
+        written = flight.FlightCallOptions(headers=[writer.authenticate_basic_token("writer", "w")])
+        assert act(writer, "skyhook.fsck", b'{"repair": true}', written)["clean"] is True
+    finally:
+        server.shutdown()

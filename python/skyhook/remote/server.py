@@ -24,6 +24,7 @@ import pyarrow.flight as flight
 
 from skyhook.errors import InvalidRequestError, LimitExceededError, PermissionDeniedError, SkyhookError, first_line
 from skyhook.remote import messages
+from skyhook.remote.admin_actions import ACTIONS, run_action
 from skyhook.remote.auth import Caller
 from skyhook.remote.catalog_tables import metadata_table
 from skyhook.remote.dataset_flights import is_objects_ticket, plan_objects, read_objects, request_of
@@ -220,12 +221,13 @@ class FlightSqlServer(flight.FlightServerBase):
             with self.lock:
                 self.prepared.pop(request.prepared_statement_handle, None)
             return iter([])
-        raise InvalidRequestError(f"unknown action {action.type[:64]!r}")
+        return iter([flight.Result(run_action(self.store, action.type, body, _role(context)))])
 
     def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
         return [
             ("CreatePreparedStatement", "Prepare a SQL statement (Flight SQL)."),
             ("ClosePreparedStatement", "Close a prepared statement (Flight SQL)."),
+            *ACTIONS.items(),
         ]
 
     @_answers
