@@ -316,3 +316,44 @@ def test_administrative_actions(store):
         assert act(writer, "skyhook.fsck", b'{"repair": true}', written)["clean"] is True
     finally:
         server.shutdown()
+
+
+def test_users_mapped_to_stores_see_only_their_own(store, tmp_path):
+    """A user given a store (a RADOS namespace on Ceph, another directory
+    embedded) sees and loads only there; the others, the server's."""
+    store.write_dataset("lineitem", TABLE)
+    base = store.uri
+    own = f"{base}&namespace=team_b" if base.startswith("ceph://") else (tmp_path / "team_b").as_uri()
+    import skyhook
+
+    with skyhook.connect(own) as theirs:
+        theirs.write_dataset("orders", pa.table({"o_id": [1, 2, 3]}))
+    users = {
+        "alice": password_hash("a"),
+        "bob": {"password": password_hash("b"), "role": "writer", "store": own},
+    }
+    server = start_server(store, users=users)
+    uri = f"grpc://localhost:{server.port}"
+    try:
+        seen = {}
+        for user, password in (("alice", "a"), ("bob", "b")):
+            with adbc.connect(uri, db_kwargs={"username": user, "password": password}, autocommit=True) as connection:
+                objects = connection.adbc_get_objects(depth="tables").read_all().to_pylist()
+                seen[user] = sorted(
+                    table["table_name"]
+                    for catalog in objects
+                    for schema in catalog["catalog_db_schemas"]
+                    for table in schema["db_schema_tables"]
+                )
+                with connection.cursor() as cursor:
+                    with pytest.raises(AdbcError, match="no dataset named"):
+                        cursor.execute("select * from " + ("orders" if user == "alice" else "lineitem"))
+                        cursor.fetch_arrow_table()
+                    if user == "bob":
+                        cursor.adbc_ingest("loaded", TABLE.slice(0, 5), mode="create")
+        assert seen == {"alice": ["lineitem"], "bob": ["orders"]}
+        assert "loaded" not in store.list_datasets()
+        with skyhook.connect(own) as theirs:
+            assert theirs.dataset("loaded").count_rows() == 5
+    finally:
+        server.shutdown()

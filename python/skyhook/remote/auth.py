@@ -3,8 +3,11 @@ salted PBKDF2 hashes, answered with a bearer token that later calls carry
 (what Flight SQL clients do: ADBC, JDBC, pyarrow's basic-token auth).
 
 The users file is JSON: {"alice": "<password_hash(...)>", "bob": {"password":
-"<hash>", "role": "writer"}}; a user is a reader unless made a writer
-(writers may also load data into datasets)."""
+"<hash>", "role": "writer", "store": "<URI>"}}; a user is a reader unless made
+a writer (writers may also load data into datasets), and works in the
+server's store unless given one: a Ceph URI with a RADOS namespace and a Ceph
+user of its own (ceph://POOL?conf=...&namespace=NS&user=NAME&keyring=...)
+isolates the user's datasets and gives storage the user's own capabilities."""
 
 from __future__ import annotations
 
@@ -50,6 +53,8 @@ ROLES = ("reader", "writer")
 class User:
     password_hash: str
     role: str = "reader"
+    #: The store the user works in (a URI: a RADOS namespace and a Ceph user of its own); None: the server's.
+    store: str | None = None
 
 
 def read_users(path: str | Path) -> dict[str, User]:
@@ -61,7 +66,8 @@ def read_users(path: str | Path) -> dict[str, User]:
 
 
 def users_of(given: object, where: str = "users") -> dict[str, User]:
-    """Users from the file's form: name -> hash, or name -> {"password": hash, "role": reader|writer}."""
+    """Users from the file's form: name -> hash, or name -> {"password": hash,
+    "role": reader|writer, "store": URI}."""
     if not isinstance(given, dict):
         raise InvalidRequestError(f"{where} must map user names to password hashes")
     users = {}
@@ -71,11 +77,16 @@ def users_of(given: object, where: str = "users") -> dict[str, User]:
         elif isinstance(entry, str):
             users[name] = User(entry)
         elif (
-            isinstance(entry, dict) and isinstance(entry.get("password"), str) and entry.get("role", "reader") in ROLES
+            isinstance(entry, dict)
+            and isinstance(entry.get("password"), str)
+            and entry.get("role", "reader") in ROLES
+            and isinstance(entry.get("store", ""), str)
         ):
-            users[name] = User(entry["password"], entry.get("role", "reader"))
+            users[name] = User(entry["password"], entry.get("role", "reader"), entry.get("store"))
         else:
-            raise InvalidRequestError(f"{where}: user {name!r} needs a password hash and a role of {', '.join(ROLES)}")
+            raise InvalidRequestError(
+                f"{where}: user {name!r} needs a password hash, a role of {', '.join(ROLES)} and at most a store URI"
+            )
     return users
 
 
@@ -94,14 +105,14 @@ class BasicTokenAuth(flight.ServerMiddlewareFactory):
             with self.lock:
                 user = self.tokens.get(value)
             if user is not None:
-                return Caller(user, self.users[user].role, None)
+                return Caller(user, self.users[user], None)
         elif scheme.lower() == "basic":
             user, password = _credentials(value)
             if user in self.users and password_matches(password, self.users[user].password_hash):
                 token = secrets.token_urlsafe(32)
                 with self.lock:
                     self.tokens[token] = user
-                return Caller(user, self.users[user].role, token)
+                return Caller(user, self.users[user], token)
         raise flight.FlightUnauthenticatedError("authentication required: a user name and password, or a valid token")
 
 
@@ -117,11 +128,12 @@ class HeadersAuthenticate(flight.ServerAuthHandler):
 
 
 class Caller(flight.ServerMiddleware):
-    """The authenticated user of a call, their role (and the token to send back after a Basic login)."""
+    """The authenticated user of a call, their role and store (and the token to send back after a Basic login)."""
 
-    def __init__(self, user: str, role: str, token: str | None) -> None:
+    def __init__(self, user: str, entry: User, token: str | None) -> None:
         self.user = user
-        self.role = role
+        self.role = entry.role
+        self.store = entry.store
         self.token = token
 
     def sending_headers(self) -> dict[str, str]:

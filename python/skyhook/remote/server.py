@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.flight as flight
 
+import skyhook
 from skyhook.errors import InvalidRequestError, LimitExceededError, PermissionDeniedError, SkyhookError, first_line
 from skyhook.remote import messages
 from skyhook.remote.admin_actions import ACTIONS, run_action
@@ -93,6 +94,8 @@ class FlightSqlServer(flight.FlightServerBase):
             middleware={"auth": middleware} if middleware is not None else None,
         )
         self.store = store
+        #: The stores users are mapped to (by URI), opened on first use.
+        self.stores: dict[str, Store] = {}
         self.limits = limits
         #: Queries streaming, per user (None: without authentication).
         self.running: dict[str | None, int] = {}
@@ -107,7 +110,7 @@ class FlightSqlServer(flight.FlightServerBase):
     ) -> flight.FlightInfo:
         objects = request_of(descriptor)
         if objects is not None:  # plain Flight: an endpoint per group of objects
-            schema, tickets = plan_objects(self.store, objects)
+            schema, tickets = plan_objects(self.store_of(context), objects)
         else:
             schema, ticket = self._plan(context, descriptor)
             tickets = [ticket]
@@ -118,7 +121,7 @@ class FlightSqlServer(flight.FlightServerBase):
     def get_schema(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor) -> flight.SchemaResult:
         objects = request_of(descriptor)
         return flight.SchemaResult(
-            plan_objects(self.store, objects)[0] if objects else self._plan(context, descriptor)[0]
+            plan_objects(self.store_of(context), objects)[0] if objects else self._plan(context, descriptor)[0]
         )
 
     def _plan(self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor) -> tuple[pa.Schema, bytes]:
@@ -127,16 +130,18 @@ class FlightSqlServer(flight.FlightServerBase):
         if kind == "CommandStatementQuery":
             check_query(command.query)
             handle = _QUERY + command.query.encode()
-            return sql_schema(self.store, command.query), messages.pack(
+            return sql_schema(self.store_of(context), command.query), messages.pack(
                 messages.make("TicketStatementQuery", statement_handle=handle)
             )
         if kind == "CommandPreparedStatementQuery":
             prepared = self._prepared(context, command.prepared_statement_handle)
             handle = _PREPARED + command.prepared_statement_handle
-            schema = sql_schema(self.store, prepared.query, prepared.parameters[0] if prepared.parameters else None)
+            schema = sql_schema(
+                self.store_of(context), prepared.query, prepared.parameters[0] if prepared.parameters else None
+            )
             return schema, messages.pack(messages.make("TicketStatementQuery", statement_handle=handle))
         if kind.startswith("CommandGet"):
-            return metadata_table(self.store, command).schema, descriptor.command
+            return metadata_table(self.store_of(context), command).schema, descriptor.command
         if kind in ("CommandStatementUpdate", "CommandPreparedStatementUpdate"):
             raise InvalidRequestError("this server is read-only: no updates")
         raise InvalidRequestError(f"{kind} is not a query")
@@ -156,22 +161,22 @@ class FlightSqlServer(flight.FlightServerBase):
 
     def _rows(self, context: flight.ServerCallContext, ticket: bytes) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
         if is_objects_ticket(ticket):
-            return read_objects(self.store, ticket)
+            return read_objects(self.store_of(context), ticket)
         command = messages.unpack(ticket)
         if messages.name_of(command) != "TicketStatementQuery":
-            table = metadata_table(self.store, command)
+            table = metadata_table(self.store_of(context), command)
             return table.schema, iter(table.to_batches())
         handle, seconds = command.statement_handle, self.limits.query_seconds
         if handle[:1] == _QUERY:
             query = handle[1:].decode()
             check_query(query)  # a ticket is the client's to send: vetted again
-            reader = sql_batches(self.store, query, timeout_seconds=seconds)
+            reader = sql_batches(self.store_of(context), query, timeout_seconds=seconds)
             return reader.schema, iter(reader)
         if handle[:1] == _PREPARED:
             prepared = self._prepared(context, handle[1:])
             runs = prepared.parameters or [None]
-            first = sql_batches(self.store, prepared.query, runs[0], seconds)
-            return first.schema, _chained(self.store, prepared.query, first, runs[1:], seconds)
+            first = sql_batches(self.store_of(context), prepared.query, runs[0], seconds)
+            return first.schema, _chained(self.store_of(context), prepared.query, first, runs[1:], seconds)
         raise InvalidRequestError("an unknown statement handle")
 
     def _begin(self, user: str | None) -> None:
@@ -205,7 +210,7 @@ class FlightSqlServer(flight.FlightServerBase):
             request = messages.unpack_as(body, "ActionCreatePreparedStatementRequest")
             check_query(request.query)
             try:
-                schema = sql_schema(self.store, request.query).serialize().to_pybytes()
+                schema = sql_schema(self.store_of(context), request.query).serialize().to_pybytes()
             except InvalidRequestError:
                 schema = b""  # known once its parameters are bound
             handle = secrets.token_bytes(16)
@@ -221,7 +226,7 @@ class FlightSqlServer(flight.FlightServerBase):
             with self.lock:
                 self.prepared.pop(request.prepared_statement_handle, None)
             return iter([])
-        return iter([flight.Result(run_action(self.store, action.type, body, _role(context)))])
+        return iter([flight.Result(run_action(self.store_of(context), action.type, body, _role(context)))])
 
     def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
         return [
@@ -242,7 +247,7 @@ class FlightSqlServer(flight.FlightServerBase):
         if messages.name_of(command) == "CommandStatementIngest":
             if _role(context) != "writer":
                 raise PermissionDeniedError("loading data needs a user of the writer role")
-            rows = ingest(self.store, command, reader)
+            rows = ingest(self.store_of(context), command, reader)
             writer.write(pa.py_buffer(messages.make("DoPutUpdateResult", record_count=rows).SerializeToString()))
             return
         if messages.name_of(command) != "CommandPreparedStatementQuery":
@@ -250,6 +255,25 @@ class FlightSqlServer(flight.FlightServerBase):
         prepared = self._prepared(context, command.prepared_statement_handle)
         rows = reader.read_all().to_pylist()
         prepared.parameters = [list(row.values()) for row in rows]
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        with self.lock:
+            for store in self.stores.values():
+                store.close()
+            self.stores.clear()
+
+    def store_of(self, context: flight.ServerCallContext) -> Store:
+        """The caller's store: the one its user is mapped to (a namespace of its
+        own, its own storage identity), else the server's."""
+        caller = context.get_middleware("auth")
+        uri = caller.store if isinstance(caller, Caller) else None
+        if uri is None:
+            return self.store
+        with self.lock:
+            if uri not in self.stores:
+                self.stores[uri] = skyhook.connect(uri, create=False)
+            return self.stores[uri]
 
     def _prepared(self, context: flight.ServerCallContext, handle: bytes) -> Prepared:
         with self.lock:
