@@ -1,12 +1,14 @@
-"""Gene expression: the one-vs-rest Welch t-test with skyhook (statistics
-computed in storage) and with scanpy's rank_genes_groups(method="t-test"), on
+"""Gene expression: one-vs-rest Welch t-tests, Wilcoxon rank sums, highly
+variable genes (Cell Ranger) and pseudobulk sums with skyhook (computed in
+storage) and with scanpy (rank_genes_groups "t-test" / "wilcoxon",
+highly_variable_genes, get.aggregate), each in a process of its own, on
 a generated 200,000 cells x 2,000 genes matrix (negative-binomial counts,
 ~10 % non-zero, 10 unequal groups, normalised and log1p'd, seeded) and on
 scanpy's pbmc68k_reduced (.raw by bulk_labels); then the two layouts side by
-side over the share of non-zeros (what layouts.SPARSE_BELOW_DENSITY rests on).
+side over the share of non-zeros (what layouts.DEFAULT_LAYOUT rests on).
 Writes JSON and a PNG; prints ratios.
 
-    .venv/bin/python bench/expression.py [--cells 200000] [--genes 2000] [--repeat 3]
+    .venv/bin/python bench/expression.py [--cells 200000] [--genes 2000] [--repeat 3] [--statistics welch,wilcoxon,hvg,pseudobulk]
         [--store URI | --cluster DIR] [--output bench/results/expression.json]
 
 Each side runs in a process of its own, so that its peak resident memory
@@ -45,9 +47,10 @@ def _status(key: str) -> int:
     return 0
 
 
-def child_skyhook(uri: str, matrix: str, domain: str, groupby: str, repeat: int, out: str) -> dict:
-    import pyarrow.parquet as pq
+STATISTICS = ("welch", "wilcoxon", "hvg", "pseudobulk")
 
+
+def child_skyhook(uri: str, matrix: str, domain: str, groupby: str, statistic: str, repeat: int, out: str) -> dict:
     import skyhook
     import skyhook.expression as ex
 
@@ -58,23 +61,35 @@ def child_skyhook(uri: str, matrix: str, domain: str, groupby: str, repeat: int,
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        result = opened.ttest(groupby, method="welch")
+        frame = _skyhook_statistic(opened, groupby, statistic)
         times.append(time.perf_counter() - start)
     peak = _status("VmHWM") - baseline
-    pq.write_table(result.select(["group", "gene", "t", "p"]), out)
+    frame.to_parquet(out)
     stats = opened.last_stats
     return {
         "seconds": min(times),
         "all_seconds": times,
         "bytes_to_client": sum(s.bytes_returned for s in stats),
         "client_peak_bytes": peak,
-        "in_storage": all(s.aggregate_in_storage for s in stats),
+        "in_storage": all(getattr(s, "aggregate_in_storage", False) for s in stats),
         "storage_cpu_s": sum(s.storage_cpu_s for s in stats),
         "objects": sum(s.objects_scanned for s in stats),
     }
 
 
-def child_scanpy(h5ad: str, groupby: str, repeat: int, out: str) -> dict:
+def _skyhook_statistic(opened, groupby: str, statistic: str):
+    """(keys..., score) of one statistic: the columns both sides are compared on."""
+    if statistic in ("welch", "wilcoxon"):
+        result = opened.ttest(groupby, method=statistic).to_pandas()
+        return result.rename(columns={"t" if statistic == "welch" else "z": "score"})[["group", "gene", "score"]]
+    if statistic == "hvg":
+        result = opened.highly_variable_genes(n_top_genes=200).to_pandas()
+        return result.rename(columns={"dispersions_norm": "score"})[["gene", "score"]]
+    result = opened.pseudobulk(groupby).to_pandas()
+    return result.rename(columns={groupby: "group", "sum": "score"})[["group", "gene", "score"]]
+
+
+def child_scanpy(h5ad: str, groupby: str, statistic: str, repeat: int, out: str) -> dict:
     import anndata
     import pandas as pd
     import scanpy as sc
@@ -84,22 +99,16 @@ def child_scanpy(h5ad: str, groupby: str, repeat: int, out: str) -> dict:
     baseline = peak_reset()
     start = time.perf_counter()
     adata = anndata.read_h5ad(h5ad)
+    if adata.raw is not None:  # the values skyhook imported (.raw, scanpy's default for tests)
+        adata = adata.raw.to_adata()
     read = time.perf_counter() - start
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        sc.tl.rank_genes_groups(
-            adata, groupby, method="t-test", n_genes=adata.raw.n_vars if adata.raw else adata.n_vars
-        )
+        frame = _scanpy_statistic(adata, groupby, statistic)
         times.append(time.perf_counter() - start)
     peak = _status("VmHWM") - baseline
-    ranked = adata.uns["rank_genes_groups"]
-    rows = [
-        (group, name, float(score))
-        for group in ranked["names"].dtype.names
-        for name, score in zip(ranked["names"][group], ranked["scores"][group])
-    ]
-    pd.DataFrame(rows, columns=["group", "gene", "score"]).to_parquet(out)
+    frame.to_parquet(out)
     return {
         "seconds": min(times),
         "all_seconds": times,
@@ -109,6 +118,28 @@ def child_scanpy(h5ad: str, groupby: str, repeat: int, out: str) -> dict:
     }
 
 
+def _scanpy_statistic(adata, groupby: str, statistic: str):
+    import pandas as pd
+    import scanpy as sc
+
+    if statistic in ("welch", "wilcoxon"):
+        method = "t-test" if statistic == "welch" else "wilcoxon"
+        sc.tl.rank_genes_groups(adata, groupby, method=method, n_genes=adata.n_vars)
+        ranked = adata.uns["rank_genes_groups"]
+        rows = [
+            (group, name, float(score))
+            for group in ranked["names"].dtype.names
+            for name, score in zip(ranked["names"][group], ranked["scores"][group])
+        ]
+        return pd.DataFrame(rows, columns=["group", "gene", "score"])
+    if statistic == "hvg":
+        found = sc.pp.highly_variable_genes(adata, flavor="cell_ranger", n_top_genes=200, inplace=False)
+        return pd.DataFrame({"gene": list(adata.var_names), "score": found["dispersions_norm"].to_numpy()})
+    summed = sc.get.aggregate(adata, by=groupby, func="sum")
+    frame = pd.DataFrame(summed.layers["sum"], index=summed.obs_names.astype(str), columns=summed.var_names)
+    return frame.stack().rename_axis(["group", "gene"]).rename("score").reset_index()
+
+
 def run_child(*args: str) -> dict:
     done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True)
     if done.returncode:
@@ -116,27 +147,33 @@ def run_child(*args: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def compare(name: str, uri: str, matrix: str, domain: str, h5ad: Path, groupby: str, repeat: int, work: Path) -> dict:
+def compare(
+    name: str, uri: str, matrix: str, domain: str, h5ad: Path, groupby: str, statistic: str, repeat: int, work: Path
+) -> dict:
     import pandas as pd
 
-    ours, theirs = work / f"{name}-skyhook.parquet", work / f"{name}-scanpy.parquet"
-    project = run_child("skyhook", uri, matrix, domain, groupby, str(repeat), str(ours))
-    scanpy = run_child("scanpy", str(h5ad), groupby, str(repeat), str(theirs))
-    joined = pd.read_parquet(ours).merge(pd.read_parquet(theirs), on=["group", "gene"])
-    scale = np.maximum(np.abs(joined.score), 1.0)
+    ours, theirs = work / f"{name}-{statistic}-skyhook.parquet", work / f"{name}-{statistic}-scanpy.parquet"
+    project = run_child("skyhook", uri, matrix, domain, groupby, statistic, str(repeat), str(ours))
+    scanpy = run_child("scanpy", str(h5ad), groupby, statistic, str(repeat), str(theirs))
+    mine, other = pd.read_parquet(ours), pd.read_parquet(theirs)
+    keys = [column for column in ("group", "gene") if column in mine]
+    mine, other = mine.astype({key: str for key in keys}), other.astype({key: str for key in keys})
+    joined = mine.merge(other, on=keys, suffixes=("", "_scanpy")).dropna()
+    scale = np.maximum(np.abs(joined.score_scanpy), 1.0)
     result = {
         "skyhook": project,
         "scanpy": scanpy,
         "speedup": scanpy["seconds"] / project["seconds"],
         "memory_ratio": project["client_peak_bytes"] / max(1, scanpy["client_peak_bytes"]),
-        "scores_max_scaled_difference": float((np.abs(joined.t - joined.score) / scale).max()),
+        "scores_max_scaled_difference": float((np.abs(joined.score - joined.score_scanpy) / scale).max()),
         "rows_compared": len(joined),
     }
     print(
-        f"{name}: skyhook {project['seconds']:.2f} s, {project['bytes_to_client'] / 1e6:.2f} MB to the client, "
-        f"peak {project['client_peak_bytes'] / 2**20:.0f} MiB; scanpy {scanpy['seconds']:.2f} s "
+        f"{name} {statistic}: skyhook {project['seconds']:.2f} s, {project['bytes_to_client'] / 1e6:.2f} MB to the "
+        f"client, peak {project['client_peak_bytes'] / 2**20:.0f} MiB; scanpy {scanpy['seconds']:.2f} s "
         f"(+{scanpy['read_seconds']:.2f} s reading), peak {scanpy['client_peak_bytes'] / 2**20:.0f} MiB; "
-        f"{result['speedup']:.1f}x faster, memory {result['memory_ratio']:.1%} of scanpy's"
+        f"{result['speedup']:.1f}x faster; scores differ by {result['scores_max_scaled_difference']:.1e} at most",
+        flush=True,
     )
     return result
 
@@ -173,34 +210,37 @@ def layout_sweep(store, repeat: int) -> list[dict]:
 
 
 def plot(results: dict, path: Path) -> None:
+    """A panel of wall times per statistic (skyhook and scanpy, per dataset),
+    the bytes each moved for the Welch test, and the layout sweep."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, 4, figsize=(17, 3.8))
     datasets = [name for name in ("generated", "pbmc68k_reduced") if name in results]
-    for axis, (key, label, scale) in zip(
-        axes,
-        [("seconds", "t-test wall time (s)", 1), ("bytes_to_client", "bytes to the client (MB)", 1e6),
-         ("client_peak_bytes", "client peak memory (MiB)", 2**20)],
-    ):  # fmt: skip
-        positions = np.arange(len(datasets))
+    statistics = [name for name in STATISTICS if all(name in results[dataset] for dataset in datasets)]
+    panels = [(statistic, "seconds", f"{statistic}: wall time (s)", 1) for statistic in statistics]
+    if "welch" in statistics:
+        panels.append(("welch", "bytes_to_client", "welch: bytes to the client (MB)", 1e6))
+    sweep = results.get("layouts", [])
+    figure, axes = plt.subplots(1, len(panels) + bool(sweep), figsize=(4.2 * (len(panels) + bool(sweep)), 3.8))
+    axes = np.atleast_1d(axes)
+    positions = np.arange(len(datasets))
+    for axis, (statistic, key, label, scale) in zip(axes, panels):
         for offset, side in ((-0.2, "skyhook"), (0.2, "scanpy")):
-            values = [results[name][side][key] / scale for name in datasets]
+            values = [results[name][statistic][side][key] / scale for name in datasets]
             axis.bar(positions + offset, values, width=0.4, label=side)
-        axis.set_xticks(positions, datasets)
+        axis.set_xticks(positions, datasets, fontsize=8)
         axis.set_yscale("log")
         axis.set_title(label, fontsize=10)
         axis.legend(fontsize=8)
-    sweep = results.get("layouts", [])
     if sweep:
         density = [row["density"] for row in sweep]
-        axes[3].plot(density, [row["sparse"] for row in sweep], "o-", label="sparse long")
-        axes[3].plot(density, [row["dense"] for row in sweep], "o-", label="dense")
-        axes[3].set_xlabel("share of non-zero values")
-        axes[3].set_title("t-test time by layout, 100k x 100 (s)", fontsize=10)
-        axes[3].legend(fontsize=8)
+        axes[-1].plot(density, [row["sparse"] for row in sweep], "o-", label="sparse long")
+        axes[-1].plot(density, [row["dense"] for row in sweep], "o-", label="dense (gene blocks)")
+        axes[-1].set_xlabel("share of non-zero values")
+        axes[-1].set_title("t-test time by layout, 100k x 100 (s)", fontsize=10)
+        axes[-1].legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
 
@@ -209,17 +249,18 @@ def main() -> None:
     if sys.argv[1:2] == ["--child"]:
         side, *rest = sys.argv[2:]
         if side == "skyhook":
-            uri, matrix, domain, groupby, repeat, out = rest
-            print(json.dumps(child_skyhook(uri, matrix, domain, groupby, int(repeat), out)))
+            uri, matrix, domain, groupby, statistic, repeat, out = rest
+            print(json.dumps(child_skyhook(uri, matrix, domain, groupby, statistic, int(repeat), out)))
         else:
-            h5ad, groupby, repeat, out = rest
-            print(json.dumps(child_scanpy(h5ad, groupby, int(repeat), out)))
+            h5ad, groupby, statistic, repeat, out = rest
+            print(json.dumps(child_scanpy(h5ad, groupby, statistic, int(repeat), out)))
         return
     parser = arguments(__doc__, "expression", repeat=3)
     parser.add_argument("--cells", type=int, default=200_000)
     parser.add_argument("--genes", type=int, default=2_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-layouts", action="store_true")
+    parser.add_argument("--statistics", default=",".join(STATISTICS), help="Which: " + ", ".join(STATISTICS))
     options = parser.parse_args()
     import scanpy as sc
 
@@ -246,13 +287,21 @@ def main() -> None:
     print(
         f"imported {h5ad.name} ({results['density']:.1%} non-zero, {entry.layout}) in {results['import_seconds']:.0f} s"
     )
-    results["generated"] = compare("generated", uri, "generated", "bench", h5ad, "group", options.repeat, work)
+    statistics = [name for name in options.statistics.split(",") if name]
+    unknown = sorted(set(statistics) - set(STATISTICS))
+    if unknown:
+        raise SystemExit(f"unknown statistics {unknown}; expected some of {', '.join(STATISTICS)}")
     pbmc = work / "pbmc68k_reduced.h5ad"
     sc.datasets.pbmc68k_reduced().write_h5ad(pbmc)
     ex.write_matrix(store, "pbmc", pbmc, domain="bench", mode="overwrite")
-    results["pbmc68k_reduced"] = compare(
-        "pbmc68k_reduced", uri, "pbmc", "bench", pbmc, "bulk_labels", options.repeat, work
-    )
+    for name, matrix, path, groupby in (
+        ("generated", "generated", h5ad, "group"),
+        ("pbmc68k_reduced", "pbmc", pbmc, "bulk_labels"),
+    ):
+        results[name] = {
+            statistic: compare(name, uri, matrix, "bench", path, groupby, statistic, options.repeat, work)
+            for statistic in statistics
+        }
     if not options.skip_layouts:
         results["layouts"] = layout_sweep(store, options.repeat)
     options.output.parent.mkdir(parents=True, exist_ok=True)
