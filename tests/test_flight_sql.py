@@ -357,3 +357,45 @@ def test_users_mapped_to_stores_see_only_their_own(store, tmp_path):
             assert theirs.dataset("loaded").count_rows() == 5
     finally:
         server.shutdown()
+
+
+def test_what_a_hostile_client_sends_costs_it_nothing(store):
+    """Found by review: an abandoned DoGet kept its slot for good, EXPLAIN ANALYZE
+    ran any statement, %-heavy patterns took exponential time, table names were
+    case-sensitive, prepared statements piled up without bound."""
+    import pyarrow.flight as flight
+
+    from skyhook.remote import Limits, messages
+
+    store.write_dataset("lineitem", TABLE)
+    server = start_server(store, limits=Limits(query_seconds=5.0, queries_per_user=1, prepared_per_user=2))
+    client = flight.connect(f"grpc://localhost:{server.port}")
+
+    def ticket(query: str) -> flight.Ticket:
+        command = messages.pack(messages.make("CommandStatementQuery", query=query))
+        return client.get_flight_info(flight.FlightDescriptor.for_command(command)).endpoints[0].ticket
+
+    try:
+        slow = ticket("select count(*) as n from lineitem a, lineitem b, lineitem c where a.id + b.id + c.id = 7")
+        with pytest.raises(flight.FlightError):  # the client gives up before the first batch
+            client.do_get(slow, flight.FlightCallOptions(timeout=0.2)).read_all()
+        assert client.do_get(ticket("select count(*) as n from LineItem")).read_all().column("n").to_pylist() == [ROWS]
+        for statement in ("explain analyze select 1", "explain select 1", "pragma version"):
+            with pytest.raises(flight.FlightError, match="one SELECT statement"):
+                ticket(statement)
+        started = time.monotonic()
+        tables = messages.make("CommandGetTables", table_name_filter_pattern="%" * 40 + "Z")
+        info = client.get_flight_info(flight.FlightDescriptor.for_command(messages.pack(tables)))
+        assert client.do_get(info.endpoints[0].ticket).read_all().num_rows == 0
+        assert time.monotonic() - started < 2
+        with pytest.raises(flight.FlightError, match="not UTF-8"):
+            handle = b"q\xff\xfe"
+            forged = messages.pack(messages.make("TicketStatementQuery", statement_handle=handle))
+            client.do_get(flight.Ticket(forged)).read_all()
+        create = messages.pack(messages.make("ActionCreatePreparedStatementRequest", query="select 1"))
+        for _ in range(2):
+            list(client.do_action(flight.Action("CreatePreparedStatement", create)))
+        with pytest.raises(flight.FlightError, match="prepared statements are open"):
+            list(client.do_action(flight.Action("CreatePreparedStatement", create)))
+    finally:
+        server.shutdown()

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -40,12 +41,19 @@ def run_sql(store: Datasets, query: str, parameters: Sequence[Any] | None = None
 
 
 def sql_batches(
-    store: Datasets, query: str, parameters: Sequence[Any] | None = None, timeout_seconds: float | None = None
+    store: Datasets,
+    query: str,
+    parameters: Sequence[Any] | None = None,
+    timeout_seconds: float | None = None,
+    memory_limit: str | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> pa.RecordBatchReader:
     """The result of query (as run_sql) as a stream: DuckDB runs as it is read,
     and its connection closes when the stream ends or is closed. Past
-    timeout_seconds, DuckDB is interrupted and reading raises LimitExceededError."""
-    connection, translate, close = _connected(store, query, timeout_seconds)
+    timeout_seconds, DuckDB is interrupted and reading raises LimitExceededError;
+    memory_limit bounds DuckDB's memory ("4GB"; None: DuckDB's default); once
+    cancelled() says so (its reader went away), DuckDB is interrupted too."""
+    connection, translate, close = _connected(store, query, timeout_seconds, memory_limit, cancelled)
     try:
         with translate():
             relation = connection.sql(query, params=list(parameters) if parameters else None)
@@ -73,25 +81,32 @@ def sql_batches(
 
 
 def check_query(query: str) -> None:
-    """InvalidRequestError unless query is one statement that only reads (a
-    SELECT, or EXPLAIN of one): what a read-only server runs."""
+    """InvalidRequestError unless query is one SELECT statement: what a
+    read-only server runs (an EXPLAIN ANALYZE would run any statement)."""
     import duckdb
 
     try:
         kinds = [statement.type for statement in duckdb.extract_statements(query)]
     except duckdb.Error as error:
         raise InvalidRequestError(f"invalid SQL: {first_line(error)}") from None
-    reading = (duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN)
-    if len(kinds) != 1 or kinds[0] not in reading:
+    if kinds != [duckdb.StatementType.SELECT]:
         named = ", ".join(kind.name for kind in kinds) or "no statement"
-        raise InvalidRequestError(f"read-only: one SELECT (or EXPLAIN) statement is served, not {named}")
+        raise InvalidRequestError(f"read-only: one SELECT statement is served, not {named}")
 
 
-def sql_schema(store: Datasets, query: str, parameters: Sequence[Any] | None = None) -> pa.Schema:
+def sql_schema(
+    store: Datasets,
+    query: str,
+    parameters: Sequence[Any] | None = None,
+    timeout_seconds: float | None = None,
+    memory_limit: str | None = None,
+) -> pa.Schema:
     """The schema of query's result without reading its rows: the types of it
     under LIMIT 0, the names of its own columns (a subquery would rename
-    repeated ones)."""
-    connection, translate, close = _connected(store, query)
+    repeated ones). Placeholders without parameters plan as NULLs."""
+    if parameters is None:
+        query = without_placeholders(query)
+    connection, translate, close = _connected(store, query, timeout_seconds, memory_limit)
     try:
         with translate():
             relation = connection.sql(query, params=list(parameters) if parameters else None)
@@ -107,13 +122,43 @@ def sql_schema(store: Datasets, query: str, parameters: Sequence[Any] | None = N
 _PLACEHOLDER = re.compile(r"""'(?:[^']|'')*'|"(?:[^"]|"")*"|\?|\$\d+""")
 
 
-def _without_placeholders(query: str) -> str:
+def without_placeholders(query: str) -> str:
     """query with NULL for its parameter placeholders: DuckDB names a query's
     tables only from a statement it can bind."""
     return _PLACEHOLDER.sub(lambda match: "NULL" if match.group()[0] in "?$" else match.group(), query)
 
 
-def _connected(store: Datasets, query: str, timeout_seconds: float | None = None) -> tuple[Any, Any, Any]:
+class _Watch(threading.Thread):
+    """Interrupts a DuckDB connection past its deadline or once its caller is cancelled."""
+
+    def __init__(self, connection: Any, seconds: float | None, cancelled: Callable[[], bool] | None) -> None:
+        super().__init__(daemon=True)
+        self.connection, self.cancelled = connection, cancelled
+        self.deadline = None if seconds is None else time.monotonic() + seconds
+        self.stopped = threading.Event()
+        self.reason: str | None = None
+
+    def run(self) -> None:
+        while not self.stopped.wait(0.1):
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                self.reason = "time"
+            elif self.cancelled is not None and self.cancelled():
+                self.reason = "cancelled"
+            if self.reason is not None:
+                self.connection.interrupt()
+                return
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def _connected(
+    store: Datasets,
+    query: str,
+    timeout_seconds: float | None = None,
+    memory_limit: str | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> tuple[Any, Any, Any]:
     """(a DuckDB connection with the datasets query names registered, a context
     that turns DuckDB's errors into skyhook's, what closes it); past
     timeout_seconds the connection is interrupted (and its error says why)."""
@@ -126,19 +171,25 @@ def _connected(store: Datasets, query: str, timeout_seconds: float | None = None
     # DuckDB's errors about the query itself (reading files included); others happened while it ran.
     query_errors = (duckdb.ParserException, duckdb.BinderException, duckdb.CatalogException, duckdb.PermissionException)
     try:
-        names = duckdb.get_table_names(_without_placeholders(query))
+        names = duckdb.get_table_names(without_placeholders(query))
     except duckdb.Error as error:
         raise InvalidRequestError(f"invalid SQL: {first_line(error)}") from None
     datasets = set(store.list_datasets())
-    # Only the store's datasets: no files, no extensions.
-    connection = duckdb.connect(config={"enable_external_access": False})
-    for name in sorted(names & datasets):
-        connection.register(name, store.dataset(name))
-    timer = None
-    if timeout_seconds is not None:
-        timer = threading.Timer(timeout_seconds, connection.interrupt)
-        timer.daemon = True
-        timer.start()
+    folded = {name.lower(): name for name in sorted(datasets, reverse=True)}
+    # SQL names are case-insensitive: each name the query uses, the dataset it means.
+    meant = {name: name if name in datasets else folded.get(name.lower()) for name in names}
+    # Only the store's datasets: no files, no extensions; limits a query cannot SET away.
+    config: dict[str, Any] = {"enable_external_access": False, "lock_configuration": True}
+    if memory_limit is not None:
+        config["memory_limit"] = memory_limit
+    connection = duckdb.connect(config=config)
+    for name, dataset in sorted(meant.items()):
+        if dataset is not None:
+            connection.register(name, store.dataset(dataset))
+    watch = None
+    if timeout_seconds is not None or cancelled is not None:
+        watch = _Watch(connection, timeout_seconds, cancelled)
+        watch.start()
 
     class Translated:
         def __enter__(self) -> None:
@@ -147,10 +198,12 @@ def _connected(store: Datasets, query: str, timeout_seconds: float | None = None
         def __exit__(self, kind: Any, error: BaseException | None, traceback: Any) -> bool:
             if error is None or not isinstance(error, duckdb.Error):
                 return False
-            if isinstance(error, duckdb.InterruptException) and timer is not None and timer.finished.is_set():
-                raise LimitExceededError(f"the query ran past its time limit of {timeout_seconds:g} s") from None
+            if isinstance(error, duckdb.InterruptException) and watch is not None and watch.reason == "time":
+                raise LimitExceededError(f"the query ran past its time limit of {timeout_seconds:.3g} s") from None
+            if isinstance(error, duckdb.InterruptException) and watch is not None and watch.reason == "cancelled":
+                raise SkyhookError("the query was cancelled by its client") from None
             if isinstance(error, query_errors):
-                missing = sorted(names - datasets)
+                missing = sorted(name for name, dataset in meant.items() if dataset is None)
                 if isinstance(error, duckdb.CatalogException) and missing:
                     raise DatasetNotFoundError(f"no dataset named {missing[0]!r} in {store.uri}") from None
                 raise InvalidRequestError(f"invalid SQL: {first_line(error)}") from None
@@ -162,8 +215,8 @@ def _connected(store: Datasets, query: str, timeout_seconds: float | None = None
             raise SkyhookError(f"SQL: {first_line(error)}") from None
 
     def close() -> None:
-        if timer is not None:
-            timer.cancel()
+        if watch is not None:
+            watch.stop()
         connection.close()
 
     return connection, Translated, close

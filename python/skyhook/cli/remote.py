@@ -25,10 +25,11 @@ def serve(
     tls_key: Annotated[Optional[Path], typer.Option(help="TLS: the certificate's private key (PEM).")] = None,
     query_timeout: Annotated[float, typer.Option(min=0.001, help="Seconds a query may run.")] = 600.0,
     queries_per_user: Annotated[int, typer.Option(min=1, help="Queries one user may run at once.")] = 8,
+    query_memory: Annotated[str, typer.Option(help="DuckDB's memory for one query.")] = "4GB",
 ) -> None:
     """Serve the store over Arrow Flight SQL (read-only SQL, the datasets as tables) until interrupted."""
     with open_store(store) as source:
-        limits = Limits(query_timeout, queries_per_user)
+        limits = Limits(query_timeout, queries_per_user, query_memory)
         server = start_server(source, host, port, users, tls_certificate, tls_key, limits)
         scheme = "grpc+tls" if tls_certificate else "grpc"
         console.print(f"serving {source.uri} at {scheme}://{host}:{server.port}", markup=False)

@@ -41,7 +41,8 @@ def start_server(
             raise InvalidRequestError("TLS needs both a certificate and its key")
         certificates = [(Path(tls_certificate).read_bytes(), Path(tls_key).read_bytes())]
         scheme = "grpc+tls"
-    return FlightSqlServer(store, f"{scheme}://{host}:{port}", certificates, auth, limits)
+    address = f"[{host}]" if ":" in host else host  # an IPv6 literal
+    return FlightSqlServer(store, f"{scheme}://{address}:{port}", certificates, auth, limits)
 
 
 __all__ = ["FlightSqlServer", "Limits", "password_hash", "start_server"]

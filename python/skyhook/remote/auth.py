@@ -18,6 +18,7 @@ import hmac
 import json
 import secrets
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,26 +94,35 @@ def users_of(given: object, where: str = "users") -> dict[str, User]:
 class BasicTokenAuth(flight.ServerMiddlewareFactory):
     """Basic credentials checked once, a bearer token for the calls after."""
 
+    #: How long a token serves (a client logs in again after).
+    TOKEN_SECONDS = 12 * 3600.0
+    #: A hash to check unknown users' passwords against: they cost what known users' do.
+    _DUMMY = password_hash("")
+
     def __init__(self, users: dict[str, User]) -> None:
         self.users = users
-        self.tokens: dict[str, str] = {}
+        self.tokens: dict[str, tuple[str, float]] = {}  # token -> (user, expiry)
         self.lock = threading.Lock()
 
     def start_call(self, info: flight.CallInfo, headers: dict[str, list[str]]) -> flight.ServerMiddleware:
         given = next(iter(headers.get("authorization", [])), "")
         scheme, _, value = given.partition(" ")
+        now = time.monotonic()
         if scheme.lower() == "bearer":
             with self.lock:
-                user = self.tokens.get(value)
-            if user is not None:
+                user, expiry = self.tokens.get(value, (None, 0.0))
+            if user is not None and expiry > now:
                 return Caller(user, self.users[user], None)
         elif scheme.lower() == "basic":
             user, password = _credentials(value)
-            if user in self.users and password_matches(password, self.users[user].password_hash):
+            known = self.users.get(user)
+            matches = password_matches(password, known.password_hash if known else self._DUMMY)
+            if known is not None and matches:
                 token = secrets.token_urlsafe(32)
                 with self.lock:
-                    self.tokens[token] = user
-                return Caller(user, self.users[user], token)
+                    self.tokens = {key: held for key, held in self.tokens.items() if held[1] > now}
+                    self.tokens[token] = (user, now + self.TOKEN_SECONDS)
+                return Caller(user, known, token)
         raise flight.FlightUnauthenticatedError("authentication required: a user name and password, or a valid token")
 
 

@@ -15,6 +15,7 @@ import functools
 import logging
 import secrets
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,10 +40,16 @@ _QUERY, _PREPARED = b"q", b"p"  # the first byte of a statement handle: its text
 
 @dataclass(frozen=True)
 class Limits:
-    #: A query's time from its DoGet to its last row (None: unbounded).
+    #: A query's time from its DoGet to its last row, and a plan's (None: unbounded).
     query_seconds: float | None = 600.0
     #: Queries one user may stream at once.
     queries_per_user: int = 8
+    #: DuckDB's memory for one query (None: its default, 80 % of the machine's).
+    query_memory: str | None = "4GB"
+    #: Prepared statements one user may hold open.
+    prepared_per_user: int = 64
+    #: Rows of parameters one prepared statement may be bound to.
+    parameter_rows: int = 10_000
 
 
 @dataclass
@@ -130,15 +137,13 @@ class FlightSqlServer(flight.FlightServerBase):
         if kind == "CommandStatementQuery":
             check_query(command.query)
             handle = _QUERY + command.query.encode()
-            return sql_schema(self.store_of(context), command.query), messages.pack(
+            return self._schema(context, command.query, None), messages.pack(
                 messages.make("TicketStatementQuery", statement_handle=handle)
             )
         if kind == "CommandPreparedStatementQuery":
             prepared = self._prepared(context, command.prepared_statement_handle)
             handle = _PREPARED + command.prepared_statement_handle
-            schema = sql_schema(
-                self.store_of(context), prepared.query, prepared.parameters[0] if prepared.parameters else None
-            )
+            schema = self._schema(context, prepared.query, prepared.parameters[0] if prepared.parameters else None)
             return schema, messages.pack(messages.make("TicketStatementQuery", statement_handle=handle))
         if kind.startswith("CommandGet"):
             return metadata_table(self.store_of(context), command).schema, descriptor.command
@@ -150,34 +155,41 @@ class FlightSqlServer(flight.FlightServerBase):
 
     @_answers
     def do_get(self, context: flight.ServerCallContext, ticket: flight.Ticket) -> flight.FlightDataStream:
-        user = _user(context)
-        self._begin(user)  # a slot of the user's, held until the stream ends
-        try:
-            schema, batches = self._rows(context, ticket.ticket)
-        except BaseException:
-            self._end(user)
-            raise
-        return flight.GeneratorStream(schema, self._streamed(user, batches))
+        schema, rows = self._rows(context, ticket.ticket)
+        return flight.GeneratorStream(schema, self._streamed(_user(context), schema, rows))
 
-    def _rows(self, context: flight.ServerCallContext, ticket: bytes) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    def _rows(
+        self, context: flight.ServerCallContext, ticket: bytes
+    ) -> tuple[pa.Schema, Callable[[], Iterator[pa.RecordBatch]]]:
+        """(the rows' schema, what opens them): nothing is held until they are opened."""
+        store = self.store_of(context)
         if is_objects_ticket(ticket):
-            return read_objects(self.store_of(context), ticket)
+            schema, batches = read_objects(store, ticket)
+            return schema, lambda: batches
         command = messages.unpack(ticket)
         if messages.name_of(command) != "TicketStatementQuery":
-            table = metadata_table(self.store_of(context), command)
-            return table.schema, iter(table.to_batches())
+            table = metadata_table(store, command)
+            return table.schema, lambda: iter(table.to_batches())
         handle, seconds = command.statement_handle, self.limits.query_seconds
         if handle[:1] == _QUERY:
-            query = handle[1:].decode()
+            try:
+                query = handle[1:].decode()
+            except UnicodeDecodeError:
+                raise InvalidRequestError("a statement handle that is not UTF-8") from None
             check_query(query)  # a ticket is the client's to send: vetted again
-            reader = sql_batches(self.store_of(context), query, timeout_seconds=seconds)
-            return reader.schema, iter(reader)
-        if handle[:1] == _PREPARED:
+            runs: list[list[Any] | None] = [None]
+        elif handle[:1] == _PREPARED:
             prepared = self._prepared(context, handle[1:])
-            runs = prepared.parameters or [None]
-            first = sql_batches(self.store_of(context), prepared.query, runs[0], seconds)
-            return first.schema, _chained(self.store_of(context), prepared.query, first, runs[1:], seconds)
-        raise InvalidRequestError("an unknown statement handle")
+            query, runs = prepared.query, list(prepared.parameters) or [None]
+        else:
+            raise InvalidRequestError("an unknown statement handle")
+        schema = self._schema(context, query, runs[0])
+        return schema, lambda: _runs(store, query, runs, seconds, self.limits.query_memory, context.is_cancelled)
+
+    def _schema(self, context: flight.ServerCallContext, query: str, parameters: list[Any] | None) -> pa.Schema:
+        return sql_schema(
+            self.store_of(context), query, parameters, self.limits.query_seconds, self.limits.query_memory
+        )
 
     def _begin(self, user: str | None) -> None:
         with self.lock:
@@ -191,14 +203,33 @@ class FlightSqlServer(flight.FlightServerBase):
         with self.lock:
             self.running[user] -= 1
 
-    def _streamed(self, user: str | None, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """batches, skyhook's errors as one-line Flight errors (they arise while
-        the client reads), the user's slot given back when they end or the client goes."""
+    def _streamed(
+        self, user: str | None, schema: pa.Schema, rows: Callable[[], Iterator[pa.RecordBatch]]
+    ) -> Iterator[pa.RecordBatch]:
+        """The rows in schema, read as the client reads: the user's slot and
+        the rows are taken at the first batch (a stream abandoned before it
+        holds nothing) and given back when they end, fail or the client goes;
+        errors are one-line Flight errors."""
         try:
-            yield from batches
+            self._begin(user)
         except SkyhookError as error:
             raise flight.FlightServerError(first_line(error)) from None
+        batches = None
+        try:
+            batches = rows()
+            for batch in batches:
+                yield batch if batch.schema == schema else _conformed(batch, schema)
+        except (flight.FlightError, GeneratorExit):
+            raise
+        except SkyhookError as error:
+            raise flight.FlightServerError(first_line(error)) from None
+        except Exception as error:
+            LOG.exception("Flight SQL stream failed")
+            raise flight.FlightInternalError(f"internal error ({type(error).__name__}); see the server's log") from None
         finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
             self._end(user)
 
     # Prepared statements: DoAction creates and closes them, DoPut binds their parameters.
@@ -209,13 +240,15 @@ class FlightSqlServer(flight.FlightServerBase):
         if action.type == "CreatePreparedStatement":
             request = messages.unpack_as(body, "ActionCreatePreparedStatementRequest")
             check_query(request.query)
-            try:
-                schema = sql_schema(self.store_of(context), request.query).serialize().to_pybytes()
-            except InvalidRequestError:
-                schema = b""  # known once its parameters are bound
-            handle = secrets.token_bytes(16)
+            schema = self._schema(context, request.query, None).serialize().to_pybytes()
+            handle, user = secrets.token_bytes(16), _user(context)
             with self.lock:
-                self.prepared[handle] = Prepared(_user(context), request.query)
+                held = sum(1 for prepared in self.prepared.values() if prepared.user == user)
+                if held >= self.limits.prepared_per_user:
+                    raise LimitExceededError(
+                        f"{held} prepared statements are open (the limit): close some (ClosePreparedStatement)"
+                    )
+                self.prepared[handle] = Prepared(user, request.query)
             result = messages.make(
                 "ActionCreatePreparedStatementResult", prepared_statement_handle=handle, dataset_schema=schema
             )
@@ -253,8 +286,14 @@ class FlightSqlServer(flight.FlightServerBase):
         if messages.name_of(command) != "CommandPreparedStatementQuery":
             raise InvalidRequestError("DoPut binds a prepared statement's parameters or loads data, nothing else")
         prepared = self._prepared(context, command.prepared_statement_handle)
-        rows = reader.read_all().to_pylist()
-        prepared.parameters = [list(row.values()) for row in rows]
+        rows: list[list[Any]] = []
+        for chunk in reader:
+            if chunk.data is None:
+                continue
+            if len(rows) + chunk.data.num_rows > self.limits.parameter_rows:
+                raise LimitExceededError(f"more than {self.limits.parameter_rows} rows of parameters")
+            rows += [list(row.values()) for row in chunk.data.to_pylist()]
+        prepared.parameters = rows
 
     def shutdown(self) -> None:
         super().shutdown()
@@ -271,9 +310,14 @@ class FlightSqlServer(flight.FlightServerBase):
         if uri is None:
             return self.store
         with self.lock:
-            if uri not in self.stores:
-                self.stores[uri] = skyhook.connect(uri, create=False)
-            return self.stores[uri]
+            opened = self.stores.get(uri)
+        if opened is None:  # connecting may take long: not under the lock every call takes
+            opened = skyhook.connect(uri, create=False)
+            with self.lock:
+                opened, extra = self.stores.setdefault(uri, opened), opened
+            if extra is not opened:
+                extra.close()
+        return opened
 
     def _prepared(self, context: flight.ServerCallContext, handle: bytes) -> Prepared:
         with self.lock:
@@ -294,10 +338,31 @@ def _role(context: flight.ServerCallContext) -> str:
     return caller.role if isinstance(caller, Caller) else "reader"
 
 
-def _chained(
-    store: Store, query: str, first: pa.RecordBatchReader, runs: list[list[Any]], seconds: float | None
+def _runs(
+    store: Store,
+    query: str,
+    runs: list[list[Any] | None],
+    seconds: float | None,
+    memory: str | None,
+    cancelled: Callable[[], bool],
 ) -> Iterator[pa.RecordBatch]:
-    """The statement's batches for each row of bound parameters, one run after another."""
-    yield from first
+    """The statement's batches for each row of bound parameters, one run after
+    another, all within one time limit, stopped when the client goes."""
+    deadline = None if seconds is None else time.monotonic() + seconds
     for parameters in runs:
-        yield from sql_batches(store, query, parameters, seconds)
+        left = None if deadline is None else max(deadline - time.monotonic(), 0.001)
+        reader = sql_batches(store, query, parameters, left, memory, cancelled)
+        try:
+            yield from reader
+        finally:
+            reader.close()
+
+
+def _conformed(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """batch in the schema the stream declared (a later run's parameters may type a column otherwise)."""
+    try:
+        return pa.Table.from_batches([batch]).cast(schema).combine_chunks().to_batches()[0]
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        raise InvalidRequestError(
+            f"a run of the statement returned {batch.schema}, not the declared {schema}"
+        ) from None
