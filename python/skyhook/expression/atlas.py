@@ -47,12 +47,19 @@ def query(
             found.update(genes)
             if not genes:
                 continue
-        part = matrix.query(obs, genes, obs_columns=obs_columns, var_columns=var_columns)
+        try:
+            part = matrix.query(obs, genes, obs_columns=obs_columns, var_columns=var_columns)
+        except UnknownGeneError:
+            if wanted is not None:
+                raise
+            continue  # a gene filter no gene of this matrix matches
         part.X = scipy.sparse.csr_matrix(part.X)
         parts[name] = part
     missing = [gene for gene in wanted or [] if gene not in found]
     if missing:
         raise UnknownGeneError(f"gene {missing[0]!r} is in no matrix of domain {domain!r}")
+    if var is not None and wanted is None and not parts:
+        raise UnknownGeneError(f"no gene of any matrix of domain {domain!r} matches {var}")
     if not parts:
         return anndata.AnnData(obs=None, uns={"skyhook": {"domain": domain, "matrices": {}}})
     ids = [cell for part in parts.values() for cell in part.obs_names]

@@ -48,16 +48,18 @@ def check_matrices(
         part = _PART.fullmatch(name)
         if part is not None:
             by_write.setdefault((part["domain"], part["matrix"], part["token"]), []).append(name)
+    # A write still making a part (not yet a dataset: its manifest comes last) keeps its whole token busy.
+    writing = {(part["domain"], part["matrix"], part["token"]) for part in map(_PART.fullmatch, running) if part}
     named = set()
     for domain in {domain for domain, _, _ in by_write}:
         catalog = load_catalog(store.backend, domain)
         named |= {name for entry in (catalog.matrices.values() if catalog else ()) for name in entry.datasets.values()}
     check = MatrixCheck()
     recent = time.time() - grace_seconds
-    for names in by_write.values():
+    for write, names in by_write.items():
         if all(name in named for name in names):
             continue
-        busy = any(name in running or _written_at(store, name) > recent for name in names)
+        busy = write in writing or any(_written_at(store, name) > recent for name in names)
         (check.in_progress if busy else check.unpublished).extend(name for name in names if name not in named)
     check.unpublished.sort()
     check.in_progress.sort()

@@ -60,29 +60,50 @@ class GeneBlocks:
     def keys(self) -> list[str]:
         return [BLOCK] if self.blocked else []
 
-    def chosen(self, positions: np.ndarray) -> tuple[list[int], list[str], pc.Expression | None]:
-        """(the blocks holding positions, the columns to read, a filter keeping those blocks)."""
-        blocks = sorted({int(block) for block in np.unique(positions // self.size)})
-        columns = [self.column(int(offset)) for offset in np.unique(positions % self.size)]
-        if not self.blocked:
-            return blocks, columns, None
-        return blocks, columns, pc.field(BLOCK).isin(pa.array(blocks, pa.int32()))
+    def reads(self, positions: np.ndarray) -> list[Read]:
+        """How to read the genes at positions: the union of their columns over
+        every block holding one, when that reads at most twice their values,
+        else each block for its own columns (a scattered selection would read
+        most of the matrix); at most GENES_PER_BLOCK columns a read."""
+        blocks = np.unique(positions // self.size)
+        offsets = np.unique(positions % self.size)
+        if len(blocks) * len(offsets) <= 2 * len(positions):
+            groups = [(blocks, offsets)]
+        else:
+            groups = [
+                (np.array([block]), np.unique(positions[positions // self.size == block] % self.size))
+                for block in blocks
+            ]
+        reads = []
+        for chosen, columns in groups:
+            kept = pc.field(BLOCK).isin(pa.array(chosen, pa.int32())) if self.blocked else None
+            names = [self.column(int(offset)) for offset in columns]
+            reads += [Read(names[at : at + GENES_PER_BLOCK], kept) for at in range(0, len(names), GENES_PER_BLOCK)]
+        return reads
 
     def place(self, blocks: np.ndarray, column: str) -> np.ndarray:
         """The gene positions of column in each row's block."""
         return blocks.astype(np.int64) * self.size + int(column[1:])
 
-    def targets(
-        self, part: pa.Table, columns: list[str], column_of: dict[int, int]
-    ) -> list[tuple[np.ndarray, np.ndarray]]:
-        """For a result with a row per block (and group): per column, which
-        rows hold a selected gene and its position among the selected genes."""
+    def targets(self, part: pa.Table, columns: list[str], positions: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For rows of blocks (a grouped result or the values themselves): per
+        column, which rows hold a selected gene, and its index in positions."""
         blocks = part.column(BLOCK).to_numpy() if self.blocked else np.zeros(part.num_rows, np.int64)
+        index = np.full(int(positions.max(initial=-1)) + 2, -1, dtype=np.int64)  # the last: past every position
+        index[positions] = np.arange(len(positions))
         targets = []
         for name in columns:
-            at = np.array([column_of.get(int(gene), -1) for gene in self.place(blocks, name)], dtype=np.int64)
+            at = index[np.minimum(self.place(blocks, name), len(index) - 1)]
             targets.append((at >= 0, at))  # a block's column of a gene not selected (or past the last gene)
         return targets
+
+
+@dataclass(frozen=True)
+class Read:
+    """One read of a gene selection: these value columns of the rows of some blocks."""
+
+    columns: list[str]
+    filter: pc.Expression | None
 
 
 def batches(values: Any, cell_metadata: pa.Table) -> Iterator[pa.Table]:
@@ -127,25 +148,22 @@ def moments(
     labels, row_of, sizes = group_sizes(obs, groupby, cells, options, record)
     layout = GeneBlocks.of(values, int(genes.max(initial=0)) + 1)
     key = [group_key(values.schema, groupby)] if groupby else []
-    _, all_columns, kept = layout.chosen(genes)
-    column_of = {int(gene): index for index, gene in enumerate(genes)}
     shape = (len(labels), len(genes))
     mean, m2, nonzero = np.zeros(shape), np.zeros(shape), np.zeros(shape) if count_nonzero else None
-    for start in range(0, len(all_columns), GENES_PER_BLOCK):  # one plan, but for a matrix without blocks
-        columns = all_columns[start : start + GENES_PER_BLOCK]
+    for read in layout.reads(genes):
+        columns = read.columns
         aggregates = [([], "count_all")]
         aggregates += [(measured(name, expm1_scale), "mean", f"{name}_mean") for name in columns]
         aggregates += [(measured(name, expm1_scale), "variance", f"{name}_variance", _VARIANCE) for name in columns]
         if count_nonzero:
             aggregates += [(pc.field(name) != 0, "sum", f"{name}_nonzero") for name in columns]
         by = [*key, *layout.keys()]
-        part = values.group_by(by).aggregate(aggregates, filter=conjunction(cells, kept), **options)
+        part = values.group_by(by).aggregate(aggregates, filter=conjunction(cells, read.filter), **options)
         record.append(values.last_aggregate.stats)
         keys = part.column(key[0]).to_pylist() if key else [None] * part.num_rows
         rows = np.array([row_of[value] for value in keys], dtype=np.int64)
-        targets = layout.targets(part, columns, column_of)
         n = part.column("count_all").to_numpy().astype(np.float64)
-        for name, (wanted, at) in zip(columns, targets):
+        for name, (wanted, at) in zip(columns, layout.targets(part, columns, genes)):
             mean[rows[wanted], at[wanted]] = _numbers(part, f"{name}_mean")[wanted]
             m2[rows[wanted], at[wanted]] = (_numbers(part, f"{name}_variance") * n)[wanted]
             if nonzero is not None:

@@ -22,8 +22,11 @@ def filter_rank_genes(
     expressed in more than min_in_group_fraction of the group's cells, in less
     than max_out_group_fraction of the other side's (the rest, or the
     reference group), and whose log2 fold change (its absolute value with
-    compare_abs) is above min_fold_change. scanpy's defaults and comparisons:
-    like scanpy, min_fold_change is compared with the log2 fold change."""
+    compare_abs) is above min_fold_change. scanpy's defaults and comparisons
+    (like scanpy, min_fold_change is compared with the log2 fold change); the
+    same genes as scanpy's filter_rank_genes_groups for tests against the
+    rest. Against a reference group the other side is that group, where
+    scanpy compares with every other cell instead."""
     if "pts_group" not in result.column_names:
         raise InvalidRequestError("filtering needs the fractions of expressing cells: compute the result with pts=True")
     change = result.column("log2_fold_change")

@@ -61,16 +61,13 @@ def pseudobulk(
         sums[_rows(part, codes, row_of), column_of[part.column("gene").to_numpy()]] = _numbers(part, "value_sum")
     else:
         layout = dense_layout.GeneBlocks.of(matrix.values, matrix.shape[1])
-        _, all_columns, kept = layout.chosen(positions)
-        column_of = {int(gene): index for index, gene in enumerate(positions)}
-        for start in range(0, len(all_columns), dense_layout.GENES_PER_BLOCK):
-            columns = all_columns[start : start + dense_layout.GENES_PER_BLOCK]
+        for read in layout.reads(positions):
             part = matrix.values.group_by([*codes, *layout.keys()]).aggregate(
-                [(name, "sum") for name in columns], filter=conjunction(selected, kept), **options
+                [(name, "sum") for name in read.columns], filter=conjunction(selected, read.filter), **options
             )
             matrix.last_stats.append(matrix.values.last_aggregate.stats)
             rows = _rows(part, codes, row_of)
-            for name, (wanted, at) in zip(columns, layout.targets(part, columns, column_of)):
+            for name, (wanted, at) in zip(read.columns, layout.targets(part, read.columns, positions)):
                 sums[rows[wanted], at[wanted]] = _numbers(part, f"{name}_sum")[wanted]
     gene_names = matrix.gene_names.take(pa.array(positions)).to_numpy(zero_copy_only=False)
     combinations, count = len(n_cells), len(positions)

@@ -42,8 +42,8 @@ from skyhook.expression.stored_matrix import StoredMatrix
 from skyhook.plan.expressions import conjunction
 
 WILCOXON = "wilcoxon"
-#: Counts per block of genes the client holds at once (about 32 bytes each).
-ENTRIES_PER_BLOCK = 1 << 22
+#: Counts per block of genes the client holds at once (about 100 bytes each, ranking included).
+ENTRIES_PER_BLOCK = 1 << 21
 
 
 @dataclass
@@ -198,16 +198,19 @@ def _blocks(
     reader = _Reader(matrix, group_key(matrix.values.schema, groupby), groups, cells, options)
     cells_total = max(float(groups.sizes.sum()), 1.0)
     if matrix.layout == sparse_layout.NAME:
-        # Entries per gene: its non-zero values (the stored share of the cells, on average) and a zero per group.
+        # Entries per gene: its non-zero values (the stored share of the cells, on average) and a zero per group;
+        # then the most a block's genes had so far (selected genes may be far denser than the average).
         stored_share = matrix.values.count_rows() / max(matrix.shape[0] * matrix.shape[1], 1)
-        per_gene = cells_total * stored_share + len(groups.labels)
-        per_block, read = max(1, int(ENTRIES_PER_BLOCK // per_gene)), reader.sparse
+        per_gene, read, most = cells_total * stored_share + len(groups.labels), reader.sparse, len(genes)
     else:
-        per_block = max(1, min(int(ENTRIES_PER_BLOCK // cells_total), dense_layout.GENES_PER_BLOCK))
-        read = reader.dense
-    for start in range(0, len(genes), per_block):
-        block = slice(start, min(start + per_block, len(genes)))
-        yield block, read(genes[block])
+        per_gene, read, most = cells_total, reader.dense, dense_layout.GENES_PER_BLOCK
+    start = 0
+    while start < len(genes):
+        block = slice(start, min(start + max(1, min(int(ENTRIES_PER_BLOCK // per_gene), most)), len(genes)))
+        counts = read(genes[block])
+        per_gene = max(per_gene, len(counts.row) / (block.stop - block.start))
+        yield block, counts
+        start = block.stop
 
 
 @dataclass
@@ -247,15 +250,15 @@ class _Reader:
     def dense(self, genes: np.ndarray) -> ValueCounts:
         values = self.matrix.values
         layout = dense_layout.GeneBlocks.of(values, self.matrix.shape[1])
-        _, columns, kept = layout.chosen(genes)
-        read = [self.key, *layout.keys(), *columns]
-        table = values.to_table(columns=read, filter=conjunction(self.cells, kept), **self.options)
-        self.matrix.last_stats.append(values.last_scan.stats)
-        row = self.groups.rows(table.column(self.key))
-        column_of = {int(gene): index for index, gene in enumerate(genes)}
-        parts = [
-            (row[wanted], at[wanted], table.column(name).to_numpy()[wanted].astype(np.float64))
-            for name, (wanted, at) in zip(columns, layout.targets(table, columns, column_of))
-        ]
+        parts = []
+        for read in layout.reads(genes):
+            columns = [self.key, *layout.keys(), *read.columns]
+            table = values.to_table(columns=columns, filter=conjunction(self.cells, read.filter), **self.options)
+            self.matrix.last_stats.append(values.last_scan.stats)
+            row = self.groups.rows(table.column(self.key))
+            parts += [
+                (row[wanted], at[wanted], table.column(name).to_numpy()[wanted].astype(np.float64))
+                for name, (wanted, at) in zip(read.columns, layout.targets(table, read.columns, genes))
+            ]
         rows, at, value = (np.concatenate(part) for part in zip(*parts)) if parts else (np.zeros(0),) * 3
         return ValueCounts(rows.astype(np.int64), at.astype(np.int64), value, np.ones(len(value)))

@@ -59,14 +59,13 @@ def matrix_slice(
         )
     else:
         layout = GeneBlocks.of(matrix.values, matrix.shape[1])
-        _, columns, kept = layout.chosen(positions)
-        read = ["cell", *layout.keys(), *columns]
-        values = matrix.values.to_table(columns=read, filter=conjunction(selected, kept))
         x = np.zeros((obs.num_rows, len(positions)), dtype=matrix.entry.dtype)
-        rows = row_of[values.column("cell").to_numpy()]
-        column_of = {int(gene): index for index, gene in enumerate(positions)}
-        for name, (wanted, at) in zip(columns, layout.targets(values, columns, column_of)):
-            x[rows[wanted], at[wanted]] = values.column(name).to_numpy()[wanted]
+        for read in layout.reads(positions):
+            columns = ["cell", *layout.keys(), *read.columns]
+            values = matrix.values.to_table(columns=columns, filter=conjunction(selected, read.filter))
+            rows = row_of[values.column("cell").to_numpy()]
+            for name, (wanted, at) in zip(read.columns, layout.targets(values, read.columns, positions)):
+                x[rows[wanted], at[wanted]] = values.column(name).to_numpy()[wanted]
     obs_frame = obs.select([CELL_ID, *cell_metadata_columns(obs.schema)]).to_pandas().set_index(CELL_ID)
     for name in obs_frame.columns:
         if obs.schema.get_field_index(name + SUFFIX) >= 0:  # text labels: categories in their codes' order
