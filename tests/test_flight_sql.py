@@ -314,6 +314,8 @@ def test_administrative_actions(store):
         writer = flight.connect(f"grpc://localhost:{server.port}")
         written = flight.FlightCallOptions(headers=[writer.authenticate_basic_token("writer", "w")])
         assert act(writer, "skyhook.fsck", b'{"repair": true}', written)["clean"] is True
+        metrics = act(reader, "skyhook.metrics")
+        assert metrics["calls"]["do_action"]["calls"] >= 6 and metrics["calls"]["do_action"]["errors"] == 2
     finally:
         server.shutdown()
 
@@ -399,3 +401,32 @@ def test_what_a_hostile_client_sends_costs_it_nothing(store):
             list(client.do_action(flight.Action("CreatePreparedStatement", create)))
     finally:
         server.shutdown()
+
+
+def test_skyhook_serve_runs_until_terminated(tmp_path):
+    """The command an operator runs: it says where it listens, serves, and a
+    SIGTERM stops it once running calls are done."""
+    import signal
+    import sys
+
+    import skyhook
+
+    uri = (tmp_path / "store").as_uri()
+    with skyhook.connect(uri) as store:
+        store.write_dataset("lineitem", TABLE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "skyhook.cli", "serve", "--store", uri, "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        line = process.stdout.readline()
+        assert line.startswith(f"serving {uri} at grpc://localhost:"), line
+        with adbc.connect(line.split(" at ")[1].strip(), autocommit=True) as connection:
+            with connection.cursor() as cursor:
+                cursor.execute("select count(*) as n from lineitem")
+                assert cursor.fetch_arrow_table().column("n").to_pylist() == [ROWS]
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+        assert "call=do_get" in process.stderr.read()  # a log line per call
+    finally:
+        process.kill()

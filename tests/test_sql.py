@@ -71,3 +71,20 @@ def test_the_cli_prints_and_writes_the_result(tpch_store, tmp_path):
     assert result.exit_code == 0 and "wrote 4 rows" in result.stdout, result.output
     failed = runner.invoke(app, ["sql", "selec 1", "--store", tpch_store.uri])
     assert failed.exit_code != 0 and "syntax error" in failed.output
+
+
+@pytest.mark.parametrize("query", [Q1_SQL, Q6_SQL], ids=["q1", "q6"])
+def test_tpch_through_flight_sql_answers_as_duckdb_on_the_files(tpch_store, parquet_files, query):
+    """The same queries from a remote client (skyhook serve, the ADBC driver)."""
+    adbc = pytest.importorskip("adbc_driver_flightsql.dbapi")
+    from skyhook.remote import start_server
+
+    server = start_server(tpch_store)
+    try:
+        with adbc.connect(f"grpc://localhost:{server.port}", autocommit=True) as connection:
+            with connection.cursor() as cursor:
+                cursor.execute(query)
+                remote = cursor.fetch_arrow_table()
+    finally:
+        server.shutdown()
+    assert_same_table(remote, _duckdb_on_files(query, parquet_files))

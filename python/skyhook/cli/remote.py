@@ -4,6 +4,8 @@ users file holds."""
 from __future__ import annotations
 
 import getpass
+import logging
+import signal
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -32,7 +34,13 @@ def serve(
         limits = Limits(query_timeout, queries_per_user, query_memory)
         server = start_server(source, host, port, users, tls_certificate, tls_key, limits)
         scheme = "grpc+tls" if tls_certificate else "grpc"
-        console.print(f"serving {source.uri} at {scheme}://{host}:{server.port}", markup=False)
+        console.print(f"serving {source.uri} at {scheme}://{host}:{server.port}", markup=False, soft_wrap=True)
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+
+        def stop(signal_number: int, frame: object) -> None:
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGTERM, stop)  # as Ctrl-C: running calls finish, then the server stops
         try:
             server.serve()
         except KeyboardInterrupt:

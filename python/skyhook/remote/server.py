@@ -12,6 +12,7 @@ the server between GetFlightInfo and DoGet."""
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import secrets
 import threading
@@ -31,6 +32,7 @@ from skyhook.remote.auth import Caller
 from skyhook.remote.catalog_tables import metadata_table
 from skyhook.remote.dataset_flights import is_objects_ticket, plan_objects, read_objects, request_of
 from skyhook.remote.ingest import ingest
+from skyhook.remote.metrics import Metrics
 from skyhook.sql import check_query, sql_batches, sql_schema
 from skyhook.store import Store
 
@@ -67,18 +69,25 @@ def _answers(method: Callable[..., Any]) -> Callable[..., Any]:
     traceback to the client)."""
 
     @functools.wraps(method)
-    def wrapped(*arguments: Any) -> Any:
+    def wrapped(server: FlightSqlServer, context: flight.ServerCallContext, *arguments: Any) -> Any:
+        started, failure = time.monotonic(), None
         try:
-            return method(*arguments)
-        except flight.FlightError:
+            return method(server, context, *arguments)
+        except flight.FlightError as error:
+            failure = type(error).__name__
             raise
         except PermissionDeniedError as error:
+            failure = type(error).__name__
             raise flight.FlightUnauthorizedError(first_line(error)) from None
         except SkyhookError as error:
+            failure = type(error).__name__
             raise flight.FlightServerError(first_line(error)) from None
         except Exception as error:
+            failure = type(error).__name__
             LOG.exception("Flight SQL %s failed", method.__name__)
             raise flight.FlightInternalError(f"internal error ({type(error).__name__}); see the server's log") from None
+        finally:
+            server.metrics.called(method.__name__, _user(context), time.monotonic() - started, failure)
 
     return wrapped
 
@@ -108,6 +117,7 @@ class FlightSqlServer(flight.FlightServerBase):
         self.running: dict[str | None, int] = {}
         self.prepared: dict[bytes, Prepared] = {}
         self.lock = threading.Lock()
+        self.metrics = Metrics()
 
     # GetFlightInfo / GetSchema: what a command returns, and the ticket that reads it.
 
@@ -218,6 +228,7 @@ class FlightSqlServer(flight.FlightServerBase):
         try:
             batches = rows()
             for batch in batches:
+                self.metrics.streamed(batch.num_rows, batch.nbytes)
                 yield batch if batch.schema == schema else _conformed(batch, schema)
         except (flight.FlightError, GeneratorExit):
             raise
@@ -259,6 +270,8 @@ class FlightSqlServer(flight.FlightServerBase):
             with self.lock:
                 self.prepared.pop(request.prepared_statement_handle, None)
             return iter([])
+        if action.type == "skyhook.metrics":
+            return iter([flight.Result(json.dumps(self.metrics.report()).encode())])
         return iter([flight.Result(run_action(self.store_of(context), action.type, body, _role(context)))])
 
     def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
@@ -266,6 +279,7 @@ class FlightSqlServer(flight.FlightServerBase):
             ("CreatePreparedStatement", "Prepare a SQL statement (Flight SQL)."),
             ("ClosePreparedStatement", "Close a prepared statement (Flight SQL)."),
             *ACTIONS.items(),
+            ("skyhook.metrics", "Calls, errors and latencies per call, rows and bytes streamed."),
         ]
 
     @_answers
