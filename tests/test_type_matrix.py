@@ -112,12 +112,11 @@ FILTERED_AT_CLIENT = PROJECTED_AT_CLIENT | {"decimal256", "duration[s]", "durati
 LITERAL_AT_CLIENT = {"timestamp[ns]", "timestamp[ns, UTC]", "timestamp[ns, NY]"}
 # Known gaps of the aggregate plan, left to its owners: a sum or mean of booleans
 # names an undeclared user-defined type; pyarrow's count of a struct is not modelled.
-# Aggregates whose keys and inputs storage reads by their own type run there; pyarrow
-# aggregates the others at the client (whose semantics a carrier might change), and
-# booleans cast for sum and mean, which pyarrow's Substrait producer cannot write.
+# Aggregates whose keys and inputs storage reads by their own type run there (booleans'
+# sums and means too, cast unsafely, which is exact); pyarrow aggregates the others at
+# the client (whose semantics a carrier might change).
 AGGREGATED_AT_CLIENT = PROJECTED_AT_CLIENT | {"decimal32", "decimal64", "decimal256", "dictionary<string>"}
 AGGREGATED_AT_CLIENT |= {name for name in TYPES if name.endswith("NY]") or name.startswith("duration")}
-BOOLEAN_SUMS = {("bool", "sum"), ("bool", "mean")}
 FORMATS = ["parquet", "ipc"]
 PUSHDOWN = [True, False, "auto"]
 
@@ -252,9 +251,7 @@ def test_aggregates(datasets, name, format, pushdown):
     dataset = datasets(name, format)
     actual = dataset.group_by("g").aggregate(aggregations, pushdown=pushdown)
     assert_same_table(actual.sort_by("g"), expected.sort_by("g"))
-    at_client = name in AGGREGATED_AT_CLIENT or any(
-        item in BOOLEAN_SUMS for item in ((name, f) for _, f in aggregations)
-    )
+    at_client = name in AGGREGATED_AT_CLIENT
     stats = dataset.last_aggregate.stats
     if pushdown == "auto" and not at_client:
         # An object's partials may outgrow the (tiny) object: it is then pushed back, never larger.
