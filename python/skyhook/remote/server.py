@@ -62,30 +62,32 @@ class Prepared:
     parameters: list[list[Any]] = field(default_factory=list)
 
 
-def _answers(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Errors as Flight errors of one line: the request's own (bad SQL, an
-    unknown table) as they are, anything else as an internal error whose
-    details stay in the server's log (a Python exception would send its
+def _flight_error(error: Exception, where: str) -> flight.FlightError:
+    """error as a Flight error of one line: the request's own (bad SQL, an
+    unknown table, a permission) as it is, anything else as an internal error
+    whose details stay in the server's log (a Python exception would send its
     traceback to the client)."""
+    if isinstance(error, flight.FlightError):
+        return error
+    if isinstance(error, PermissionDeniedError):
+        return flight.FlightUnauthorizedError(first_line(error))
+    if isinstance(error, SkyhookError):
+        return flight.FlightServerError(first_line(error))
+    LOG.error("Flight SQL %s failed", where, exc_info=error)
+    return flight.FlightInternalError(f"internal error ({type(error).__name__}); see the server's log")
+
+
+def _answers(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A call's errors as Flight errors (_flight_error), and the call counted in the metrics."""
 
     @functools.wraps(method)
     def wrapped(server: FlightSqlServer, context: flight.ServerCallContext, *arguments: Any) -> Any:
         started, failure = time.monotonic(), None
         try:
             return method(server, context, *arguments)
-        except flight.FlightError as error:
-            failure = type(error).__name__
-            raise
-        except PermissionDeniedError as error:
-            failure = type(error).__name__
-            raise flight.FlightUnauthorizedError(first_line(error)) from None
-        except SkyhookError as error:
-            failure = type(error).__name__
-            raise flight.FlightServerError(first_line(error)) from None
         except Exception as error:
             failure = type(error).__name__
-            LOG.exception("Flight SQL %s failed", method.__name__)
-            raise flight.FlightInternalError(f"internal error ({type(error).__name__}); see the server's log") from None
+            raise _flight_error(error, method.__name__) from None
         finally:
             server.metrics.called(method.__name__, _user(context), time.monotonic() - started, failure)
 
@@ -223,20 +225,15 @@ class FlightSqlServer(flight.FlightServerBase):
         try:
             self._begin(user)
         except SkyhookError as error:
-            raise flight.FlightServerError(first_line(error)) from None
+            raise _flight_error(error, "stream") from None
         batches = None
         try:
             batches = rows()
             for batch in batches:
                 self.metrics.streamed(batch.num_rows, batch.nbytes)
                 yield batch if batch.schema == schema else _conformed(batch, schema)
-        except (flight.FlightError, GeneratorExit):
-            raise
-        except SkyhookError as error:
-            raise flight.FlightServerError(first_line(error)) from None
-        except Exception as error:
-            LOG.exception("Flight SQL stream failed")
-            raise flight.FlightInternalError(f"internal error ({type(error).__name__}); see the server's log") from None
+        except Exception as error:  # GeneratorExit (the client went) is not one: it passes
+            raise _flight_error(error, "stream") from None
         finally:
             close = getattr(batches, "close", None)
             if close is not None:
