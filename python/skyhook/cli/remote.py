@@ -28,10 +28,18 @@ def serve(
     query_timeout: Annotated[float, typer.Option(min=0.001, help="Seconds a query may run.")] = 600.0,
     queries_per_user: Annotated[int, typer.Option(min=1, help="Queries one user may run at once.")] = 8,
     query_memory: Annotated[str, typer.Option(help="DuckDB's memory for one query.")] = "4GB",
+    queue_timeout: Annotated[
+        float, typer.Option(min=0, help="Seconds a query waits for a user's free slot before it is refused.")
+    ] = 10.0,
 ) -> None:
     """Serve the store over Arrow Flight SQL (read-only SQL, the datasets as tables) until interrupted."""
     with open_store(store) as source:
-        limits = Limits(query_timeout, queries_per_user, query_memory)
+        limits = Limits(
+            query_seconds=query_timeout,
+            queries_per_user=queries_per_user,
+            query_memory=query_memory,
+            queue_seconds=queue_timeout,
+        )
         server = start_server(source, host, port, users, tls_certificate, tls_key, limits)
         scheme = "grpc+tls" if tls_certificate else "grpc"
         console.print(f"serving {source.uri} at {scheme}://{host}:{server.port}", markup=False, soft_wrap=True)

@@ -52,6 +52,9 @@ class Limits:
     prepared_per_user: int = 64
     #: Rows of parameters one prepared statement may be bound to.
     parameter_rows: int = 10_000
+    #: How long a query waits for one of its user's slots before it is refused
+    #: (a cancelled query gives its slot back only once DuckDB has stopped).
+    queue_seconds: float = 10.0
 
 
 @dataclass
@@ -119,6 +122,7 @@ class FlightSqlServer(flight.FlightServerBase):
         self.running: dict[str | None, int] = {}
         self.prepared: dict[bytes, Prepared] = {}
         self.lock = threading.Lock()
+        self.slot_freed = threading.Condition(self.lock)
         self.metrics = Metrics()
 
     # GetFlightInfo / GetSchema: what a command returns, and the ticket that reads it.
@@ -204,16 +208,17 @@ class FlightSqlServer(flight.FlightServerBase):
         )
 
     def _begin(self, user: str | None) -> None:
-        with self.lock:
-            running = self.running.get(user, 0)
-            if running >= self.limits.queries_per_user:
+        limit = self.limits.queries_per_user
+        with self.slot_freed:
+            if not self.slot_freed.wait_for(lambda: self.running.get(user, 0) < limit, self.limits.queue_seconds):
                 who = f"user {user!r}" if user else "this server's clients"
-                raise LimitExceededError(f"{who} already run {running} queries (the limit); try again when one ends")
-            self.running[user] = running + 1
+                raise LimitExceededError(f"{who} already run {limit} queries (the limit); try again when one ends")
+            self.running[user] = self.running.get(user, 0) + 1
 
     def _end(self, user: str | None) -> None:
-        with self.lock:
+        with self.slot_freed:
             self.running[user] -= 1
+            self.slot_freed.notify_all()
 
     def _streamed(
         self, user: str | None, schema: pa.Schema, rows: Callable[[], Iterator[pa.RecordBatch]]
