@@ -136,14 +136,19 @@ def _refusal(message: ExtendedExpression, read: list[pa.Field], filters: int) ->
     rewrites its IN lists for storage on the way (storage_form)."""
     if not _types_kept(message, read, filters > 0):
         return "a column it reads travels to storage as another type, on which it would mean something else"
+    if _in_list_values(message) > MAX_IN_VALUES:  # before storage_form: splitting 100,000 values takes seconds
+        return _PAST_LIMITS
     if not storage_form(message, filters=filters):
         return "an IN list whose null semantics Substrait cannot carry"
     refusal = storage_refusal(message)
     if refusal is not None:
         return refusal
     if not _within_storage_limits(message):
-        return "past storage's limits (IN-list values, nesting, nodes)"
+        return _PAST_LIMITS
     return None
+
+
+_PAST_LIMITS = "past storage's limits (IN-list values, nesting, nodes)"
 
 
 def placement_reasons(filter: pc.Expression, schema: pa.Schema) -> list[tuple[pc.Expression, str | None]]:
@@ -218,6 +223,25 @@ _NESTED_LITERALS = {"list", "map", "struct", "empty_list", "empty_map", "user_de
 
 def _flat(literal: Expression.Literal) -> bool:
     return literal.WhichOneof("literal_type") not in _NESTED_LITERALS
+
+
+def _in_list_values(serialized: ExtendedExpression) -> int:
+    """How many values serialized's IN lists hold (literals are not walked)."""
+    pending: list[Message] = [serialized]
+    values = 0
+    while pending:
+        message = pending.pop()
+        if isinstance(message, Expression):
+            if message.WhichOneof("rex_type") == "literal":
+                continue
+            if message.HasField("singular_or_list"):
+                values += len(message.singular_or_list.options)
+                pending.append(message.singular_or_list.value)
+                continue
+        for descriptor, value in message.ListFields():
+            if descriptor.message_type is not None:
+                pending.extend(value if descriptor.is_repeated else [value])
+    return values
 
 
 def _within_storage_limits(serialized: ExtendedExpression) -> bool:

@@ -46,15 +46,19 @@ class _Token:
 class Rewritten:
     """The Python form, and for each of its characters the offset in the original text."""
 
-    text: str = ""
+    parts: list[str] = field(default_factory=list)  # joined once: growing one string is quadratic
     origins: list[int] = field(default_factory=list)
     #: Placeholder identifier -> the column a double-quoted name named.
     quoted: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
     def add(self, text: str, origin: int) -> None:
-        if not self.text:
+        if not self.origins:
             text = text.lstrip()  # a leading space would be an indent
-        self.text += text
+        self.parts.append(text)
         self.origins.extend([origin] * len(text))
 
     def origin(self, offset: int) -> int:
@@ -66,6 +70,8 @@ class Rewritten:
 
 def quotes_a_column(text: str, columns: set[str]) -> bool:
     """Whether text has a double-quoted name of a column (then it is SQL-style)."""
+    if '"' not in text:
+        return False
     return any(token.kind == "string" and _unquoted(token) in columns for token in _tokens(text))
 
 

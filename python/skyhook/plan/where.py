@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.errors import InvalidRequestError, TypeMismatchError, UnknownColumnError
+from skyhook.plan.literal_lists import extract_lists
 from skyhook.plan.sql_filter import MATCHES, is_sql_keyword, quotes_a_column, rewrite_sql
 
 _COMPARISONS: dict[type, Callable[[Any, Any], pc.Expression]] = {
@@ -46,12 +47,13 @@ _EXAMPLE = "write e.g. \"price > 10 and flag in ('A', 'R')\" or, SQL-style, \"pr
 
 
 def parse_where(text: str, schema: pa.Schema) -> pc.Expression:
-    text = text.strip()
+    typed = text.strip()
+    text, lists = extract_lists(typed)  # the same length: offsets in it are offsets in what was typed
     tree = None if quotes_a_column(text, set(schema.names)) else _parse_python(text, schema)
     quoted: dict[str, str] = {}
     if tree is None:
-        tree, quoted = _parse_sql(text, schema)
-    return _Converter(schema, quoted).boolean(tree.body)
+        tree, quoted = _parse_sql(text, typed, schema)
+    return _Converter(schema, quoted, lists).boolean(tree.body)
 
 
 def _parse_python(text: str, schema: pa.Schema) -> ast.Expression | None:
@@ -65,25 +67,27 @@ def _parse_python(text: str, schema: pa.Schema) -> ast.Expression | None:
     return None if any(is_sql_keyword(name) for name in names - set(schema.names)) else tree
 
 
-def _parse_sql(text: str, schema: pa.Schema) -> tuple[ast.Expression, dict[str, str]]:
+def _parse_sql(text: str, typed: str, schema: pa.Schema) -> tuple[ast.Expression, dict[str, str]]:
     """SQL-style text (and the columns its placeholders name), or a mistake:
     then the error points into the text as typed."""
     rewritten = rewrite_sql(text, set(schema.names))
     try:
         return ast.parse(rewritten.text, mode="eval"), rewritten.quoted
     except SyntaxError as error:
-        if not text:
+        if not typed:
             raise InvalidRequestError(f"the filter is empty; {_EXAMPLE}") from None
         at = rewritten.origin((error.offset or 1) - 1)
+        shown = typed if len(typed) <= 200 else typed[:200] + "..."
         raise InvalidRequestError(
-            f"cannot parse filter {text!r} at column {at + 1} ({text[at : at + 20]!r}): {error.msg}; {_EXAMPLE}"
+            f"cannot parse filter {shown!r} at column {at + 1} ({typed[at : at + 20]!r}): {error.msg}; {_EXAMPLE}"
         ) from None
 
 
 class _Converter:
-    def __init__(self, schema: pa.Schema, quoted: dict[str, str]) -> None:
+    def __init__(self, schema: pa.Schema, quoted: dict[str, str], lists: dict[str, list[Any]]) -> None:
         self.schema = schema
         self.quoted = quoted  # placeholder identifier -> the column a quoted name named
+        self.lists = lists  # placeholder identifier -> the values of a long IN list
 
     def boolean(self, node: ast.expr) -> pc.Expression:
         if isinstance(node, ast.BoolOp):
@@ -132,33 +136,43 @@ class _Converter:
         """x in [...] (or one value: SQL's IN (5)), and SQL's BETWEEN and LIKE."""
         if isinstance(right, ast.Call) and isinstance(right.func, ast.Name) and right.func.id in MATCHES:
             return self.match(left, right.func.id, right.args)
-        elements = [right] if self.is_literal(right) else getattr(right, "elts", None)
-        if not isinstance(right, (ast.List, ast.Tuple, ast.Set, ast.Constant, ast.UnaryOp)) or not elements:
-            raise InvalidRequestError(f"'in' needs a list of values, e.g. flag in ('A', 'R'): {ast.unparse(right)}")
-        guarded = self.guarded_membership(left, elements)
+        values = self.extracted_list(right)
+        if values is not None:
+            elements: list[ast.expr] | None = [ast.Constant(value) for value in values]
+        else:
+            elements = [right] if self.is_literal(right) else getattr(right, "elts", None)
+            if not isinstance(right, (ast.List, ast.Tuple, ast.Set, ast.Constant, ast.UnaryOp)) or not elements:
+                raise InvalidRequestError(f"'in' needs a list of values, e.g. flag in ('A', 'R'): {ast.unparse(right)}")
+            if all(self.is_literal(element) for element in elements):
+                values = [self.literal(element) for element in elements]
+        guarded = None if values is None else self.guarded_membership(left, values)
         if guarded is not None:
             return guarded
         # SQL semantics (a null never matches) as OR-ed equalities, for a list with a null or NaN
         # or a value that is not a column.
         return _balanced(operator.or_, [self.compare(left, ast.Eq, element) for element in elements])
 
-    def guarded_membership(self, left: ast.expr, elements: list[ast.expr]) -> pc.Expression | None:
+    def extracted_list(self, node: ast.expr) -> list[Any] | None:
+        """The values of a long IN list literal_lists.py took out (its placeholder
+        alone, or in brackets), or None."""
+        if isinstance(node, (ast.List, ast.Tuple)) and len(node.elts) == 1:
+            node = node.elts[0]
+        return self.lists.get(node.id) if isinstance(node, ast.Name) else None
+
+    def guarded_membership(self, left: ast.expr, values: list[Any]) -> pc.Expression | None:
         """A column in a list of literals as DuckDB writes it, `if_else(is_valid(x), is_in(x, L),
         null)`: SQL's semantics in any context, one node whatever L's length (storage runs it,
         plan/substrait.py). None when the list holds a null or NaN or a value of another type."""
         column_type = self.type_of(left)
-        if column_type is None or not all(self.is_literal(element) for element in elements):
+        if column_type is None:
             return None
-        try:
-            values = [_coerce(self.literal(element), column_type) for element in elements]
-        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, decimal.InvalidOperation):
-            return None
-        if any(value is None or not value.is_valid or _is_nan(value) for value in values):
-            return None
-        column = self.value(left)
         # A dictionary column's values are matched, as its equalities match them.
         value_type = column_type.value_type if pa.types.is_dictionary(column_type) else column_type
-        in_list = pc.is_in(column, value_set=pa.array([value.as_py() for value in values], value_type))
+        value_set = _exact_value_set(values, value_type)
+        if value_set is None:
+            return None
+        column = self.value(left)
+        in_list = pc.is_in(column, value_set=value_set)
         return pc.if_else(column.is_valid(), in_list, pa.scalar(None, pa.bool_()))
 
     def match(self, left: ast.expr, kind: str, arguments: list[ast.expr]) -> pc.Expression:
@@ -179,7 +193,7 @@ class _Converter:
     def compare_with_literal(self, column: pc.Expression, type: pa.DataType, op: type, value: Any) -> pc.Expression:
         try:
             literal = _coerce(value, type)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, decimal.InvalidOperation):
+        except _UNREPRESENTABLE:
             literal = None
         if literal is not None:
             return _COMPARISONS[op](column, pc.scalar(literal))
@@ -243,6 +257,31 @@ def _balanced(combine: Callable[[pc.Expression, pc.Expression], pc.Expression], 
 
 def _is_nan(value: pa.Scalar) -> bool:
     return pa.types.is_floating(value.type) and value.as_py() != value.as_py()
+
+
+# What converting a literal to a column's type raises when the type cannot hold it.
+_UNREPRESENTABLE = (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError, OverflowError, decimal.InvalidOperation)
+
+
+def _exact_value_set(values: list[Any], type: pa.DataType) -> pa.Array | None:
+    """values as an array of type, or None if one would change value or is a
+    null or NaN. Integers and strings convert at once (a long IN list), the
+    rest value by value."""
+    kinds = {value.__class__ for value in values}
+    if (kinds == {int} and pa.types.is_integer(type)) or (
+        kinds == {str} and (pa.types.is_string(type) or pa.types.is_large_string(type))
+    ):
+        try:
+            return pa.array(values).cast(type)  # a safe cast: out of range fails
+        except _UNREPRESENTABLE:
+            return None
+    try:
+        scalars = [_coerce(value, type) for value in values]
+    except _UNREPRESENTABLE:
+        return None
+    if any(scalar is None or not scalar.is_valid or _is_nan(scalar) for scalar in scalars):
+        return None
+    return pa.array([scalar.as_py() for scalar in scalars], type)
 
 
 def _coerce(value: Any, type: pa.DataType) -> pa.Scalar | None:
