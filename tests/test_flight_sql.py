@@ -20,6 +20,7 @@ adbc = pytest.importorskip("adbc_driver_flightsql.dbapi")
 from adbc_driver_manager import Error as AdbcError  # noqa: E402
 
 from skyhook.remote import password_hash, start_server  # noqa: E402
+from support.certificates import self_signed  # noqa: E402
 
 ROWS = 5000
 TABLE = pa.table(
@@ -95,14 +96,7 @@ def test_mistakes_are_one_line_and_leave_the_server_healthy(served):
 
 @pytest.fixture
 def certificate(tmp_path):
-    """A self-signed certificate for localhost."""
-    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
-         "-addext", "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return cert, key
+    return self_signed(tmp_path)
 
 
 def test_only_the_right_password_over_tls_gets_in(store, tmp_path, certificate):
@@ -134,7 +128,7 @@ def test_malformed_requests_get_one_line(served):
     """What no driver sends but anyone can: garbage commands, paths, tickets, actions."""
     import pyarrow.flight as flight
 
-    from skyhook.remote import messages
+    from skyhook.flight import messages
 
     _, uri = served
     client = flight.connect(uri)
@@ -199,7 +193,8 @@ def test_polars_reads_through_the_adbc_connection(served):
 def test_limits_stop_long_and_excess_queries(store):
     import pyarrow.flight as flight
 
-    from skyhook.remote import Limits, messages
+    from skyhook.flight import messages
+    from skyhook.remote import Limits
 
     store.write_dataset("lineitem", TABLE)
     server = start_server(store, limits=Limits(query_seconds=1.0, queries_per_user=1, queue_seconds=0.5))
@@ -367,7 +362,8 @@ def test_what_a_hostile_client_sends_costs_it_nothing(store):
     case-sensitive, prepared statements piled up without bound."""
     import pyarrow.flight as flight
 
-    from skyhook.remote import Limits, messages
+    from skyhook.flight import messages
+    from skyhook.remote import Limits
 
     store.write_dataset("lineitem", TABLE)
     server = start_server(store, limits=Limits(query_seconds=5.0, queries_per_user=1, prepared_per_user=2))

@@ -35,12 +35,14 @@ LIBRARY: dict[str, set[str]] = {
     "distributed": {"native", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
     "dataset": {"native"} | CLIENT | FOUNDATION,
     "sql": {"dataset"} | CLIENT | FOUNDATION,
-    "store": {"dataset", "sql"} | CLIENT | FOUNDATION,
+    # The client of a served store (skyhook serve): Flight, nothing of the local client.
+    "flight": FOUNDATION,
+    "store": {"dataset", "sql", "flight"} | CLIENT | FOUNDATION,
     "skyhook": {"store", "dataset", "sql"} | CLIENT | FOUNDATION,
     # The gene-expression use case (issue 12), over the whole client; only the CLI uses it.
     "expression": {"skyhook", "store", "dataset"} | CLIENT | FOUNDATION,
     # Remote access (Flight SQL) over the whole client; only the CLI uses it.
-    "remote": {"skyhook", "store", "dataset", "sql"} | CLIENT | FOUNDATION,
+    "remote": {"skyhook", "store", "dataset", "sql", "flight"} | CLIENT | FOUNDATION,
 }
 # The command line and the developer tooling (dev cluster, TPC-H, demo) may use
 # anything; the library never imports either of them.

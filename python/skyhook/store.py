@@ -48,6 +48,8 @@ from skyhook.sql import run_sql
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from skyhook.flight.client import RemoteStore
+
 # fsck counts a RADOS write whose writer has been silent this long as abandoned.
 DEFAULT_FSCK_GRACE_SECONDS = 600
 
@@ -59,10 +61,15 @@ def connect(
     retention_seconds: float = DEFAULT_RETENTION_SECONDS,
     workload_log: int | None = None,
     link_bytes_per_second: float | None = None,
-) -> Store:
+    user: str | None = None,
+    password: str | None = None,
+) -> Store | RemoteStore:
     """Open a store: ``file:///abs/path`` (or a plain path) for the embedded store,
     ``ceph://POOL?conf=/path/ceph.conf[&namespace=NS][&user=NAME][&keyring=/path][&timeout=SECONDS]``
-    for RADOS (every Ceph operation fails after the timeout, 30 s by default).
+    for RADOS (every Ceph operation fails after the timeout, 30 s by default),
+    ``grpc[+tls]://HOST:PORT[?user=NAME][&ca=/path/ca.pem]`` for a store served
+    by ``skyhook serve`` (user and password: its account; the password, if not
+    given, from the environment's SKYHOOK_PASSWORD).
     An embedded store that does not exist yet is created, or with create=False
     is a StoreNotFoundError (so a mistyped path is not silently a new, empty
     store); a Ceph pool must exist either way. retention_seconds: how long the
@@ -83,6 +90,10 @@ def connect(
         or link_bytes_per_second <= 0
     ):
         raise InvalidRequestError(f"link_bytes_per_second must be a number > 0, not {link_bytes_per_second!r}")
+    if isinstance(uri, str) and urlparse(uri).scheme.startswith("grpc"):
+        from skyhook.flight.client import RemoteStore  # pyarrow.flight only for those who use it
+
+        return RemoteStore(uri, user, password)
     store = _connected(uri, create, retention_seconds)
     store.backend.workload_log_records = workload_log
     store.backend.link_bytes_per_second = link_bytes_per_second
@@ -118,7 +129,9 @@ def _connected(uri: str, create: bool, retention_seconds: float) -> Store:
             options["timeout_seconds"] = int(timeout)
         options["replica_reads"] = replica_reads == "1"
         return Store(RadosBackend(parsed.netloc, options.pop("conf"), **options), retention_seconds)
-    raise InvalidRequestError(f"unsupported store URI {uri!r}: expected file:///path or ceph://POOL?conf=...")
+    raise InvalidRequestError(
+        f"unsupported store URI {uri!r}: expected file:///path, ceph://POOL?conf=... or grpc[+tls]://HOST:PORT"
+    )
 
 
 def _flush_at_exit(backend: weakref.ref[Backend]) -> None:

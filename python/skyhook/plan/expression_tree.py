@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from skyhook.errors import InvalidRequestError
+from skyhook.errors import InvalidRequestError, first_line
 
 #: Storage refuses deeper expressions (cpp/skyhook/substrait/checks.h).
 MAX_EXPRESSION_DEPTH = 256
@@ -33,6 +33,7 @@ SERIALIZATION_BUDGET = 2**18
 _ASSOCIATIVE = {b"and", b"or", b"and_kleene", b"or_kleene"}
 
 Entry = tuple[bytes, bytes]
+_COLUMN_KEYS = (b"literal", b"options")  # entries whose value is a column of the batch
 
 
 class NotSerializable(Exception):
@@ -44,6 +45,7 @@ class _Node:
     entries: list[Entry]  # a leaf's entry; a call's "call", then its "options" entry if any
     operands: list[_Node] = field(default_factory=list)
     depth: int = 1  # levels, once chains are balanced
+    below: int = 0  # the deepest operand's depth (kept as operands come: chains are long)
 
     @property
     def chain(self) -> bytes | None:
@@ -72,6 +74,36 @@ def serializable(expression: pc.Expression) -> pc.Expression:
     return expression if balanced == entries else _rebuilt(balanced, batch)
 
 
+def deserialized(data: bytes, functions: frozenset[str]) -> pc.Expression:
+    """An expression in Arrow's serialization (what pickling writes) from an
+    untrusted sender, calling only functions: the IPC file validated in full
+    and the tree checked (depth, calls) and rebuilt balanced before Arrow
+    reads it (recursively: a chain of 100,000 ANDs would overflow its stack)."""
+    try:
+        reader = pa.ipc.open_file(pa.py_buffer(data))
+        if reader.num_record_batches != 1:
+            raise ValueError(f"{reader.num_record_batches} record batches, not one")
+        batch = reader.get_batch(0)
+        batch.validate(full=True)
+        entries = _metadata_entries(reader.schema)
+        root = _tree(entries)
+    except (pa.ArrowException, OSError, ValueError, IndexError, KeyError, TypeError, struct.error) as error:
+        raise InvalidRequestError(f"a serialized expression that does not decode: {first_line(error)}") from None
+    called = sorted({value.decode(errors="replace") for key, value in entries if key == b"call"} - functions)
+    if called:
+        raise InvalidRequestError(
+            f"a filter here may not call {called[0][:64]!r}; it may call {', '.join(sorted(functions))}"
+        )
+    if root.depth > MAX_EXPRESSION_DEPTH:
+        raise InvalidRequestError(f"the expression is nested {root.depth} levels deep; at most {MAX_EXPRESSION_DEPTH}")
+    balanced: list[Entry] = []
+    _emit(root, 0, balanced)
+    try:
+        return _rebuilt(balanced, batch)
+    except (pa.ArrowException, OSError, ValueError, TypeError) as error:
+        raise InvalidRequestError(f"a serialized expression that does not decode: {first_line(error)}") from None
+
+
 def conjuncts(expression: pc.Expression) -> list[pc.Expression]:
     """The operands of expression's top-level AND (itself if it is none): a row
     passes the filter exactly when it passes each of them."""
@@ -86,8 +118,17 @@ def conjuncts(expression: pc.Expression) -> list[pc.Expression]:
     for operand in root.operands:
         part: list[Entry] = []
         _emit(operand, 0, part)
-        parts.append(_rebuilt(part, batch))
+        parts.append(_rebuilt(*_compacted(part, batch)))
     return parts
+
+
+def _compacted(entries: list[Entry], batch: pa.RecordBatch) -> tuple[list[Entry], pa.RecordBatch]:
+    """entries with only the columns of batch (literals, options) they use,
+    renumbered: each of 3,000 conjuncts would otherwise carry all 3,000 literals."""
+    used = sorted({int(value) for key, value in entries if key in _COLUMN_KEYS})
+    renumbered = {str(old).encode(): str(new).encode() for new, old in enumerate(used)}
+    entries = [(key, renumbered[value]) if key in _COLUMN_KEYS else (key, value) for key, value in entries]
+    return entries, batch.select(used)
 
 
 def field_names(expression: pc.Expression) -> set[str] | None:
@@ -152,16 +193,17 @@ def _tree(entries: list[Entry]) -> _Node:
         parent = open_calls[-1]
         if parent.chain is not None and node.chain == parent.chain:
             parent.operands.extend(node.operands)
+            parent.below = max(parent.below, node.below)
         else:
             parent.operands.append(node)
+            parent.below = max(parent.below, node.depth)
     raise ValueError("Arrow's serialization of the expression ends inside a call")
 
 
 def _depth(node: _Node) -> int:
-    below = max((operand.depth for operand in node.operands), default=0)
     if node.chain is None or len(node.operands) <= 2:
-        return 1 + below
-    return (len(node.operands) - 1).bit_length() + below  # a balanced tree of binary calls
+        return 1 + node.below
+    return (len(node.operands) - 1).bit_length() + node.below  # a balanced tree of binary calls
 
 
 def _emit(node: _Node, level: int, out: list[Entry]) -> int:

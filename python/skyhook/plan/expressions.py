@@ -101,6 +101,10 @@ class FilterPlacement:
     client_reads: set[str]  # those the client's part reads
 
 
+#: A filter storage cannot run whole is split into its conjuncts up to this many.
+MAX_PLACED_CONJUNCTS = 256
+
+
 def place_filter(filter: pc.Expression, schema: pa.Schema) -> FilterPlacement:
     """The filter whole in storage if it can go there, else each of its top-level
     conjuncts that can (`price > 100 AND match_like(comment, ...)`: the
@@ -109,8 +113,10 @@ def place_filter(filter: pc.Expression, schema: pa.Schema) -> FilterPlacement:
     if substrait is not None:
         return FilterPlacement(substrait, None, reads, set())
     parts = conjuncts(filter)
+    if len(parts) > MAX_PLACED_CONJUNCTS:  # each is serialized and checked on its own
+        return FilterPlacement(None, filter, reads, reads)
     storable = [filter_for_storage(part, schema)[0] is not None for part in parts]
-    if len(parts) > 1 and any(storable):
+    if any(storable) and not all(storable):  # (all of them but not together: past storage's bounds)
         pushed = functools.reduce(operator.and_, [part for part, ok in zip(parts, storable) if ok])
         rest = functools.reduce(operator.and_, [part for part, ok in zip(parts, storable) if not ok])
         substrait = filter_for_storage(pushed, schema)[0]  # None past the IN-list bounds together

@@ -10,7 +10,7 @@ from google.protobuf.message import Message
 
 import skyhook
 from skyhook.errors import InvalidRequestError
-from skyhook.remote import messages
+from skyhook.flight import messages
 from skyhook.store import Store
 
 SCHEMA_NAME = "main"

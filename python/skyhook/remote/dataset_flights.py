@@ -10,18 +10,21 @@ an error, never as other rows."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.flight as flight
 
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.dataset import reopen_dataset
 from skyhook.errors import InvalidRequestError
 from skyhook.execution.scan_plan import plan_scan
+from skyhook.plan.expression_tree import deserialized
 from skyhook.plan.where import parse_where
 from skyhook.store import Store
 
@@ -29,13 +32,31 @@ from skyhook.store import Store
 DEFAULT_ENDPOINTS = 4
 _MAX_ENDPOINTS = 1024
 _TICKET = "skyhook.objects"
+_MAX_EXPRESSION_CHARACTERS = 4 << 20
+#: What a client's pyarrow expression may call: comparisons, logic, null
+#: tests, arithmetic, casts and string matches; nothing that builds large
+#: values (repeat, pad) or depends on anything but the row.
+REMOTE_FUNCTIONS = frozenset(
+    {
+        *("equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "is_in", "index_in"),
+        *("and", "or", "and_kleene", "or_kleene", "and_not", "and_not_kleene", "xor", "invert", "if_else"),
+        *("is_null", "is_valid", "is_nan", "is_finite", "is_infinite", "true_unless_null", "coalesce"),
+        *("add", "add_checked", "subtract", "subtract_checked", "multiply", "multiply_checked"),
+        *("divide", "divide_checked", "negate", "negate_checked", "abs", "abs_checked", "cast"),
+        *("starts_with", "ends_with", "match_substring", "match_substring_regex", "match_like"),
+        *("utf8_lower", "utf8_upper", "utf8_length", "binary_length", "year", "month", "day"),
+    }
+)
 
 
 @dataclass(frozen=True)
 class ObjectsRequest:
     dataset: str
     columns: list[str] | None = None
+    #: A text filter (the --where grammar), or a pyarrow expression in Arrow's
+    #: serialization (what pickling writes), base64.
     filter: str | None = None
+    expression: str | None = None
     endpoints: int = DEFAULT_ENDPOINTS
 
 
@@ -55,12 +76,13 @@ def request_of(descriptor: flight.FlightDescriptor) -> ObjectsRequest | None:
         request = ObjectsRequest(**fields)
     except (ValueError, TypeError) as error:
         raise InvalidRequestError(
-            f"a dataset request is JSON of dataset, columns, filter, endpoints: {error}"
+            f"a dataset request is JSON of dataset, columns, filter or expression, endpoints: {error}"
         ) from None
     valid = (
         isinstance(request.dataset, str)
         and (request.columns is None or all(isinstance(name, str) for name in request.columns))
         and (request.filter is None or isinstance(request.filter, str))
+        and (request.expression is None or (isinstance(request.expression, str) and request.filter is None))
         and isinstance(request.endpoints, int)
         and 1 <= request.endpoints <= _MAX_ENDPOINTS
     )
@@ -72,7 +94,7 @@ def request_of(descriptor: flight.FlightDescriptor) -> ObjectsRequest | None:
 def plan_objects(store: Store, request: ObjectsRequest) -> tuple[pa.Schema, list[bytes]]:
     """(the rows' schema, a ticket per group of the objects left after pruning, groups of about equal bytes)."""
     dataset = store.dataset(request.dataset)
-    filter = parse_where(request.filter, dataset.schema) if request.filter else None
+    filter = _filter(request.filter, request.expression, dataset.schema)
     plan = plan_scan(dataset.schema, request.columns, filter)
     position = {partition.number: index for index, partition in enumerate(dataset.manifest.partitions)}
     kept = matching_partitions(dataset.manifest, plan.pruning_filter, plan.filter_reads)
@@ -101,7 +123,7 @@ def read_objects(store: Store, ticket: bytes) -> tuple[pa.Schema, Iterator[pa.Re
     except (ValueError, KeyError, TypeError):
         raise InvalidRequestError("a malformed dataset ticket") from None
     dataset = reopen_dataset(store, name, generation, None)
-    filter = parse_where(fields["filter"], dataset.schema) if fields.get("filter") else None
+    filter = _filter(fields.get("filter"), fields.get("expression"), dataset.schema)
     schema = plan_scan(dataset.schema, fields.get("columns"), filter).projected_schema
     fragments = list(dataset.get_fragments())
     if not all(0 <= index < len(fragments) for index in objects):
@@ -113,3 +135,18 @@ def read_objects(store: Store, ticket: bytes) -> tuple[pa.Schema, Iterator[pa.Re
                 yield batch if batch.schema == schema else pa.RecordBatch.from_arrays(batch.columns, schema=schema)
 
     return schema, batches()
+
+
+def _filter(text: str | None, expression: str | None, schema: pa.Schema) -> pc.Expression | None:
+    """A request's filter, text or a serialized pyarrow expression."""
+    if text:
+        return parse_where(text, schema)
+    if not expression:
+        return None
+    if len(expression) > _MAX_EXPRESSION_CHARACTERS:
+        raise InvalidRequestError(f"a filter expression over {_MAX_EXPRESSION_CHARACTERS} characters")
+    try:
+        data = base64.b64decode(expression, validate=True)
+    except ValueError:
+        raise InvalidRequestError("a filter expression that is not base64") from None
+    return deserialized(data, REMOTE_FUNCTIONS)

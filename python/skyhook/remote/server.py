@@ -26,7 +26,7 @@ import pyarrow.flight as flight
 
 import skyhook
 from skyhook.errors import InvalidRequestError, LimitExceededError, PermissionDeniedError, SkyhookError, first_line
-from skyhook.remote import messages
+from skyhook.flight import messages
 from skyhook.remote.admin_actions import ACTIONS, run_action
 from skyhook.remote.auth import Caller
 from skyhook.remote.catalog_tables import metadata_table
@@ -72,10 +72,11 @@ def _flight_error(error: Exception, where: str) -> flight.FlightError:
     traceback to the client)."""
     if isinstance(error, flight.FlightError):
         return error
+    kind = type(error).__name__.encode()  # the client raises the same SkyhookError (flight/client.py)
     if isinstance(error, PermissionDeniedError):
-        return flight.FlightUnauthorizedError(first_line(error))
+        return flight.FlightUnauthorizedError(first_line(error), kind)
     if isinstance(error, SkyhookError):
-        return flight.FlightServerError(first_line(error))
+        return flight.FlightServerError(first_line(error), kind)
     LOG.error("Flight SQL %s failed", where, exc_info=error)
     return flight.FlightInternalError(f"internal error ({type(error).__name__}); see the server's log")
 
