@@ -400,8 +400,10 @@ def test_what_a_hostile_client_sends_costs_it_nothing(store):
 
 
 def test_skyhook_serve_runs_until_terminated(tmp_path):
-    """The command an operator runs: it says where it listens, serves, and a
-    SIGTERM stops it once running calls are done."""
+    """The command an operator runs: settings from a file, the environment
+    and options (in that order of strength); it says where it listens, serves,
+    and a SIGTERM stops it once running calls are done."""
+    import os
     import signal
     import sys
 
@@ -410,19 +412,30 @@ def test_skyhook_serve_runs_until_terminated(tmp_path):
     uri = (tmp_path / "store").as_uri()
     with skyhook.connect(uri) as store:
         store.write_dataset("lineitem", TABLE)
+    settings = tmp_path / "serve.toml"
+    settings.write_text(f'store = "{uri}"\nport = 31999\nquery_timeout = 600\n')
+    environment = {**os.environ, "SKYHOOK_SERVE_QUERY_TIMEOUT": "1.5"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "skyhook.cli", "serve", "--store", uri, "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "skyhook.cli", "serve", "--config", str(settings), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment,
     )  # fmt: skip
     try:
         line = process.stdout.readline()
-        assert line.startswith(f"serving {uri} at grpc://localhost:"), line
+        assert line.startswith(f"serving {uri} at grpc://localhost:") and ":31999" not in line, line
         with adbc.connect(line.split(" at ")[1].strip(), autocommit=True) as connection:
             with connection.cursor() as cursor:
                 cursor.execute("select count(*) as n from lineitem")
                 assert cursor.fetch_arrow_table().column("n").to_pylist() == [ROWS]
+                with pytest.raises(AdbcError, match=r"past its time limit of 1.5 s"):
+                    cursor.execute("select count(*) from lineitem a, lineitem b, lineitem c")
+                    cursor.fetch_arrow_table()
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
         assert "call=do_get" in process.stderr.read()  # a log line per call
     finally:
         process.kill()
+    settings.write_text("query_timeot = 5\n")
+    wrong = subprocess.run(
+        [sys.executable, "-m", "skyhook.cli", "serve", "--config", str(settings)], capture_output=True, text=True
+    )
+    assert wrong.returncode == 2 and "names no setting 'query_timeot'" in wrong.stderr
