@@ -227,6 +227,23 @@ def test_limits_stop_long_and_excess_queries(store):
         server.shutdown()
 
 
+def test_a_result_past_its_byte_limit_stops_with_an_error(store):
+    from skyhook.remote import Limits
+
+    store.write_dataset("lineitem", TABLE, rows_per_object=1000)
+    server = start_server(store, limits=Limits(result_bytes=20_000))
+    try:
+        with adbc.connect(f"grpc://localhost:{server.port}", autocommit=True) as connection:
+            with connection.cursor() as cursor:
+                with pytest.raises(AdbcError, match="the result passed 20000 bytes"):
+                    cursor.execute("select * from lineitem")
+                    cursor.fetch_arrow_table()
+                cursor.execute("select flag, count(*) as n from lineitem group by flag")
+                assert cursor.fetch_arrow_table().num_rows == 3
+    finally:
+        server.shutdown()
+
+
 def test_writers_load_data_readers_cannot(store):
     users = {"writer": {"password": password_hash("w"), "role": "writer"}, "reader": password_hash("r")}
     server = start_server(store, users=users)

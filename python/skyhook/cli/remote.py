@@ -67,6 +67,10 @@ def serve(
     query_memory: Annotated[
         str, typer.Option(envvar=_env("query_memory"), help="DuckDB's memory for one query.")
     ] = "4GB",
+    result_bytes: Annotated[
+        Optional[int],
+        typer.Option(min=1, envvar=_env("result_bytes"), help="Bytes one query may stream (default: unbounded)."),
+    ] = None,
     queue_timeout: Annotated[
         float,
         typer.Option(
@@ -90,6 +94,7 @@ def serve(
             queries_per_user=queries_per_user,
             query_memory=query_memory,
             queue_seconds=queue_timeout,
+            result_bytes=result_bytes,
         )
         server = start_server(source, host, port, users, tls_certificate, tls_key, limits)
         scheme = "grpc+tls" if tls_certificate else "grpc"

@@ -52,6 +52,8 @@ class Limits:
     prepared_per_user: int = 64
     #: Rows of parameters one prepared statement may be bound to.
     parameter_rows: int = 10_000
+    #: Bytes one query may stream to its client (Arrow's in-memory size; None: unbounded).
+    result_bytes: int | None = None
     #: How long a query waits for one of its user's slots before it is refused
     #: (a cancelled query gives its slot back only once DuckDB has stopped).
     queue_seconds: float = 10.0
@@ -232,10 +234,16 @@ class FlightSqlServer(flight.FlightServerBase):
             self._begin(user)
         except SkyhookError as error:
             raise _flight_error(error, "stream") from None
-        batches = None
+        batches, sent, limit = None, 0, self.limits.result_bytes
         try:
             batches = rows()
             for batch in batches:
+                sent += batch.nbytes
+                if limit is not None and sent > limit:
+                    raise LimitExceededError(
+                        f"the result passed {limit} bytes (the server's limit per query): "
+                        "select fewer rows or columns, or aggregate"
+                    )
                 self.metrics.streamed(batch.num_rows, batch.nbytes)
                 yield batch if batch.schema == schema else _conformed(batch, schema)
         except Exception as error:  # GeneratorExit (the client went) is not one: it passes
