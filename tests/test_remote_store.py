@@ -196,3 +196,21 @@ def test_mutated_expressions_get_errors_and_leave_the_server_healthy(store):
         assert rows(seeds[1]) > 0  # still healthy
     finally:
         server.shutdown()
+
+
+@pytest.mark.parametrize("compression", ["zstd", "lz4"])
+def test_compressed_streams_read_the_same(store, compression):
+    adbc = pytest.importorskip("adbc_driver_flightsql.dbapi")
+    store.write_dataset("lineitem", TABLE, rows_per_object=1000)
+    server = start_server(store, compression=compression)
+    uri = f"grpc://localhost:{server.port}"
+    try:
+        with skyhook.connect(uri) as opened:
+            assert opened.dataset("lineitem").to_table(filter="flag != 'N'").equals(
+                store.dataset("lineitem").to_table(filter="flag != 'N'")
+            )
+        with adbc.connect(uri, autocommit=True) as connection, connection.cursor() as cursor:
+            cursor.execute("select * from lineitem order by id")
+            assert cursor.fetch_arrow_table().equals(TABLE)
+    finally:
+        server.shutdown()

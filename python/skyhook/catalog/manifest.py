@@ -243,6 +243,19 @@ class Manifest:
                 )
         return None
 
+    def subset(self, numbers: list[int]) -> Manifest:
+        """The partitions at these positions, numbered anew in that order, with
+        their statistics: what a scan of just those objects reads (never published)."""
+        taken = pa.array(numbers, pa.int64())
+        return replace(
+            self,
+            partitions=tuple(replace(self.partitions[n], number=i) for i, n in enumerate(numbers)),
+            statistics=self.statistics.take(taken),
+            object_statistics=self.object_statistics.take(taken),
+            history=(),
+            kept=(),
+        )
+
     def to_bytes(self) -> bytes:
         table = pa.table(
             {

@@ -77,6 +77,9 @@ def serve(
             min=0, envvar=_env("queue_timeout"), help="Seconds a query waits for a user's free slot before refusal."
         ),
     ] = 10.0,
+    compression: Annotated[
+        str, typer.Option(envvar=_env("compression"), help="Codec of the batches streamed: zstd, lz4 or none.")
+    ] = "none",
     config: Annotated[
         Optional[Path],
         typer.Option(
@@ -96,7 +99,8 @@ def serve(
             queue_seconds=queue_timeout,
             result_bytes=result_bytes,
         )
-        server = start_server(source, host, port, users, tls_certificate, tls_key, limits)
+        codec = None if compression == "none" else compression
+        server = start_server(source, host, port, users, tls_certificate, tls_key, limits, codec)
         scheme = "grpc+tls" if tls_certificate else "grpc"
         console.print(f"serving {source.uri} at {scheme}://{host}:{server.port}", markup=False, soft_wrap=True)
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")

@@ -5,8 +5,6 @@ then read whole and filtered by this process, as any scan does)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -27,15 +25,7 @@ def scan_sources(
 ) -> tuple[pa.Table, ScanStatistics]:
     """The rows of sources (objects of manifest, read in their order) that pass
     filter, with columns (None: all); the scan's statistics."""
-    numbers = source_numbers(manifest, sources)
-    subset = replace(
-        manifest,
-        partitions=tuple(replace(manifest.partitions[n], number=i) for i, n in enumerate(numbers)),
-        statistics=manifest.statistics.take(pa.array(numbers, pa.int64())),
-        object_statistics=manifest.object_statistics.take(pa.array(numbers, pa.int64())),
-        history=(),
-        kept=(),
-    )
+    subset = manifest.subset(source_numbers(manifest, sources))
     execution = ScanExecution(
         DatasetObjects(subset, backend), columns, filter, options=ScanOptions(pushdown=True), logged=False
     )

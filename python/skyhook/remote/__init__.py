@@ -20,12 +20,15 @@ def start_server(
     tls_certificate: str | Path | None = None,
     tls_key: str | Path | None = None,
     limits: Limits = Limits(),
+    compression: str | None = None,
 ) -> FlightSqlServer:
     """A running Flight SQL server over store (port 0: a free one; server.port
     tells). users: user -> password_hash(...) or {"password": ..., "role":
     "reader" | "writer"}, or a JSON file of them (None: no authentication, and
     no writes). With a certificate and key (PEM files), TLS. limits:
-    each query's time, each user's queries at once."""
+    each query's time, each user's queries at once. compression: the codec
+    of the batches streamed ("zstd" or "lz4": fewer bytes on a slow link, more
+    CPU at both ends; None: none)."""
     auth = None
     if users is not None:
         auth = (
@@ -42,7 +45,7 @@ def start_server(
         certificates = [(Path(tls_certificate).read_bytes(), Path(tls_key).read_bytes())]
         scheme = "grpc+tls"
     address = f"[{host}]" if ":" in host else host  # an IPv6 literal
-    return FlightSqlServer(store, f"{scheme}://{address}:{port}", certificates, auth, limits)
+    return FlightSqlServer(store, f"{scheme}://{address}:{port}", certificates, auth, limits, compression)
 
 
 __all__ = ["FlightSqlServer", "Limits", "password_hash", "start_server"]

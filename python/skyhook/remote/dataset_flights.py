@@ -23,6 +23,8 @@ import pyarrow.flight as flight
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.dataset import reopen_dataset
 from skyhook.errors import InvalidRequestError
+from skyhook.execution.dataset_objects import DatasetObjects
+from skyhook.execution.scan_execution import ScanExecution
 from skyhook.execution.scan_plan import plan_scan
 from skyhook.plan.expression_tree import deserialized
 from skyhook.plan.where import parse_where
@@ -122,19 +124,23 @@ def read_objects(store: Store, ticket: bytes) -> tuple[pa.Schema, Iterator[pa.Re
         name, generation, objects = fields["dataset"], fields["generation"], [int(n) for n in fields["objects"]]
     except (ValueError, KeyError, TypeError):
         raise InvalidRequestError("a malformed dataset ticket") from None
-    dataset = reopen_dataset(store, name, generation, None)
-    filter = _filter(fields.get("filter"), fields.get("expression"), dataset.schema)
-    schema = plan_scan(dataset.schema, fields.get("columns"), filter).projected_schema
-    fragments = list(dataset.get_fragments())
-    if not all(0 <= index < len(fragments) for index in objects):
+    manifest = reopen_dataset(store, name, generation, None).manifest
+    filter = _filter(fields.get("filter"), fields.get("expression"), manifest.schema)
+    plan = plan_scan(manifest.schema, fields.get("columns"), filter)
+    if not all(0 <= index < len(manifest.partitions) for index in objects):
         raise InvalidRequestError("a dataset ticket names objects the dataset does not have")
+    # The ticket's objects scanned as a dataset of their own: in parallel, the cost model choosing.
+    execution = ScanExecution(DatasetObjects(manifest.subset(objects), store.backend), plan.columns, filter, plan=plan)
 
     def batches() -> Iterator[pa.RecordBatch]:
-        for index in objects:
-            for batch in fragments[index].to_batches(columns=schema.names, filter=filter):
-                yield batch if batch.schema == schema else pa.RecordBatch.from_arrays(batch.columns, schema=schema)
+        for batch in execution.to_batches():
+            yield (
+                batch
+                if batch.schema == plan.projected_schema
+                else pa.RecordBatch.from_arrays(batch.columns, schema=plan.projected_schema)
+            )
 
-    return schema, batches()
+    return plan.projected_schema, batches()
 
 
 def _filter(text: str | None, expression: str | None, schema: pa.Schema) -> pc.Expression | None:

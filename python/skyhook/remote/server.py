@@ -108,8 +108,10 @@ class FlightSqlServer(flight.FlightServerBase):
         tls_certificates: list[tuple[bytes, bytes]] | None = None,
         auth: tuple[flight.ServerAuthHandler, flight.ServerMiddlewareFactory] | None = None,
         limits: Limits = Limits(),
+        compression: str | None = None,
     ) -> None:
-        """auth: the handshake's handler and the middleware that checks every call (remote.auth)."""
+        """auth: the handshake's handler and the middleware that checks every call (remote.auth);
+        compression: the codec of the record batches streamed ("zstd", "lz4"; None: none)."""
         handler, middleware = auth if auth is not None else (None, None)
         super().__init__(
             location,
@@ -127,6 +129,10 @@ class FlightSqlServer(flight.FlightServerBase):
         self.lock = threading.Lock()
         self.slot_freed = threading.Condition(self.lock)
         self.metrics = Metrics()
+        try:
+            self.stream_options = pa.ipc.IpcWriteOptions(compression=compression)
+        except (ValueError, pa.ArrowException) as error:
+            raise InvalidRequestError(f"compression is zstd, lz4 or none: {first_line(error)}") from None
 
     # GetFlightInfo / GetSchema: what a command returns, and the ticket that reads it.
 
@@ -175,7 +181,7 @@ class FlightSqlServer(flight.FlightServerBase):
     @_answers
     def do_get(self, context: flight.ServerCallContext, ticket: flight.Ticket) -> flight.FlightDataStream:
         schema, rows = self._rows(context, ticket.ticket)
-        return flight.GeneratorStream(schema, self._streamed(_user(context), schema, rows))
+        return flight.GeneratorStream(schema, self._streamed(_user(context), schema, rows), self.stream_options)
 
     def _rows(
         self, context: flight.ServerCallContext, ticket: bytes
