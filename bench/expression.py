@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from harness import arguments, cluster_store
+from harness import arguments, cluster_store, write_report
 
 DENSITIES = (0.02, 0.1, 0.3, 0.6, 1.0)
 
@@ -304,10 +304,7 @@ def main() -> None:
         }
     if not options.skip_layouts:
         results["layouts"] = layout_sweep(store, options.repeat)
-    options.output.parent.mkdir(parents=True, exist_ok=True)
-    options.output.write_text(json.dumps(results, indent=2))
-    plot(results, options.output.with_suffix(".png"))
-    print(f"wrote {options.output} and {options.output.with_suffix('.png')}")
+    write_report(results, options.output, plot)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ CPU. Writes JSON and a PNG next to it.
 
 from __future__ import annotations
 
-import json
 import multiprocessing
 import platform
 import statistics
@@ -27,7 +26,7 @@ import time
 from pathlib import Path
 
 import matplotlib
-from harness import arguments, cluster_store, process_cpu_seconds
+from harness import arguments, cluster_store, process_cpu_seconds, write_report
 
 import skyhook
 from skyhook.dev.tpch import COLUMNS, generate_lineitem, selectivity_filters
@@ -199,10 +198,7 @@ def main() -> None:
         "queries": queries,
         "scaling": scaled,
     }
-    options.output.parent.mkdir(parents=True, exist_ok=True)
-    options.output.write_text(json.dumps(report, indent=2))
-    plot(report, options.output.with_suffix(".png"))
-    print(f"wrote {options.output} and {options.output.with_suffix('.png')}")
+    write_report(report, options.output, plot)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ CPU seconds and resident memory of the storage daemons, read from /proc."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import skyhook
@@ -71,3 +73,11 @@ def arguments(description: str, name: str, repeat: int) -> argparse.ArgumentPars
     parser.add_argument("--data-dir", type=Path, default=Path("data"))
     parser.add_argument("--output", type=Path, default=Path(f"bench/results/{name}.json"))
     return parser
+
+
+def write_report(report: dict, output: Path, plot: Callable[[dict, Path], None]) -> None:
+    """The report as JSON at output and its plot beside it (.png)."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=2))
+    plot(report, output.with_suffix(".png"))
+    print(f"wrote {output} and {output.with_suffix('.png')}")
