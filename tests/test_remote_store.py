@@ -206,8 +206,10 @@ def test_compressed_streams_read_the_same(store, compression):
     uri = f"grpc://localhost:{server.port}"
     try:
         with skyhook.connect(uri) as opened:
-            assert opened.dataset("lineitem").to_table(filter="flag != 'N'").equals(
-                store.dataset("lineitem").to_table(filter="flag != 'N'")
+            assert (
+                opened.dataset("lineitem")
+                .to_table(filter="flag != 'N'")
+                .equals(store.dataset("lineitem").to_table(filter="flag != 'N'"))
             )
         with adbc.connect(uri, autocommit=True) as connection, connection.cursor() as cursor:
             cursor.execute("select * from lineitem order by id")

@@ -55,7 +55,7 @@ DEFAULT_FSCK_GRACE_SECONDS = 600
 
 
 def connect(
-    uri: str,
+    uri: str | os.PathLike[str],
     *,
     create: bool = True,
     retention_seconds: float = DEFAULT_RETENTION_SECONDS,
@@ -64,7 +64,7 @@ def connect(
     user: str | None = None,
     password: str | None = None,
 ) -> Store | RemoteStore:
-    """Open a store: ``file:///abs/path`` (or a plain path) for the embedded store,
+    """Open a store: ``file:///abs/path`` (or a plain path, str or Path) for the embedded store,
     ``ceph://POOL?conf=/path/ceph.conf[&namespace=NS][&user=NAME][&keyring=/path][&timeout=SECONDS]``
     for RADOS (every Ceph operation fails after the timeout, 30 s by default),
     ``grpc[+tls]://HOST:PORT[?user=NAME][&ca=/path/ca.pem]`` for a store served
@@ -90,6 +90,8 @@ def connect(
         or link_bytes_per_second <= 0
     ):
         raise InvalidRequestError(f"link_bytes_per_second must be a number > 0, not {link_bytes_per_second!r}")
+    if isinstance(uri, os.PathLike):  # a directory: the embedded store there
+        uri = os.fspath(uri)
     if isinstance(uri, str) and urlparse(uri).scheme.startswith("grpc"):
         from skyhook.flight.client import RemoteStore  # pyarrow.flight only for those who use it
 

@@ -5,7 +5,7 @@ appended to or replaced as the command's table options say, in one commit
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.flight as flight
@@ -19,8 +19,12 @@ _CREATE, _FAIL_IF_MISSING = 1, 2
 _FAIL_IF_EXISTS, _APPEND, _REPLACE = 1, 2, 3
 
 
-def ingest(store: Store, command: Message, reader: flight.MetadataRecordBatchReader) -> int:
-    """Loads reader's rows as command says; returns how many."""
+def ingest(
+    store: Store, command: Message, reader: flight.MetadataRecordBatchReader, cancelled: Callable[[], bool]
+) -> int:
+    """Loads reader's rows as command says; returns how many. A client that
+    goes away ends the stream as if it were complete: cancelled() tells, and
+    then nothing is committed."""
     if command.temporary or command.HasField("transaction_id"):
         raise InvalidRequestError("ingestion into temporary tables or transactions is not supported")
     if (command.HasField("catalog") and command.catalog) or (
@@ -36,6 +40,8 @@ def ingest(store: Store, command: Message, reader: flight.MetadataRecordBatchRea
             if chunk.data is not None:
                 counted[0] += chunk.data.num_rows
                 yield chunk.data
+        if cancelled():  # before the commit, which follows the last batch
+            raise InvalidRequestError("the client went away before the end of its data: nothing was loaded")
 
     rows = pa.RecordBatchReader.from_batches(reader.schema, batches())
     if exists:

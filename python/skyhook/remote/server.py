@@ -311,7 +311,7 @@ class FlightSqlServer(flight.FlightServerBase):
         if messages.name_of(command) == "CommandStatementIngest":
             if _role(context) != "writer":
                 raise PermissionDeniedError("loading data needs a user of the writer role")
-            rows = ingest(self.store_of(context), command, reader)
+            rows = ingest(self.store_of(context), command, reader, context.is_cancelled)
             writer.write(pa.py_buffer(messages.make("DoPutUpdateResult", record_count=rows).SerializeToString()))
             return
         if messages.name_of(command) != "CommandPreparedStatementQuery":
