@@ -244,6 +244,20 @@ def test_a_result_past_its_byte_limit_stops_with_an_error(store):
         server.shutdown()
 
 
+def server_information(uri: str, user: str, password: str) -> dict[int, object]:
+    """GetSqlInfo's READ_ONLY (3) and BULK_INGESTION (10) as user sees them."""
+    import pyarrow.flight as flight
+
+    from skyhook.flight import messages
+
+    client = flight.connect(uri)
+    options = flight.FlightCallOptions(headers=[client.authenticate_basic_token(user, password)])
+    command = messages.pack(messages.make("CommandGetSqlInfo", info=[3, 10]))
+    info = client.get_flight_info(flight.FlightDescriptor.for_command(command), options)
+    rows = client.do_get(info.endpoints[0].ticket, options).read_all().to_pylist()
+    return {row["info_name"]: row["value"] for row in rows}
+
+
 def test_writers_load_data_readers_cannot(store):
     users = {"writer": {"password": password_hash("w"), "role": "writer"}, "reader": password_hash("r")}
     server = start_server(store, users=users)
@@ -264,6 +278,8 @@ def test_writers_load_data_readers_cannot(store):
             with connection.cursor() as cursor, pytest.raises(AdbcError, match="writer role"):
                 cursor.adbc_ingest("loaded", part, mode="append")
         assert store.dataset("loaded").count_rows() == 7
+        assert server_information(uri, "writer", "w") == {3: False, 10: True}  # read-only, bulk ingestion
+        assert server_information(uri, "reader", "r") == {3: True, 10: False}
     finally:
         server.shutdown()
     anonymous = start_server(store)

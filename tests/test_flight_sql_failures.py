@@ -139,3 +139,26 @@ def test_an_osd_killed_while_a_query_streams_through_the_server(ceph_cluster, ce
         server.shutdown()
         if victim is not None:
             ceph_cluster.start_osd(victim)
+
+
+def test_the_dev_cluster_starts_and_stops_a_server(ceph_cluster):
+    import socket
+    import uuid
+
+    with socket.socket() as probe:  # a free port
+        probe.bind(("localhost", 0))
+        port = probe.getsockname()[1]
+    name = f"served_{uuid.uuid4().hex[:8]}"
+    with skyhook.connect(ceph_cluster.uri) as default:  # the server serves the pool's default namespace
+        default.write_dataset(name, TABLE)
+        address = ceph_cluster.start_server(port)
+        try:
+            with skyhook.connect(address) as remote:
+                assert name in remote.list_datasets()
+                expected = TABLE.filter(pa.compute.less(TABLE["v"], 10))
+                assert_same_table(remote.dataset(name).to_table(filter="v < 10"), expected)
+        finally:
+            ceph_cluster.stop_server()
+            default.delete_dataset(name)
+    with pytest.raises(StorageError):
+        skyhook.connect(address).list_datasets()

@@ -60,6 +60,9 @@ def cluster_up(
     worker: Annotated[
         bool, typer.Option(help="Start the transform worker beside the OSDs (log: DIR/log/worker.log).")
     ] = True,
+    serve: Annotated[
+        Optional[int], typer.Option(help="Start skyhook serve (Flight SQL, read-only) on this port of localhost.")
+    ] = None,
     limit: Annotated[
         Optional[list[str]],
         typer.Option(
@@ -92,9 +95,17 @@ def cluster_up(
         )
     started = time.perf_counter()
     uri = LocalCluster(directory).up(
-        osds=osds or (1 if hosts else 3), store=store, port=port, node_limits=limits, worker=worker, hosts=spec
+        osds=osds or (1 if hosts else 3),
+        store=store,
+        port=port,
+        node_limits=limits,
+        worker=worker,
+        hosts=spec,
+        serve=serve,
     )
     console.print(f"cluster ready in {time.perf_counter() - started:.1f} s", style="dim")
+    if serve is not None:
+        console.print(f"Flight SQL at grpc://localhost:{serve}", style="dim", markup=False)
     print(uri)
 
 

@@ -35,6 +35,7 @@ DISTRO_CLASS_DIR = Path("/usr/lib/x86_64-linux-gnu/rados-classes")
 SKYHOOK_CLASS = Path(__file__).parent.parent / "libcls_skyhook.so"
 REQUIRED_COMMANDS = ("ceph-mon", "ceph-mgr", "ceph-osd", "ceph", "ceph-authtool", "monmaptool")
 WORKER = "worker"
+SERVER = "serve"  # skyhook serve, when started with the cluster
 #: Seconds between the worker's polls for queued plans.
 WORKER_INTERVAL = 2
 
@@ -124,6 +125,7 @@ class LocalCluster:
         netns: str = "",
         worker: bool = True,
         hosts: HostsSpec | None = None,
+        serve: int | None = None,
     ) -> str:
         """Create the cluster (first time) or start it again; returns the store URI.
         node_limits (a new cluster's) set the OSDs' skyhook limits, e.g.
@@ -132,7 +134,8 @@ class LocalCluster:
         hosts (a new cluster's): emulated hosts instead (dev/hosts.py), osds OSDs
         on each, host the failure domain; the monitor, manager and worker on a
         control node of their own. worker: start the transform worker beside
-        the OSDs (if not running)."""
+        the OSDs (if not running). serve: start skyhook serve (Flight SQL, no
+        users: read-only) on this port of localhost (log: log/serve.log)."""
         _check_installed()
         if not SKYHOOK_CLASS.exists():
             raise ClusterError(
@@ -145,7 +148,32 @@ class LocalCluster:
             self._create(osds, store, port, timeout, node_limits or {}, address, netns, hosts)
         if worker:
             self._start_worker()
+        if serve is not None:
+            self.start_server(serve)
         return self.uri
+
+    def start_server(self, port: int, users: Path | None = None) -> str:
+        """skyhook serve over the cluster's store on localhost:port (users: its
+        users file; without one, read-only), beside the daemons; its address."""
+        state, log = self._state(), self.dir / "log" / f"{SERVER}.log"
+        address = f"grpc://localhost:{port}"
+        if self._alive(state.pids.get(SERVER, 0)):
+            return address
+        earlier = log.stat().st_size if log.exists() else 0  # the log is appended to: only this start's lines
+        command = [sys.executable, "-m", "skyhook.cli", "serve", "--store", self.uri, "--port", str(port)]
+        self._start(state, SERVER, command + (["--users", str(users)] if users else []), ceph=False)
+        self._save(state)
+        deadline = time.monotonic() + 30
+        while f"at {address}" not in log.read_bytes()[earlier:].decode(errors="replace"):
+            if time.monotonic() > deadline or not self._alive(state.pids.get(SERVER, 0)):
+                raise ClusterError(f"skyhook serve did not start; see {log}")
+            time.sleep(0.1)
+        return address
+
+    def stop_server(self, timeout: float = 30) -> None:
+        state = self._state()
+        self._stop(state, SERVER, signal.SIGTERM, timeout)
+        self._save(state)
 
     def down(self, timeout: float = 30) -> None:
         state = self._state()
@@ -155,7 +183,8 @@ class LocalCluster:
             for node in emulated.spec.nodes:
                 emulated.thaw(node)
         for name in sorted(
-            state.pids, key=lambda n: (n != WORKER and not n.startswith("rgw"), not n.startswith("osd"), n)
+            state.pids,
+            key=lambda n: (n not in (WORKER, SERVER) and not n.startswith("rgw"), not n.startswith("osd"), n),
         ):
             self._stop(state, name, signal.SIGTERM, timeout)
         self._save(state)

@@ -41,7 +41,8 @@ _SQL_INFO_VALUE = pa.dense_union(
 _SQL_INFO = pa.schema([pa.field("info_name", pa.uint32(), False), pa.field("value", _SQL_INFO_VALUE, False)])
 
 
-def metadata_table(store: Store, command: Message) -> pa.Table:
+def metadata_table(store: Store, command: Message, writer: bool = False) -> pa.Table:
+    """The rows a catalog command answers; writer: the caller may load data."""
     kind = messages.name_of(command)
     if kind == "CommandGetCatalogs":
         return _CATALOGS.empty_table()  # datasets belong to no catalog
@@ -58,7 +59,7 @@ def metadata_table(store: Store, command: Message) -> pa.Table:
     if kind == "CommandGetTableTypes":
         return pa.Table.from_pylist([{"table_type": TABLE_TYPE}], _TABLE_TYPES)
     if kind == "CommandGetSqlInfo":
-        return _sql_info(list(command.info))
+        return _sql_info(list(command.info), writer)
     raise InvalidRequestError(f"{kind} is not supported by this server")
 
 
@@ -108,17 +109,20 @@ def _matches(pattern: str, name: str) -> bool:
     return all(character == "%" for character in pattern[at:])
 
 
-def _sql_info(wanted: list[int]) -> pa.Table:
-    """Server information by SqlInfo number: name, version, Arrow version, read-only, SQL, no Substrait,
-    no cancellation, the identifier quote."""
+def _sql_info(wanted: list[int], writer: bool) -> pa.Table:
+    """Server information by SqlInfo number: name, version, Arrow version, read-only (but to
+    writers, who may bulk-ingest), SQL, no Substrait, no cancellation, bulk ingestion, no
+    ingestion in transactions, the identifier quote."""
     known: list[tuple[int, int, object]] = [  # (info, union member, value)
         (0, 0, "skyhook"),
         (1, 0, skyhook.__version__ if hasattr(skyhook, "__version__") else "0"),
         (2, 0, pa.__version__),
-        (3, 1, True),
+        (3, 1, not writer),
         (4, 1, True),
         (5, 1, False),
         (9, 1, False),
+        (10, 1, writer),
+        (11, 1, False),
         (504, 0, '"'),
     ]
     chosen = [entry for entry in known if not wanted or entry[0] in wanted]

@@ -193,7 +193,7 @@ class FlightSqlServer(flight.FlightServerBase):
             return schema, lambda: batches
         command = messages.unpack(ticket)
         if messages.name_of(command) != "TicketStatementQuery":
-            table = metadata_table(store, command)
+            table = metadata_table(store, command, _role(context) == "writer")
             return table.schema, lambda: iter(table.to_batches())
         handle, seconds = command.statement_handle, self.limits.query_seconds
         if handle[:1] == _QUERY:
