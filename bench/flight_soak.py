@@ -100,6 +100,8 @@ def client(address: str, user: str, seconds: float, seed: int, results: multipro
             except SkyhookError as error:
                 counts["errors"] += 1
                 counts["first_error"] = counts["first_error"] or f"{type(error).__name__}: {error}"
+                if "cannot be reached" in str(error):
+                    break  # the server is gone: the run has failed already
     results.put(counts)
 
 
@@ -159,10 +161,11 @@ def main() -> None:
                 }  # fmt: skip
             )
         )
+        server_log = open(options.output.with_suffix(".server.log"), "w")  # a crash's traceback too
         server = subprocess.Popen(
-            [sys.executable, "-m", "skyhook.cli", "serve", "--store", uris["east"], "--port", "0",
-             "--users", str(users_file), "--queries-per-user", str(options.queries_per_user)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            [sys.executable, "-X", "faulthandler", "-m", "skyhook.cli", "serve", "--store", uris["east"],
+             "--port", "0", "--users", str(users_file), "--queries-per-user", str(options.queries_per_user)],
+            stdout=subprocess.PIPE, stderr=server_log, text=True,
         )  # fmt: skip
         address = server.stdout.readline().split(" at ")[1].strip()
         try:

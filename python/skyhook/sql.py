@@ -149,7 +149,12 @@ class _Watch(threading.Thread):
                 return
 
     def stop(self) -> None:
+        """Stops watching, and waits until the watcher has: after this it
+        neither interrupts the connection (about to be closed) nor asks the
+        caller's cancellation (whose call may be over)."""
         self.stopped.set()
+        if self.is_alive() and self is not threading.current_thread():
+            self.join()
 
 
 def _connected(
