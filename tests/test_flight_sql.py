@@ -156,10 +156,16 @@ def test_plain_flight_reads_a_dataset_in_parallel_endpoints(served):
     filter leaves, each read on its own, together the filter's rows."""
     import pyarrow.flight as flight
 
+    from skyhook.remote.dataset_flights import DEFAULT_ENDPOINTS
+
     store, uri = served
     client = flight.connect(uri)
     whole = client.get_flight_info(flight.FlightDescriptor.for_path("lineitem"))
-    assert len(whole.endpoints) == 4 and whole.schema == TABLE.schema
+    assert len(whole.endpoints) == DEFAULT_ENDPOINTS and whole.schema == TABLE.schema  # 1 per 4 cores
+    whole = client.get_flight_info(
+        flight.FlightDescriptor.for_command(json.dumps({"dataset": "lineitem", "endpoints": 4}))
+    )
+    assert len(whole.endpoints) == 4
     parts = [client.do_get(endpoint.ticket).read_all() for endpoint in whole.endpoints]
     assert pa.concat_tables(parts).sort_by("id").equals(TABLE)
     request = {"dataset": "lineitem", "columns": ["id", "flag"], "filter": "id >= 2500 AND flag = 'R'", "endpoints": 8}
