@@ -13,7 +13,9 @@ from __future__ import annotations
 import ast
 import datetime
 import decimal
+import functools
 import operator
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +45,7 @@ _PREDICATES: dict[str, Callable[..., pc.Expression]] = {
 }
 
 
+_STRING_PREDICATES = {"starts_with", "ends_with", "contains"}
 _EXAMPLE = "write e.g. \"price > 10 and flag in ('A', 'R')\" or, SQL-style, \"price > 10 AND flag = 'R'\""
 
 
@@ -188,7 +191,7 @@ class _Converter:
         column_type = self.type_of(left)
         if column_type is not None and not (pa.types.is_string(column_type) or pa.types.is_large_string(column_type)):
             raise TypeMismatchError(f"{kind.upper()} needs a string column; {ast.unparse(left)} is {column_type}")
-        return _like(self.value(left), pattern, ignore_case=kind == "ilike")
+        return _like(self.text_value(left), pattern, ignore_case=kind == "ilike")
 
     def compare_with_literal(self, column: pc.Expression, type: pa.DataType, op: type, value: Any) -> pc.Expression:
         try:
@@ -210,8 +213,17 @@ class _Converter:
             raise InvalidRequestError(f"unknown function {ast.unparse(node.func)!r}; known: {', '.join(_PREDICATES)}")
         if not node.args:
             raise InvalidRequestError(f"{name} needs a column")
-        column = self.value(node.args[0])
+        column = self.text_value(node.args[0]) if name in _STRING_PREDICATES else self.value(node.args[0])
         return _PREDICATES[name](column, *[self.literal(arg) for arg in node.args[1:]])
+
+    def text_value(self, node: ast.expr) -> pc.Expression:
+        """node for a string function: a large_string column cast to string,
+        as Substrait carries them to storage (no bytes change; a batch of one
+        object never holds 2 GiB of text)."""
+        column_type = self.type_of(node)
+        if column_type is not None and pa.types.is_large_string(column_type):
+            return self.value(node).cast(pa.string(), safe=False)
+        return self.value(node)
 
     def value(self, node: ast.expr) -> pc.Expression:
         if isinstance(node, ast.Name):
@@ -314,4 +326,27 @@ def _like(column: pc.Expression, pattern: str, ignore_case: bool) -> pc.Expressi
         return pc.ends_with(column, body)
     if plain and pattern == "%" + body + "%":
         return pc.match_substring(column, body)
-    return pc.match_like(column, pattern, ignore_case=ignore_case)
+    matches = [
+        *_necessary_matches(column, pattern, ignore_case),
+        pc.match_like(column, pattern, ignore_case=ignore_case),
+    ]
+    return functools.reduce(operator.and_, matches)
+
+
+def _necessary_matches(column: pc.Expression, pattern: str, ignore_case: bool) -> list[pc.Expression]:
+    """What every match of a general LIKE pattern has, as the string matches
+    storage runs: its literal start, its literal end, its longest literal
+    piece. They go to storage as conjuncts of their own (Substrait cannot
+    carry match_like), so fewer rows reach the client's match_like."""
+    if ignore_case or "\\" in pattern:
+        return []
+    pieces = re.split(r"[%_]", pattern)
+    needed = []
+    if pieces[0]:
+        needed.append(pc.starts_with(column, pieces[0]))
+    if len(pieces) > 1 and pieces[-1]:
+        needed.append(pc.ends_with(column, pieces[-1]))
+    inner = max(pieces[1:-1], key=len, default="")
+    if len(inner) > 1:
+        needed.append(pc.match_substring(column, inner))
+    return needed
