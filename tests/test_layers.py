@@ -33,12 +33,14 @@ LIBRARY: dict[str, set[str]] = {
     "execution": {"native", "plan", "catalog", "backends", "rpc"} | FOUNDATION,
     "design": {"native", "catalog", "backends", "rpc"} | FOUNDATION,
     "distributed": {"native", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
-    "dataset": {"native"} | CLIENT | FOUNDATION,
+    # Datasets as Dask DataFrames and back (skyhook.dask), below the dataset that offers to_dask.
+    "dask": CLIENT | FOUNDATION,
+    "dataset": {"native", "dask"} | CLIENT | FOUNDATION,
     "sql": {"dataset"} | CLIENT | FOUNDATION,
     # The client of a served store (skyhook serve): Flight, nothing of the local client.
     "flight": FOUNDATION,
-    "store": {"dataset", "sql", "flight"} | CLIENT | FOUNDATION,
-    "skyhook": {"store", "dataset", "sql"} | CLIENT | FOUNDATION,
+    "store": {"dataset", "sql", "flight", "dask"} | CLIENT | FOUNDATION,
+    "skyhook": {"store", "dataset", "sql", "dask"} | CLIENT | FOUNDATION,
     # The gene-expression use case (issue 12), over the whole client; only the CLI uses it.
     "expression": {"skyhook", "store", "dataset"} | CLIENT | FOUNDATION,
     # Remote access (Flight SQL) over the whole client; only the CLI uses it.

@@ -157,6 +157,19 @@ class Dataset(ObjectDataset):
     ) -> Iterator[pa.RecordBatch]:
         return self.scanner(columns, filter, **options).to_batches()
 
+    def to_dask(
+        self,
+        columns: list[str] | None = None,
+        filter: pc.Expression | str | None = None,
+        partition_bytes: int = 64 << 20,
+    ) -> Any:
+        """The rows as a Dask DataFrame, a partition per group of about
+        partition_bytes of objects, each scanned by a dask worker with the
+        filter and columns in storage (skyhook.dask; pip install 'skyhook[dask]')."""
+        from skyhook.dask import frame_of
+
+        return frame_of(self, columns, self._expression(filter), partition_bytes)
+
     def count_rows(self, filter: pc.Expression | str | None = None, **options: Unpack[ScanKeywords]) -> int:
         return self.scanner(None, filter, **options).count_rows()
 

@@ -1,0 +1,96 @@
+"""Datasets as Dask DataFrames on a local dask.distributed cluster of worker
+processes: the same rows as pyarrow, partitions of grouped objects that
+statistics prune, column selections made in Dask scanned in storage, an
+overwrite since opening refused, and to_skyhook writing all partitions or
+nothing."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+dask_dataframe = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("dask.distributed")
+
+from skyhook.dask import to_skyhook  # noqa: E402
+from skyhook.errors import DatasetChangedError, InvalidRequestError  # noqa: E402
+
+ROWS = 30_000
+TABLE = pa.table(
+    {
+        "id": pa.array(range(ROWS), pa.int64()),
+        "flag": pa.array(["A", "N", "R"] * (ROWS // 3)),
+        "price": pa.array([(i * 37) % 1000 * 0.5 for i in range(ROWS)]),
+    }
+)
+
+
+@pytest.fixture(scope="module")
+def client():
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as connected:  # fmt: skip
+        yield connected
+
+
+def as_table(frame) -> pa.Table:
+    return pa.Table.from_pandas(frame.compute(), preserve_index=False)
+
+
+@pytest.mark.parametrize(
+    ("columns", "filter"),
+    [(None, None), (["id", "price"], "price > 400 and flag != 'N'"), (["flag"], pc.field("id") >= 25_000)],
+)
+def test_the_same_rows_as_pyarrow(client, store, columns, filter):
+    dataset = store.write_dataset("lineitem", TABLE, rows_per_object=2000)  # 15 objects
+    frame = dataset.to_dask(columns=columns, filter=filter, partition_bytes=1)  # one object a partition
+    expected = dataset.to_table(columns=columns, filter=filter)
+    assert as_table(frame).cast(expected.schema).equals(expected)
+    pruned = filter is not None and not isinstance(filter, str)  # ids >= 25,000: 3 objects of 15
+    assert frame.npartitions == (3 if pruned else 15)
+    assert dataset.to_dask(partition_bytes=10**9).npartitions == 1
+
+
+def test_dask_selections_are_scanned_in_storage(client, store):
+    dataset = store.write_dataset("lineitem", TABLE, rows_per_object=5000)
+    frame = dataset.to_dask(filter="flag == 'R'", partition_bytes=1)
+    selected = frame[frame.id > 100][["id"]]
+    assert (
+        selected.id.sum().compute()
+        == pc.sum(TABLE.filter((pc.field("flag") == "R") & (pc.field("id") > 100))["id"]).as_py()
+    )
+    # Dask hands the selection's columns to the partitions' reader, which scans only those.
+    reads = [node for node in selected.optimize(fuse=False).expr.walk() if type(node).__name__.startswith("FromMap")]
+    assert reads and all(node.operand("columns") == ["id"] for node in reads)
+    by_flag = frame.groupby("flag").price.sum().compute()
+    assert list(by_flag.index) == ["R"]
+
+
+def test_an_overwrite_since_opening_is_refused(client, store):
+    dataset = store.write_dataset("lineitem", TABLE)
+    frame = dataset.to_dask()
+    store.write_dataset("lineitem", TABLE.slice(0, 10), mode="overwrite")
+    with pytest.raises(DatasetChangedError):
+        frame.compute()
+    with pytest.raises(InvalidRequestError, match="partition_bytes"):
+        dataset.to_dask(partition_bytes=0)
+
+
+def test_to_skyhook_writes_every_partition_or_nothing(client, store):
+    frame = dask_dataframe.from_pandas(TABLE.to_pandas(), npartitions=6)
+    written = to_skyhook(frame, store, "copied", rows_per_object=4000)
+    assert written.to_table().equals(TABLE.cast(written.schema))
+    assert len(written.manifest.partitions) == 8
+
+    def fails(part):
+        if part.id.min() >= 20_000:
+            raise ValueError("a partition that fails")
+        return part
+
+    broken = frame.map_partitions(fails, meta=frame._meta)
+    with pytest.raises(ValueError, match="a partition that fails"):
+        to_skyhook(broken, store, "half")
+    assert "half" not in store.list_datasets()
+    to_skyhook(frame.head(100, npartitions=1, compute=False), store, "copied", mode="append")
+    assert store.dataset("copied").count_rows() == ROWS + 100
