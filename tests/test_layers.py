@@ -34,7 +34,8 @@ LIBRARY: dict[str, set[str]] = {
     "design": {"native", "catalog", "backends", "rpc"} | FOUNDATION,
     "distributed": {"native", "design", "execution", "plan", "ingest", "catalog", "backends", "rpc"} | FOUNDATION,
     # Datasets as Dask DataFrames and back (skyhook.dask), below the dataset that offers to_dask.
-    "dask": CLIENT | FOUNDATION,
+    "dask": {"dask_pushdown"} | CLIENT | FOUNDATION,
+    "dask_pushdown": FOUNDATION,
     "dataset": {"native", "dask"} | CLIENT | FOUNDATION,
     "sql": {"dataset"} | CLIENT | FOUNDATION,
     # The client of a served store (skyhook serve): Flight, nothing of the local client.

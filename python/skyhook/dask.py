@@ -58,6 +58,11 @@ class ObjectGroupReader:
         """What names the partitions' tasks (Dask cannot tokenize a store)."""
         return (self.store.uri, self.dataset, self.generation, str(self.filter))
 
+    def narrowed(self, predicate: pc.Expression) -> ObjectGroupReader:
+        """This reader with predicate also applied (a filter Dask pushed down)."""
+        combined = predicate if self.filter is None else self.filter & predicate
+        return ObjectGroupReader(self.store, self.dataset, self.generation, combined)
+
     def __call__(self, numbers: list[int], columns: list[str] | None = None) -> Any:
         manifest = self.store.manifest(self.dataset).version(self.generation)
         if manifest is None:
@@ -84,14 +89,10 @@ def frame_of(
     meta = plan.projected_schema.empty_table().to_pandas(types_mapper=_types_mapper)
     if not groups:  # nothing can match: one empty partition
         return dataframe.from_pandas(meta, npartitions=1)
-    return dataframe.from_map(
-        ObjectGroupReader(dataset.store, manifest.dataset, manifest.generation, filter),
-        groups,
-        columns=list(meta.columns),
-        meta=meta,
-        label=f"skyhook-{manifest.dataset}",
-        enforce_metadata=False,
-    )
+    from skyhook.dask_pushdown import read_expression
+
+    reader = ObjectGroupReader(dataset.store, manifest.dataset, manifest.generation, filter)
+    return read_expression(reader, groups, meta, f"skyhook-{manifest.dataset}")
 
 
 def _groups(sizes: list[tuple[int, int]], target: int) -> Iterator[list[int]]:
