@@ -36,7 +36,8 @@ LIBRARY: dict[str, set[str]] = {
     # Datasets as Dask DataFrames and back (skyhook.dask), below the dataset that offers to_dask.
     "dask": {"dask_pushdown"} | CLIENT | FOUNDATION,
     "dask_pushdown": FOUNDATION,
-    "dataset": {"native", "dask"} | CLIENT | FOUNDATION,
+    "ray": {"dask"} | CLIENT | FOUNDATION,  # Ray Data read tasks over the same object-group readers
+    "dataset": {"native", "dask", "ray"} | CLIENT | FOUNDATION,
     "sql": {"dataset"} | CLIENT | FOUNDATION,
     # The client of a served store (skyhook serve): Flight, nothing of the local client.
     "flight": FOUNDATION,

@@ -64,15 +64,19 @@ class ObjectGroupReader:
         return ObjectGroupReader(self.store, self.dataset, self.generation, combined)
 
     def __call__(self, numbers: list[int], columns: list[str] | None = None) -> Any:
+        """A Dask partition: the objects' rows as pandas."""
+        return self.table(numbers, columns).to_pandas(types_mapper=_types_mapper)
+
+    def table(self, numbers: list[int], columns: list[str] | None = None) -> pa.Table:
+        """The rows of objects numbers (positions in the manifest) that pass the filter, with columns."""
         manifest = self.store.manifest(self.dataset).version(self.generation)
         if manifest is None:
             raise DatasetChangedError(
                 f"dataset {self.dataset!r} in {self.store.uri} was overwritten or transformed since it was "
-                f"opened for Dask (generation {self.generation}): open it again"
+                f"opened (generation {self.generation}): open it again"
             )
         subset = DatasetObjects(manifest.subset(numbers), self.store.backend)
-        table = ScanExecution(subset, None if columns is None else list(columns), self.filter).to_table()
-        return table.to_pandas(types_mapper=_types_mapper)
+        return ScanExecution(subset, None if columns is None else list(columns), self.filter).to_table()
 
 
 def frame_of(
@@ -83,16 +87,32 @@ def frame_of(
     if not isinstance(partition_bytes, int) or isinstance(partition_bytes, bool) or partition_bytes < 1:
         raise InvalidRequestError(f"partition_bytes must be a number of bytes >= 1, not {partition_bytes!r}")
     manifest = dataset.manifest
-    plan = plan_scan(manifest.schema, columns, filter)
-    kept = matching_partitions(manifest, plan.pruning_filter, plan.filter_reads)
-    groups = list(_groups([(partition.number, partition.stored_bytes) for partition in kept], partition_bytes))
-    meta = plan.projected_schema.empty_table().to_pandas(types_mapper=_types_mapper)
+    groups = object_groups(manifest, columns, filter, partition_bytes=partition_bytes)
+    meta = (
+        plan_scan(manifest.schema, columns, filter).projected_schema.empty_table().to_pandas(types_mapper=_types_mapper)
+    )
     if not groups:  # nothing can match: one empty partition
         return dataframe.from_pandas(meta, npartitions=1)
     from skyhook.dask_pushdown import read_expression
 
     reader = ObjectGroupReader(dataset.store, manifest.dataset, manifest.generation, filter)
     return read_expression(reader, groups, meta, f"skyhook-{manifest.dataset}")
+
+
+def object_groups(
+    manifest: Any,
+    columns: list[str] | None,
+    filter: pc.Expression | None,
+    partition_bytes: int | None = None,
+    parallelism: int | None = None,
+) -> list[list[int]]:
+    """The manifest's objects the filter's statistics leave, in groups of
+    consecutive ones of about partition_bytes (or in about parallelism groups)."""
+    plan = plan_scan(manifest.schema, columns, filter)
+    kept = [(p.number, p.stored_bytes) for p in matching_partitions(manifest, plan.pruning_filter, plan.filter_reads)]
+    if partition_bytes is None:
+        partition_bytes = max(1, sum(size for _, size in kept) // max(1, parallelism or 1))
+    return list(_groups(kept, partition_bytes))
 
 
 def _groups(sizes: list[tuple[int, int]], target: int) -> Iterator[list[int]]:

@@ -170,6 +170,13 @@ class Dataset(ObjectDataset):
 
         return frame_of(self, columns, self._expression(filter), partition_bytes)
 
+    def to_ray(self, columns: list[str] | None = None, filter: pc.Expression | str | None = None) -> Any:
+        """The rows as a ray.data.Dataset whose read tasks scan groups of objects
+        with the filter and columns in storage (skyhook.ray; pip install 'skyhook[ray]')."""
+        from skyhook.ray import read
+
+        return read(self, columns, self._expression(filter))
+
     def count_rows(self, filter: pc.Expression | str | None = None, **options: Unpack[ScanKeywords]) -> int:
         return self.scanner(None, filter, **options).count_rows()
 

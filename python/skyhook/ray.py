@@ -1,0 +1,89 @@
+"""Datasets as Ray Data datasets (``pip install 'skyhook[ray]'``):
+``dataset.to_ray(columns=, filter=)`` is a
+``ray.data.Dataset`` whose read tasks are groups of the dataset's objects
+(those the filter's statistics rule out are not read), sized by their stored
+bytes; each task scans its objects with the filter and columns in storage.
+Columns selected and filters written in Ray (``ds.select_columns``,
+``ds.filter(expr=col("x") > 5)``) reach the scans through Ray's pushdown
+hooks: Ray evaluates expressions in Arrow, as storage does. Ray places tasks
+near nothing: Ceph decides where objects live."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow.compute as pc
+
+from skyhook.dask import ObjectGroupReader, object_groups  # the same readers, engine-neutral
+from skyhook.errors import SkyhookError
+
+try:
+    from ray.data import Datasource, ReadTask
+    from ray.data.block import BlockMetadata
+except ImportError:  # pragma: no cover - the extra is not installed
+    raise SkyhookError("Ray is not installed: pip install 'skyhook[ray]'") from None
+
+
+class SkyhookDatasource(Datasource):
+    """A dataset's objects as Ray read tasks (see the module)."""
+
+    def __init__(self, dataset: Any, filter: pc.Expression | None = None) -> None:
+        super().__init__()
+        self._projection_map: dict[str, str] | None = None  # Ray's projection pushdown sets it
+        self.store, self.name, self.generation = dataset.store, dataset.name, dataset.manifest.generation
+        self.manifest = dataset.manifest
+        self.filter = filter
+
+    def get_name(self) -> str:
+        return f"Skyhook({self.name})"
+
+    def supports_projection_pushdown(self) -> bool:
+        return True
+
+    def supports_predicate_pushdown(self) -> bool:
+        return True
+
+    def estimate_inmemory_data_size(self) -> int:
+        return sum(partition.num_rows for partition in self.manifest.partitions) * max(1, len(self.manifest.schema))
+
+    def get_read_tasks(
+        self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None
+    ) -> list[ReadTask]:
+        filter = self._combined_filter()
+        columns = self._get_data_columns()
+        if columns == []:  # a count: Ray loses the rows of blocks without columns, so one column comes
+            columns = self.manifest.schema.names[:1]
+        groups = object_groups(self.manifest, columns, filter, parallelism=max(1, parallelism))
+        reader = ObjectGroupReader(self.store, self.name, self.generation, filter)
+        by_number = {partition.number: partition for partition in self.manifest.partitions}
+        tasks = []
+        for numbers in groups:
+            rows = sum(by_number[number].num_rows for number in numbers)
+            stored = sum(by_number[number].stored_bytes for number in numbers)
+            metadata = BlockMetadata(num_rows=None if filter is not None else rows, size_bytes=stored, exec_stats=None)
+            tasks.append(
+                ReadTask(
+                    lambda numbers=numbers: [reader.table(numbers, columns)],
+                    metadata,
+                    per_task_row_limit=per_task_row_limit,
+                )
+            )
+        return tasks
+
+    def _combined_filter(self) -> pc.Expression | None:
+        pushed = self.get_current_predicate()
+        if pushed is None:
+            return self.filter
+        expression = pushed.to_pyarrow()
+        return expression if self.filter is None else self.filter & expression
+
+
+def read(dataset: Any, columns: list[str] | None, filter: pc.Expression | None) -> Any:
+    """dataset (a skyhook Dataset) as a ray.data.Dataset; filter: the dataset's own and the caller's."""
+    import ray.data
+
+    frame = ray.data.read_datasource(SkyhookDatasource(dataset, filter))
+    return frame if columns is None else frame.select_columns(list(columns))
+
+
+__all__ = ["SkyhookDatasource", "read"]

@@ -1,0 +1,66 @@
+"""Datasets as Ray Data datasets on a local Ray instance: the same rows as
+pyarrow, read tasks of grouped objects that statistics prune, and columns
+and filters written in Ray pushed into the scans (Ray evaluates expressions
+in Arrow, as storage does)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+ray = pytest.importorskip("ray")
+from ray.data.expressions import col  # noqa: E402
+
+from skyhook.errors import DatasetChangedError  # noqa: E402
+
+ROWS = 20_000
+TABLE = pa.table(
+    {
+        "id": pa.array(range(ROWS), pa.int64()),
+        "flag": pa.array(["A", "N", "R", "R"] * (ROWS // 4)),
+        "price": pa.array([None if i % 9 == 0 else (i * 37) % 1000 * 0.5 for i in range(ROWS)]),
+    }
+)
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def rows(dataset) -> pa.Table:
+    return pa.concat_tables(ray.get(dataset.to_arrow_refs())).sort_by("id")
+
+
+def test_rows_filters_and_columns_as_pyarrow(local_ray, store):
+    dataset = store.write_dataset("lineitem", TABLE, rows_per_object=2000)  # 10 objects
+    expected = dataset.to_table(columns=["id", "price"], filter="id >= 15000 and price > 100")
+    chained = dataset.to_ray(columns=["id", "price"], filter="id >= 15000").filter(expr=col("price") > 100)
+    got = rows(chained)
+    assert got.equals(expected.sort_by("id").cast(got.schema))
+    assert dataset.to_ray().count() == ROWS
+    assert dataset.to_ray(filter=pc.field("flag") == "R").count() == ROWS // 2
+
+
+def test_ray_pushes_its_columns_and_filters_into_the_read(local_ray, store, capsys):
+    dataset = store.write_dataset("lineitem", TABLE, rows_per_object=2000)
+    query = dataset.to_ray().filter(expr=(col("flag") == "A") & (col("price") < 50)).select_columns(["id"])
+    got = rows(query)
+    expected = TABLE.filter((pc.field("flag") == "A") & (pc.field("price") < 50)).select(["id"])
+    assert got.column("id").to_pylist() == expected.column("id").to_pylist()
+    capsys.readouterr()
+    query.explain()
+    optimized = capsys.readouterr().out.split("Logical Plan (Optimized)")[1].split("Physical Plan")[0]
+    assert "Filter" not in optimized and "Project" not in optimized and "ReadSkyhook(lineitem)" in optimized
+
+
+def test_an_overwrite_since_opening_is_refused(local_ray, store):
+    dataset = store.write_dataset("lineitem", TABLE)
+    read = dataset.to_ray()
+    store.write_dataset("lineitem", TABLE.slice(0, 10), mode="overwrite")
+    with pytest.raises(Exception) as error:  # Ray wraps a task's error in its own
+        rows(read)
+    assert isinstance(error.value, DatasetChangedError) or "DatasetChangedError" in str(error.value)
