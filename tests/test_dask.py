@@ -120,3 +120,25 @@ def test_filters_written_in_dask_run_in_storage_when_they_mean_the_same(client, 
         reads = [node for node in optimized.walk() if type(node).__name__ == "SkyhookRead"]
         filters = [node for node in optimized.walk() if type(node).__name__ == "Filter"]
         assert (reads[0].operand("func").filter is not None and not filters) == pushed, selected
+
+
+def test_aggregates_merge_storage_partials_in_a_tree(client, store):
+    from skyhook.dask import aggregate
+
+    table = TABLE.append_column("key", pa.array([None if i % 7 == 0 else i % 5 for i in range(ROWS)], pa.int64()))
+    dataset = store.write_dataset("lineitem", table, rows_per_object=1000)  # 30 objects, 30 partitions
+    functions = [("price", "sum"), ("id", "count"), ("price", "min"), ("id", "max"), ("price", "mean")]
+    for keys, filter in [(["flag", "key"], None), (["key"], pc.field("price") > 100), ([], None)]:
+        merged = aggregate(dataset, keys, functions, filter=filter, partition_bytes=1)
+        got = pa.Table.from_pandas(merged.compute(), preserve_index=False)
+        expected = dataset.group_by(keys).aggregate(functions, filter=filter)
+        order = [(key, "ascending") for key in keys]
+        got, expected = (got.sort_by(order), expected.sort_by(order)) if keys else (got, expected)
+        for name in expected.column_names:
+            if name.endswith("_mean"):
+                assert pc.max(pc.abs(pc.subtract(got[name], expected[name]))).as_py() < 1e-9
+            else:
+                assert got[name].to_pylist() == expected[name].to_pylist(), name
+        assert merged.npartitions == 1
+    with pytest.raises(InvalidRequestError, match="not 'stddev'"):
+        aggregate(dataset, ["flag"], [("price", "stddev")])

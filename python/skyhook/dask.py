@@ -23,9 +23,11 @@ import pyarrow.compute as pc
 
 from skyhook.catalog.pruning import matching_partitions
 from skyhook.errors import DatasetChangedError, InvalidRequestError, SkyhookError
+from skyhook.execution.aggregate_execution import AggregateExecution
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.scan_execution import ScanExecution
 from skyhook.execution.scan_plan import plan_scan
+from skyhook.plan.aggregate import AggregateQuery
 
 #: A partition's stored bytes unless asked otherwise (Dask suggests 100 MB-1 GB in memory).
 PARTITION_BYTES = 64 << 20
@@ -69,14 +71,18 @@ class ObjectGroupReader:
 
     def table(self, numbers: list[int], columns: list[str] | None = None) -> pa.Table:
         """The rows of objects numbers (positions in the manifest) that pass the filter, with columns."""
+        subset = DatasetObjects(self.manifest().subset(numbers), self.store.backend)
+        return ScanExecution(subset, None if columns is None else list(columns), self.filter).to_table()
+
+    def manifest(self) -> Any:
+        """The manifest generation this reader reads; DatasetChangedError once it is replaced."""
         manifest = self.store.manifest(self.dataset).version(self.generation)
         if manifest is None:
             raise DatasetChangedError(
                 f"dataset {self.dataset!r} in {self.store.uri} was overwritten or transformed since it was "
                 f"opened (generation {self.generation}): open it again"
             )
-        subset = DatasetObjects(manifest.subset(numbers), self.store.backend)
-        return ScanExecution(subset, None if columns is None else list(columns), self.filter).to_table()
+        return manifest
 
 
 def frame_of(
@@ -115,6 +121,72 @@ def object_groups(
     return list(_groups(kept, partition_bytes))
 
 
+# Functions whose partials combine exactly: the partials each is made of, and how those combine.
+_PARTIALS = {"sum": ("sum",), "count": ("count",), "min": ("min",), "max": ("max",), "mean": ("sum", "count")}
+_COMBINED = {"sum": "sum", "count": "sum", "min": "min", "max": "max"}
+_NO_KEY = "__all_rows"  # the one group of an aggregate without keys
+
+
+@dataclass(frozen=True)
+class PartialAggregator:
+    """One partition's partial aggregates, computed in storage by the objects
+    of its group (as dataset.group_by(keys).aggregate does for all of them)."""
+
+    reader: ObjectGroupReader
+    keys: list[str]
+    partials: list[tuple[str, str]]
+
+    def __dask_tokenize__(self) -> tuple:
+        return (self.reader.__dask_tokenize__(), self.keys, self.partials)
+
+    def __call__(self, numbers: list[int]) -> Any:
+        manifest = self.reader.manifest()
+        query = AggregateQuery.make(manifest.schema, self.keys, self.partials, self.reader.filter)
+        subset = DatasetObjects(manifest.subset(numbers), self.reader.store.backend)
+        frame = AggregateExecution(subset, query).run().to_pandas(types_mapper=_types_mapper)
+        if not self.keys:
+            frame[_NO_KEY] = 0
+        return frame
+
+
+def aggregate(
+    dataset: Any,
+    keys: str | list[str],
+    aggregations: list[tuple[str, str]],
+    filter: pc.Expression | None = None,
+    partition_bytes: int = PARTITION_BYTES,
+) -> Any:
+    """Grouped aggregates of dataset as a Dask DataFrame (one row per group, in
+    no order; columns as dataset.group_by(keys).aggregate names them): each
+    partition's objects aggregate in storage, Dask merges those partials in a
+    tree (split_every), means are finished from sums and counts (as float64).
+    Functions: sum, count, min, max, mean; groups with null keys kept."""
+    dataframe = _dask()
+    keys = [keys] if isinstance(keys, str) else list(keys)
+    unsupported = sorted({function for _, function in aggregations} - set(_PARTIALS))
+    if unsupported:
+        raise InvalidRequestError(
+            f"Dask aggregates combine {', '.join(_PARTIALS)}; not {unsupported[0]!r} (use group_by(...).aggregate)"
+        )
+    partials = list(dict.fromkeys((column, part) for column, function in aggregations for part in _PARTIALS[function]))
+    manifest = dataset.manifest
+    AggregateQuery.make(manifest.schema, keys, partials, filter)  # checked here, not in a task
+    groups = object_groups(manifest, None, filter, partition_bytes=partition_bytes) or [[]]
+    reader = ObjectGroupReader(dataset.store, manifest.dataset, manifest.generation, filter)
+    aggregator = PartialAggregator(reader, keys, partials)
+    meta = aggregator([])
+    frame = dataframe.from_map(aggregator, groups, meta=meta, label=f"skyhook-aggregate-{manifest.dataset}")
+    by = keys or [_NO_KEY]
+    merged = frame.groupby(by, dropna=False).agg(
+        {f"{column}_{part}": _COMBINED[part] for column, part in partials}, split_every=8
+    )
+    merged = merged.reset_index()
+    for column, function in aggregations:
+        if function == "mean":  # as float64 (a decimal sum's exact quotient may pass decimal128's precision)
+            merged[f"{column}_mean"] = merged[f"{column}_sum"].astype("float64") / merged[f"{column}_count"]
+    return merged[[*keys, *(f"{column}_{function}" for column, function in aggregations)]]
+
+
 def _groups(sizes: list[tuple[int, int]], target: int) -> Iterator[list[int]]:
     """Consecutive objects in groups of about target bytes (an object larger than it alone)."""
     group: list[int] = []
@@ -130,11 +202,24 @@ def _groups(sizes: list[tuple[int, int]], target: int) -> Iterator[list[int]]:
 
 
 def _types_mapper(type: pa.DataType) -> Any:
-    """Strings as pandas' pyarrow-backed strings (what Dask uses), the rest as to_pandas makes them."""
+    """Strings as pandas' pyarrow-backed strings (what Dask uses); decimals,
+    dates, times, binaries and nested types as pyarrow-backed columns (as
+    Python objects, Dask would take them for strings); the rest as to_pandas
+    makes them."""
     import pandas as pd
 
     if pa.types.is_string(type) or pa.types.is_large_string(type):
         return pd.StringDtype("pyarrow")
+    if (
+        pa.types.is_decimal(type)
+        or pa.types.is_date(type)
+        or pa.types.is_time(type)
+        or pa.types.is_binary(type)
+        or pa.types.is_large_binary(type)
+        or pa.types.is_fixed_size_binary(type)
+        or pa.types.is_nested(type)
+    ):
+        return pd.ArrowDtype(type)
     return None
 
 
@@ -157,4 +242,4 @@ def to_skyhook(frame: Any, store: Any, name: str, *, mode: str = "create", **opt
     return store.write_dataset(name, pa.RecordBatchReader.from_batches(schema, batches()), mode=mode, **options)
 
 
-__all__ = ["PARTITION_BYTES", "frame_of", "to_skyhook"]
+__all__ = ["PARTITION_BYTES", "aggregate", "frame_of", "to_skyhook"]
