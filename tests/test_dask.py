@@ -142,3 +142,25 @@ def test_aggregates_merge_storage_partials_in_a_tree(client, store):
         assert merged.npartitions == 1
     with pytest.raises(InvalidRequestError, match="not 'stddev'"):
         aggregate(dataset, ["flag"], [("price", "stddev")])
+
+
+def test_a_worker_killed_mid_read_changes_no_answer(client, store):
+    """Dask runs a dead worker's tasks again elsewhere; a partition's read has
+    no side effect, so the answer is exact."""
+    import os
+    import time
+
+    dataset = store.write_dataset("lineitem", TABLE, rows_per_object=1000)
+    frame = dataset.to_dask(columns=["id", "price"], filter="price > 10", partition_bytes=1)
+
+    def slowly(part):
+        time.sleep(0.1)
+        return part
+
+    total = frame.map_partitions(slowly, meta=frame._meta).id.sum()
+    future = client.compute(total)
+    time.sleep(0.8)  # some partitions read, others not yet
+    assert not future.done()
+    victim = next(iter(client.scheduler_info()["workers"]))
+    client.run(os._exit, 1, workers=[victim], on_error="ignore")  # it dies before it answers
+    assert future.result(timeout=120) == pc.sum(TABLE.filter(pc.field("price") > 10)["id"]).as_py()
