@@ -76,6 +76,9 @@ SLOW_MODULES = {
     "test_concurrent_writers",
     "test_pruning_units",
     "test_expression_r",
+    "test_dask",  # clusters of worker processes, a local Ray, servers killed on purpose
+    "test_ray",
+    "test_flight_sql_failures",
 }
 
 

@@ -30,8 +30,8 @@ FORMATS = {".parquet": "parquet", ".arrow": "ipc", ".rows": "rows"}
 # fuzz_objects' selector byte: format attribute (kFormats in fuzz_objects.cc) and fixed request
 # kFormats of fuzz_objects.cc; "design": a length, a skyhook.design attribute, then the object.
 OBJECT_FORMATS = ["parquet", "ipc", "rows", "ipc", "parquet", "design", None, "csv"]
-SECONDS = 30
-WRITING_SECONDS = 20
+SECONDS = 20
+WRITING_SECONDS = 15
 WRITING_METHODS = ["analyze", "create_index", "drop_index", "transform"]  # kWritingMethods of fuzz_writes.cc
 CALL_TIMEOUT_SECONDS = 15
 

@@ -15,7 +15,7 @@ import pytest
 from support import native_builds
 
 ROOT = Path(__file__).resolve().parents[1]
-FUZZ_SECONDS = 50  # split over the targets
+FUZZ_SECONDS = 30  # split over the targets
 SANITIZER_REPORT = re.compile(r"ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|Check failed")
 
 pytestmark = pytest.mark.skipif(

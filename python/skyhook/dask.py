@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,7 +27,11 @@ from skyhook.execution.aggregate_execution import AggregateExecution
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.scan_execution import ScanExecution
 from skyhook.execution.scan_plan import plan_scan
+from skyhook.ingest.write import WriteKeywords
 from skyhook.plan.aggregate import AggregateQuery
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 #: A partition's stored bytes unless asked otherwise (Dask suggests 100 MB-1 GB in memory).
 PARTITION_BYTES = 64 << 20
@@ -223,7 +227,7 @@ def _types_mapper(type: pa.DataType) -> Any:
     return None
 
 
-def to_skyhook(frame: Any, store: Any, name: str, *, mode: str = "create", **options: Any) -> Any:
+def to_skyhook(frame: Any, store: Any, name: str, *, mode: str = "create", **options: Unpack[WriteKeywords]) -> Any:
     """Writes a Dask DataFrame as dataset name of store in one commit (mode
     "create", "overwrite" or "append"; options as Store.write_dataset's):
     partitions are computed WRITE_WINDOW at a time, in order, and streamed
