@@ -111,6 +111,8 @@ def test_errors_arrive_as_they_were_raised(remote):
             reader.fsck(repair=True)
     with pytest.raises(InvalidRequestError, match="invalid server URI"):
         skyhook.connect("grpc://localhost:1?namespace=x")
+    with pytest.raises(InvalidRequestError, match="cannot read the CA certificate"):
+        skyhook.connect("grpc+tls://localhost:1?ca=/nowhere/ca.pem")
 
 
 def test_over_tls_with_the_servers_certificate(store, tmp_path):

@@ -14,6 +14,7 @@ import concurrent.futures
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
@@ -62,7 +63,10 @@ class RemoteStore:
         user = user or options.get("user")
         password = password if password is not None else os.environ.get(PASSWORD_VARIABLE)
         location = parsed._replace(query="").geturl()
-        certificates = open(options["ca"], "rb").read() if "ca" in options else None
+        try:
+            certificates = Path(options["ca"]).read_bytes() if "ca" in options else None
+        except OSError as error:
+            raise InvalidRequestError(f"cannot read the CA certificate {options['ca']!r}: {error.strerror}") from None
         try:
             self.client = flight.connect(location, tls_root_certs=certificates)
             headers = [] if user is None else [self.client.authenticate_basic_token(user, password or "")]
