@@ -10,4 +10,5 @@ fi
 scripts/install-r.sh   # R and reticulate for the gene-expression R wrapper's test
 scripts/fetch-jdbc.sh  # the Flight SQL JDBC driver for skyhook serve's JVM test
 scripts/setup.sh --fuzz
-exec .venv/bin/python -m pytest "$@"
+# Two workers: the tests that need a Ceph cluster on one (tests/conftest.py), the rest on the other.
+exec .venv/bin/python -m pytest -n "${SKYHOOK_TEST_WORKERS:-2}" --dist loadgroup "$@"

@@ -5,6 +5,7 @@ tests/support/."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 
@@ -82,17 +83,43 @@ SLOW_MODULES = {
 }
 
 
+# Modules that start clusters of their own (emulated hosts, a lone OSD, one without OSDs).
+CLUSTER_MODULES = {"test_ceph", "test_ceph_fuzz", "test_emulated_hosts", "test_gateway", "test_node_limits"}
+CLUSTER_FIXTURES = {"ceph_cluster", "ceph_store"}
+
+
+def needs_a_cluster(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    return (
+        (item.module is not None and item.module.__name__ in CLUSTER_MODULES)
+        or bool(CLUSTER_FIXTURES & set(getattr(item, "fixturenames", ())))
+        or (callspec is not None and callspec.params.get("backend") == "ceph")
+    )
+
+
+@pytest.hookimpl(trylast=True)  # after every plugin's own, so xdist's workers all send this order
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks the slow tier; puts every test that needs a Ceph cluster on one xdist worker (the
+    session's cluster is started once, and clusters never run side by side on two cores) while
+    the others run on the rest (`-n 2 --dist loadgroup`); and runs the tests of the C++ builds
+    last (tests/support/native_builds.py)."""
     for item in items:
         if item.module is not None and item.module.__name__ in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+        if needs_a_cluster(item):
+            item.add_marker(pytest.mark.xdist_group("ceph"))
+    building = [item for item in items if _builds_native_code(item)]
+    if building:
+        items[:] = [item for item in items if not _builds_native_code(item)] + building
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """The tests of the C++ builds last (of those selected), their builds started now
-    (tests/support/native_builds.py)."""
-    items = session.items
-    building = [item for item in items if item.module is not None and item.module.__name__ in native_builds.MODULES]
-    if building and not session.config.option.collectonly:
-        items[:] = [item for item in items if item not in building] + building
+    """Starts the C++ builds if their tests were selected: once, on the first worker if any."""
+    selected = any(_builds_native_code(item) for item in session.items)
+    first_worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0") == "gw0"
+    if selected and first_worker and not session.config.option.collectonly:
         native_builds.start()
+
+
+def _builds_native_code(item: pytest.Item) -> bool:
+    return item.module is not None and item.module.__name__ in native_builds.MODULES
