@@ -117,7 +117,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """Checks that the groups apply; starts the C++ builds if their tests were selected (once:
     on the first worker if any)."""
     grouped = [item for item in session.items if item.get_closest_marker("xdist_group")]
-    if session.config.getvalue("loadgroup") and any("@" not in item.nodeid for item in grouped):
+    if session.config.getoption("loadgroup", False) and any("@" not in item.nodeid for item in grouped):
         # pytest-xdist names a group's tests by rewriting their ids, which pytest 9.2 ignores
         raise pytest.UsageError("pytest-xdist's --dist loadgroup is not applied: pytest < 9.2 is needed")
     selected = any(_builds_native_code(item) for item in session.items)
