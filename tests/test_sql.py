@@ -5,6 +5,8 @@ one-line skyhook error."""
 
 from __future__ import annotations
 
+import concurrent.futures
+
 import duckdb
 import pyarrow as pa
 import pytest
@@ -60,6 +62,23 @@ def test_mistakes_are_one_line_errors(tpch_store):
         tpch_store.sql("select l_nothing from lineitem")
     with pytest.raises(skyhook.InvalidRequestError, match="file system operations are disabled"):
         tpch_store.sql("select * from read_csv('/etc/passwd')")  # the store's datasets only
+
+
+def test_queries_share_a_database_but_nothing_of_each_other(store, tmp_path):
+    """Queries that only read run on cursors of one DuckDB database: a query
+    sees its own store's table of a name, never another's, however many run
+    at once; what a statement creates is not there for the next."""
+    other = skyhook.connect((tmp_path / "other").as_uri())
+    store.write_dataset("t", pa.table({"x": [1, 2, 3]}))
+    other.write_dataset("t", pa.table({"x": [10, 20]}))
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        sums = list(
+            pool.map(lambda mine: (mine, (store if mine else other).sql("select sum(x) s from t")), [True, False] * 40)
+        )
+    assert all(answer["s"].to_pylist() == ([6] if mine else [30]) for mine, answer in sums)
+    store.sql("create table made as select 1 x")
+    with pytest.raises(skyhook.DatasetNotFoundError, match="'made'"):
+        store.sql("select * from made")
 
 
 def test_the_cli_prints_and_writes_the_result(tpch_store, tmp_path):

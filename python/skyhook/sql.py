@@ -6,6 +6,7 @@ stream of record batches read as DuckDB produces them (sql_batches)."""
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -51,8 +52,9 @@ def sql_batches(
     """The result of query (as run_sql) as a stream: DuckDB runs as it is read,
     and its connection closes when the stream ends or is closed. Past
     timeout_seconds, DuckDB is interrupted and reading raises LimitExceededError;
-    memory_limit bounds DuckDB's memory ("4GB"; None: DuckDB's default); once
-    cancelled() says so (its reader went away), DuckDB is interrupted too."""
+    memory_limit bounds DuckDB's memory for the queries of this limit together
+    ("4GB"; None: DuckDB's default); once cancelled() says so (its reader went
+    away), DuckDB is interrupted too."""
     connection, translate, close = _connected(store, query, timeout_seconds, memory_limit, cancelled)
     try:
         with translate():
@@ -157,6 +159,47 @@ class _Watch(threading.Thread):
             self.join()
 
 
+#: DuckDB databases of this process, by memory limit: opening one takes tens of
+#: milliseconds, a cursor on one (a connection of its own) microseconds.
+_databases: dict[tuple[int, str | None], Any] = {}
+_databases_lock = threading.Lock()
+
+
+def _cursor(query: str, memory_limit: str | None) -> Any:
+    """A DuckDB connection for query: a cursor on the process's database of
+    memory_limit (its queries share the limit) when query only reads (what it
+    registers and how it is interrupted are the cursor's own); a database of
+    its own for a query that could create anything another would see."""
+    import duckdb
+
+    try:
+        reads_only = all(
+            statement.type == duckdb.StatementType.SELECT for statement in duckdb.extract_statements(query)
+        )
+    except duckdb.Error as error:
+        raise InvalidRequestError(f"invalid SQL: {first_line(error)}") from None
+    if not reads_only:
+        return _new_database(memory_limit)
+    key = (os.getpid(), memory_limit)  # a forked child opens its own
+    with _databases_lock:
+        if key not in _databases:
+            _databases[key] = _new_database(memory_limit)
+        return _databases[key].cursor()
+
+
+def _new_database(memory_limit: str | None) -> Any:
+    """Only the store's datasets (no files, no extensions); limits a query cannot SET away."""
+    import duckdb
+
+    config: dict[str, Any] = {"enable_external_access": False, "lock_configuration": True}
+    if memory_limit is not None:
+        config["memory_limit"] = memory_limit
+    try:
+        return duckdb.connect(config=config)
+    except duckdb.Error as error:
+        raise InvalidRequestError(f"DuckDB's memory limit {memory_limit!r}: {first_line(error)}") from None
+
+
 def _connected(
     store: Datasets,
     query: str,
@@ -183,11 +226,7 @@ def _connected(
     folded = {name.lower(): name for name in sorted(datasets, reverse=True)}
     # SQL names are case-insensitive: each name the query uses, the dataset it means.
     meant = {name: name if name in datasets else folded.get(name.lower()) for name in names}
-    # Only the store's datasets: no files, no extensions; limits a query cannot SET away.
-    config: dict[str, Any] = {"enable_external_access": False, "lock_configuration": True}
-    if memory_limit is not None:
-        config["memory_limit"] = memory_limit
-    connection = duckdb.connect(config=config)
+    connection = _cursor(query, memory_limit)
     for name, dataset in sorted(meant.items()):
         if dataset is not None:
             connection.register(name, store.dataset(dataset))

@@ -65,7 +65,7 @@ def serve(
         int, typer.Option(min=1, envvar=_env("queries_per_user"), help="Queries one user may run at once.")
     ] = 8,
     query_memory: Annotated[
-        str, typer.Option(envvar=_env("query_memory"), help="DuckDB's memory for one query.")
+        str, typer.Option(envvar=_env("query_memory"), help="DuckDB's memory for all queries together.")
     ] = "4GB",
     result_bytes: Annotated[
         Optional[int],

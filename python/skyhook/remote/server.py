@@ -46,7 +46,7 @@ class Limits:
     query_seconds: float | None = 600.0
     #: Queries one user may stream at once.
     queries_per_user: int = 8
-    #: DuckDB's memory for one query (None: its default, 80 % of the machine's).
+    #: DuckDB's memory for the server's queries together (None: its default, 80 % of the machine's).
     query_memory: str | None = "4GB"
     #: Prepared statements one user may hold open.
     prepared_per_user: int = 64
