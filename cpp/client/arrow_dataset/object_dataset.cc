@@ -1,6 +1,7 @@
 #include "client/arrow_dataset/object_dataset.h"
 
 #include <arrow/util/iterator.h>
+#include "skyhook/storage/statistics/nan_safe_simplify.h"
 
 namespace skyhook::client {
 
@@ -24,9 +25,14 @@ arrow::Result<std::shared_ptr<arrow::dataset::Dataset>> ObjectDataset::ReplaceSc
 arrow::Result<arrow::dataset::FragmentIterator> ObjectDataset::GetFragmentsImpl(
     arrow::compute::Expression predicate) {
   arrow::dataset::FragmentVector kept;
+  const bool prunable = !HoldsNanLiteral(predicate);  // NanSafeSimplify: Arrow misjudges NaN
   for (const auto& fragment : fragments_) {
     // An empty object's guarantee is false, which simplification leaves alone.
     if (!fragment->partition_expression().IsSatisfiable()) continue;
+    if (!prunable) {  // Arrow's scanner simplifies with each fragment's guarantee too
+      kept.push_back(fragment->WithoutGuarantee());
+      continue;
+    }
     // A predicate the guarantee cannot simplify (mixed types, say) keeps the object.
     auto simplified =
         arrow::compute::SimplifyWithGuarantee(predicate, fragment->partition_expression());

@@ -8,6 +8,7 @@
 #include <arrow/io/interfaces.h>
 #include <arrow/util/async_generator.h>
 #include <arrow/util/thread_pool.h>
+#include "skyhook/storage/statistics/nan_safe_simplify.h"
 
 namespace skyhook::client {
 
@@ -25,6 +26,11 @@ ObjectFragment::ObjectFragment(int64_t object_index, int64_t num_rows,
 
 std::string ObjectFragment::ToString() const {
   return "skyhook object " + std::to_string(object_index_);
+}
+
+std::shared_ptr<ObjectFragment> ObjectFragment::WithoutGuarantee() const {
+  return std::make_shared<ObjectFragment>(object_index_, num_rows_, arrow::compute::literal(true),
+                                          given_physical_schema_, handler_);
 }
 
 arrow::Result<std::shared_ptr<arrow::Schema>> ObjectFragment::ReadPhysicalSchemaImpl() {
@@ -55,7 +61,7 @@ arrow::Result<ObjectScan> ObjectFragment::MakeScan(const ScanOptions& options) c
     }
   }
   // What the guarantee settles need not be checked again in storage.
-  auto simplified = arrow::compute::SimplifyWithGuarantee(scan.filter, guarantee);
+  auto simplified = NanSafeSimplify(scan.filter, guarantee);
   if (simplified.ok()) scan.filter = *std::move(simplified);
   // A filter still naming a column the object lacks is left to Arrow's own filter.
   for (const arrow::FieldRef& ref : arrow::compute::FieldsInExpression(scan.filter)) {
@@ -88,8 +94,7 @@ arrow::Result<RecordBatchGenerator> ObjectFragment::ScanBatchesAsync(
 
 arrow::Future<std::optional<int64_t>> ObjectFragment::CountRows(
     arrow::compute::Expression predicate, const std::shared_ptr<ScanOptions>& options) {
-  auto simplified =
-      arrow::compute::SimplifyWithGuarantee(std::move(predicate), partition_expression_);
+  auto simplified = NanSafeSimplify(std::move(predicate), partition_expression_);
   if (simplified.ok() && *simplified == arrow::compute::literal(true)) {
     return std::optional<int64_t>(num_rows_);
   }

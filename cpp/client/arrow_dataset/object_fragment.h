@@ -28,6 +28,9 @@ class ObjectFragment : public arrow::dataset::Fragment {
   std::string ToString() const override;
 
   int64_t object_index() const { return object_index_; }
+  // The same object without its statistics' guarantee, for a filter Arrow
+  // would misjudge against it (NanSafeSimplify): nothing is ruled out.
+  std::shared_ptr<ObjectFragment> WithoutGuarantee() const;
 
  protected:
   arrow::Result<std::shared_ptr<arrow::Schema>> ReadPhysicalSchemaImpl() override;

@@ -81,7 +81,7 @@ def matching_partitions(
     """The partitions whose statistics filter may match; columns: those filter
     reads (None: all), to which the guarantees are cut (simplifying a filter
     against every column's guarantee cost tens of milliseconds a query)."""
-    if filter is None or not manifest.partitions:
+    if filter is None or not manifest.partitions or holds_nan_literal(filter):
         return list(manifest.partitions)
     wanted = None if columns is None else set(columns)
     read = None if wanted is None else tuple(name for name in manifest.schema.names if name in wanted)
@@ -126,6 +126,8 @@ def wholly_matching(manifest: Manifest, index: int, filter: pc.Expression | None
     columns holds a null or (floats are refused) a NaN, which would make it null or false."""
     if filter is None:
         return True
+    if holds_nan_literal(filter):
+        return False
     statistics = manifest.statistics[index]
     for name in columns:
         if pa.types.is_floating(manifest.schema.field(name).type) or statistics[name]["null_count"].as_py() != 0:
@@ -141,3 +143,29 @@ def wholly_matching(manifest: Manifest, index: int, filter: pc.Expression | None
         return not list(failing.get_fragments(filter=~filter))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return False
+
+
+def holds_nan_literal(expression: pc.Expression) -> bool:
+    """Whether a literal of expression (or a value of an IN list's set) is a
+    floating-point NaN (True when Arrow cannot serialize it: unknown). Arrow's
+    simplification orders NaN above every number, so against statistics that
+    bound x it takes `x < NaN` as true and `not (x < NaN)` as false: pruning
+    with such a filter would drop matching rows."""
+    try:  # Arrow's serialization: literals and options are the columns of its one batch
+        batch = pa.ipc.open_file(expression.__reduce__()[1][0]).get_batch(0)
+    except pa.ArrowNotImplementedError:
+        return True
+    return any(_holds_nan(column) for column in batch.columns)
+
+
+def _holds_nan(array: pa.Array) -> bool:
+    kind = array.type
+    if pa.types.is_floating(kind):
+        return pa.types.is_float16(kind) or bool(pc.any(pc.is_nan(array)).as_py())
+    if pa.types.is_dictionary(kind):
+        return _holds_nan(array.dictionary)
+    if isinstance(array, pa.StructArray):
+        return any(_holds_nan(child) for child in array.flatten())
+    if isinstance(array, (pa.ListArray, pa.LargeListArray, pa.FixedSizeListArray, pa.ListViewArray)):
+        return _holds_nan(array.flatten())
+    return kind.num_fields > 0  # other nested values: unknown, taken as holding one

@@ -15,6 +15,7 @@
 #include "skyhook/storage/secondary/data_identity.h"
 #include "skyhook/storage/secondary/filter_terms.h"
 #include "skyhook/storage/secondary/zone_statistics.h"
+#include "skyhook/storage/statistics/nan_safe_simplify.h"
 
 namespace skyhook {
 namespace {
@@ -144,7 +145,7 @@ arrow::Result<ZoneVerdict> TestZone(const std::vector<std::optional<ColumnBounds
   }
   if (known.empty()) return ZoneVerdict::kSomeRows;
   ARROW_ASSIGN_OR_RAISE(auto guarantee, arrow::compute::and_(known).Bind(bound_schema));
-  auto simplified = arrow::compute::SimplifyWithGuarantee(filter, guarantee);
+  auto simplified = NanSafeSimplify(filter, guarantee);
   if (!simplified.ok()) return ZoneVerdict::kSomeRows;  // unsure: read and filter the zone
   if (!simplified->IsSatisfiable()) return ZoneVerdict::kNoRow;
   return every_row_bounded && IsTrue(*simplified) ? ZoneVerdict::kEveryRow : ZoneVerdict::kSomeRows;
