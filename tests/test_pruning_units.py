@@ -154,3 +154,17 @@ def test_each_set_of_columns_prunes_by_its_own_guarantees():
         (None, by_flag, []),
     ]:
         assert [p.number for p in matching_partitions(MANIFEST, filter, columns)] == expected
+
+
+def test_a_subset_is_made_once_and_prunes_by_its_own_partitions():
+    """A manifest's subsets are remembered (a server's tickets and a Dask
+    graph's partitions ask for the same ones again), each with its own
+    partitions' statistics, numbered anew."""
+    subset = MANIFEST.subset([4, 1])
+    assert MANIFEST.subset([4, 1]) is subset and MANIFEST.subset([1, 4]) is not subset
+    assert [p.object_name for p in subset.partitions] == [
+        MANIFEST.partitions[4].object_name,
+        MANIFEST.partitions[1].object_name,
+    ]
+    assert kept(subset, F("id") >= 1200) == [0] and kept(subset, (F("id") > 299) & (F("id") < 600)) == [1]
+    assert kept(MANIFEST.subset([1, 4]), F("id") >= 1200) == [1]

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -45,6 +46,7 @@ import pyarrow as pa
 
 from skyhook import stored_json
 from skyhook.catalog.design import FORMATS, Design, ObjectDesign
+from skyhook.catalog.manifest_memo import per_manifest
 from skyhook.catalog.object_statistics import DataTag, object_statistics_type
 from skyhook.errors import CorruptManifestError
 from skyhook.names import GENERATION, object_owner
@@ -245,9 +247,16 @@ class Manifest:
 
     def subset(self, numbers: list[int]) -> Manifest:
         """The partitions at these positions, numbered anew in that order, with
-        their statistics: what a scan of just those objects reads (never published)."""
+        their statistics: what a scan of just those objects reads (never published).
+        The same subset again is the same object, so what queries derive from it
+        (manifest_memo: pruning guarantees) is derived once."""
+        key = tuple(numbers)
+        made = _subsets(self)
+        with _subsets_lock:
+            if key in made:
+                return made[key]
         taken = pa.array(numbers, pa.int64())
-        return replace(
+        subset = replace(
             self,
             partitions=tuple(replace(self.partitions[n], number=i) for i, n in enumerate(numbers)),
             statistics=self.statistics.take(taken),
@@ -255,6 +264,10 @@ class Manifest:
             history=(),
             kept=(),
         )
+        with _subsets_lock:
+            if len(made) >= _SUBSETS_PER_MANIFEST:
+                del made[next(iter(made))]  # the oldest
+            return made.setdefault(key, subset)
 
     def to_bytes(self) -> bytes:
         table = pa.table(
@@ -435,6 +448,16 @@ class Manifest:
 @lru_cache(maxsize=4)
 def _checked(data: bytes, dataset: str) -> Manifest:
     return Manifest._checked(data, dataset)
+
+
+#: Subsets of one manifest kept for reuse (a server's tickets, a Dask graph's partitions).
+_SUBSETS_PER_MANIFEST = 256
+_subsets_lock = threading.Lock()
+
+
+@per_manifest
+def _subsets(manifest: Manifest) -> dict[tuple[int, ...], Manifest]:
+    return {}
 
 
 def _column_object_problem(column: ColumnObject, num_rows: int, names: list[str]) -> str | None:

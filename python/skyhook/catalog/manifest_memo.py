@@ -8,12 +8,11 @@ import functools
 import threading
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
-
-if TYPE_CHECKING:
-    from skyhook.catalog.manifest import Manifest
+from typing import TypeVar
 
 Value = TypeVar("Value")
+#: A manifest (not imported: manifest.py remembers its own subsets with this).
+Manifest = TypeVar("Manifest")
 
 
 def per_manifest(function: Callable[[Manifest], Value]) -> Callable[[Manifest], Value]:
