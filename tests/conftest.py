@@ -83,9 +83,10 @@ SLOW_MODULES = {
 }
 
 
-# Modules that start clusters of their own (emulated hosts, a lone OSD, one without OSDs).
-CLUSTER_MODULES = {"test_ceph", "test_ceph_fuzz", "test_emulated_hosts", "test_gateway", "test_node_limits"}
-CLUSTER_FIXTURES = {"ceph_cluster", "ceph_store"}
+# Modules whose tests start clusters of their own (emulated hosts, a gateway), and the
+# fixtures that start or use one (a test that starts one itself says so: xdist_group("ceph")).
+CLUSTER_MODULES = {"test_ceph", "test_ceph_fuzz", "test_emulated_hosts", "test_gateway"}
+CLUSTER_FIXTURES = {"ceph_cluster", "ceph_store", "lone_osd"}
 
 
 def needs_a_cluster(item: pytest.Item) -> bool:

@@ -315,6 +315,7 @@ def test_fsck_from_the_command_line(tmp_path):
 
 
 @pytest.mark.skipif("ceph" not in BACKENDS, reason="SKYHOOK_TEST_CEPH=0")
+@pytest.mark.xdist_group("ceph")  # a cluster of its own
 def test_a_placement_group_without_osds_times_out_clearly(tmp_path):
     # A cluster of its own: the session's cluster is shared by every test.
     cluster = LocalCluster(tmp_path / "cluster")
