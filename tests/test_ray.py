@@ -12,7 +12,10 @@ import pytest
 ray = pytest.importorskip("ray")
 from ray.data.expressions import col  # noqa: E402
 
+import skyhook  # noqa: E402
 from skyhook.errors import DatasetChangedError  # noqa: E402
+from skyhook.names import object_owner  # noqa: E402
+from skyhook.ray import write_dataset  # noqa: E402
 
 ROWS = 20_000
 TABLE = pa.table(
@@ -64,3 +67,35 @@ def test_an_overwrite_since_opening_is_refused(local_ray, store):
     with pytest.raises(Exception) as error:  # Ray wraps a task's error in its own
         rows(read)
     assert isinstance(error.value, DatasetChangedError) or "DatasetChangedError" in str(error.value)
+
+
+def objects_of(store, name: str) -> list[str]:
+    owners = ((object, object_owner(object)) for object in store.backend.object_names())
+    return sorted(object for object, owner in owners if owner is not None and owner.dataset == name)
+
+
+def test_write_tasks_store_objects_and_one_commit_publishes_them(local_ray, store):
+    frame = ray.data.from_arrow(TABLE).repartition(4)
+    written = write_dataset(frame, store, "copied", rows_per_object=3000)
+    assert rows(written.to_ray()).equals(TABLE.cast(written.schema))
+    assert written.count_rows() == ROWS and len(written.manifest.partitions) >= 7
+    assert sorted(objects_of(store, "copied")) == sorted(p.object_name for p in written.manifest.partitions)
+    appended = write_dataset(ray.data.from_arrow(TABLE.slice(0, 100)), store, "copied", mode="append")
+    assert appended.count_rows() == ROWS + 100
+    with pytest.raises(skyhook.DatasetExistsError):
+        write_dataset(frame, store, "copied")
+    report = store.fsck()
+    assert not report.orphans and not report.in_progress and not report.abandoned_writes
+
+
+def test_a_failed_write_task_leaves_nothing(local_ray, store):
+    def fails(batch):
+        if batch["id"][0].as_py() >= 10_000:
+            raise ValueError("a block that fails")
+        return batch
+
+    frame = ray.data.from_arrow(TABLE).repartition(4).map_batches(fails, batch_format="pyarrow")
+    with pytest.raises(Exception, match="a block that fails"):
+        write_dataset(frame, store, "half", rows_per_object=1000)
+    assert "half" not in store.list_datasets() and objects_of(store, "half") == []
+    assert not store.fsck().in_progress

@@ -6,20 +6,33 @@ bytes; each task scans its objects with the filter and columns in storage.
 Columns selected and filters written in Ray (``ds.select_columns``,
 ``ds.filter(expr=col("x") > 5)``) reach the scans through Ray's pushdown
 hooks: Ray evaluates expressions in Arrow, as storage does. Ray places tasks
-near nothing: Ceph decides where objects live."""
+near nothing: Ceph decides where objects live.
+
+``write_dataset(ray_dataset, store, name, mode=)`` (or
+``ray_dataset.write_datasink(SkyhookDatasink(store, name))``) writes with
+Ray's write tasks, each storing its blocks as objects of the write, and
+publishes them all in one commit at the end: a failed task leaves nothing
+(skyhook.ingest.staged_write)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
 from skyhook.dask import ObjectGroupReader, object_groups  # the same readers, engine-neutral
 from skyhook.errors import SkyhookError
+from skyhook.ingest.staged_write import StagedPart, StagedWrite, stage
+from skyhook.ingest.write import WriteKeywords, WriteOptions
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 try:
     from ray.data import Datasource, ReadTask
-    from ray.data.block import BlockMetadata
+    from ray.data.block import BlockAccessor, BlockMetadata
+    from ray.data.datasource import Datasink, WriteResult
 except ImportError:  # pragma: no cover - the extra is not installed
     raise SkyhookError("Ray is not installed: pip install 'skyhook[ray]'") from None
 
@@ -86,4 +99,46 @@ def read(dataset: Any, columns: list[str] | None, filter: pc.Expression | None) 
     return frame if columns is None else frame.select_columns(list(columns))
 
 
-__all__ = ["SkyhookDatasource", "read"]
+class SkyhookDatasink(Datasink):
+    """Writes a Ray dataset as dataset name of store in one commit (see the module).
+    mode: "create", "overwrite" or "append"; options as Store.write_dataset's.
+    The write begins when the sink is made (its checks, its generation): make
+    one per write."""
+
+    def __init__(self, store: Any, name: str, mode: str = "create", **options: Unpack[WriteKeywords]) -> None:
+        self.store, self.name = store, name
+        staged = StagedWrite(store.backend, name, mode, WriteOptions(**options), store.retention_seconds)
+        self.target = staged.target
+        self._staged: StagedWrite | None = staged  # the driver's; never sent to a task
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_staged": None}
+
+    def get_name(self) -> str:
+        return f"Skyhook({self.name})"
+
+    def write(self, blocks: Iterable[Any], ctx: Any) -> StagedPart:
+        tables = (BlockAccessor.for_block(block).to_arrow() for block in blocks)
+        batches = (batch for table in tables for batch in table.to_batches())
+        return stage(self.store.backend, self.target, ctx.task_idx, batches)
+
+    def on_write_complete(self, write_result: WriteResult[StagedPart]) -> None:
+        self._driver().publish(list(write_result.write_returns))
+
+    def on_write_failed(self, error: Exception) -> None:
+        self._driver().abandon()
+
+    def _driver(self) -> StagedWrite:
+        staged, self._staged = self._staged, None
+        if staged is None:
+            raise SkyhookError(f"this sink's write of {self.name!r} has ended (or it is a task's copy)")
+        return staged
+
+
+def write_dataset(frame: Any, store: Any, name: str, *, mode: str = "create", **options: Unpack[WriteKeywords]) -> Any:
+    """frame (a ray.data.Dataset) written as dataset name of store in one commit; the dataset."""
+    frame.write_datasink(SkyhookDatasink(store, name, mode, **options))
+    return store.dataset(name)
+
+
+__all__ = ["SkyhookDatasink", "SkyhookDatasource", "read", "write_dataset"]

@@ -25,7 +25,7 @@ from skyhook.ingest.garbage_collection import DEFAULT_RETENTION_SECONDS, collect
 from skyhook.ingest.partitioning import DEFAULT_TARGET_OBJECT_SIZE, split_partitions
 from skyhook.ingest.publish import check_mode, exists_error, publish
 from skyhook.ingest.schema_match import conform
-from skyhook.ingest.sources import DataSource, open_source
+from skyhook.ingest.sources import DataSource, Source, open_source
 from skyhook.ingest.statistics import concat_statistics, partition_statistics
 from skyhook.names import check_dataset_name, new_generation, object_name
 
@@ -91,10 +91,10 @@ def write_dataset(
     chooses for."""
     check_dataset_name(name)
     check_mode(mode)
-    design = _asked_design(options.design, options.format, options.row_group_size, options.compression)
+    design = asked_design(options.design, options.format, options.row_group_size, options.compression)
     if mode == "create" and backend.get_manifest(name) is not None:
         raise exists_error(name)  # early, before any work; the publish decides for sure
-    current = _current_manifest(backend, name) if mode == "append" else None
+    current = current_manifest(backend, name) if mode == "append" else None
     if must_exist and current is None:
         raise DatasetNotFoundError(f"no dataset named {name!r} in {backend.uri}")
     source = open_source(data, options.partitioning, options.csv_options)
@@ -112,28 +112,19 @@ def write_dataset(
     pending = backend.begin_write(name, generation)
     try:
         written: list[str] = []
-        partitions: list[Partition] = []
-        statistics: list[pa.StructArray] = []
         try:
-            for table in split_partitions(
-                source.schema, source.batches, options.target_object_size, options.rows_per_object
-            ):
-                number = len(partitions)
-                if requested.compression == AUTO_COMPRESSION:
-                    choice = choose_codec(table, requested, link_bytes_per_second)
-                    requested = replace(requested, compression=choice.codec)
-                    if options.codec_chosen:
-                        options.codec_chosen(choice)
-                partition_object = object_name(name, generation, number)
-                encoded, attribute = encode_object(table, requested.to_bytes())
-                written.append(partition_object)  # before the put: a failed put may have stored it
-                backend.put_object(partition_object, encoded, {DESIGN_ATTRIBUTE: attribute})
-                statistics.append(partition_statistics(backend, partition_object, source.schema))
-                object_design = ObjectDesign.from_bytes(attribute)
-                partitions.append(Partition(number, partition_object, table.num_rows, encoded.size, object_design))
-                pending.heartbeat()
-                if options.progress:
-                    options.progress(table.num_rows, table.nbytes)
+            partitions, statistics, requested = store_partitions(
+                backend,
+                name,
+                generation,
+                source,
+                requested,
+                options,
+                0,
+                written,
+                pending.heartbeat,
+                link_bytes_per_second,
+            )
             manifest = Manifest(
                 name,
                 source.schema,
@@ -153,7 +144,47 @@ def write_dataset(
     return manifest
 
 
-def _asked_design(
+def store_partitions(
+    backend: Backend,
+    name: str,
+    generation: str,
+    source: Source,
+    requested: ObjectDesign,
+    options: WriteOptions,
+    first_number: int,
+    written: list[str],
+    after_each: Callable[[], None],
+    link_bytes_per_second: float | None = None,
+    max_objects: int | None = None,
+) -> tuple[list[Partition], list[pa.StructArray], ObjectDesign]:
+    """source's rows stored as objects of generation numbered from first_number
+    (each name added to written before its put: a failed put may have stored it),
+    with their partitions and statistics, and the design asked for (its "auto"
+    codec chosen on the first object's rows). More than max_objects objects is an error."""
+    partitions: list[Partition] = []
+    statistics: list[pa.StructArray] = []
+    for table in split_partitions(source.schema, source.batches, options.target_object_size, options.rows_per_object):
+        if max_objects is not None and len(partitions) == max_objects:
+            raise InvalidRequestError(f"one part of a write stores at most {max_objects} objects: write larger ones")
+        if requested.compression == AUTO_COMPRESSION:
+            choice = choose_codec(table, requested, link_bytes_per_second)
+            requested = replace(requested, compression=choice.codec)
+            if options.codec_chosen:
+                options.codec_chosen(choice)
+        partition_object = object_name(name, generation, first_number + len(partitions))
+        encoded, attribute = encode_object(table, requested.to_bytes())
+        written.append(partition_object)
+        backend.put_object(partition_object, encoded, {DESIGN_ATTRIBUTE: attribute})
+        statistics.append(partition_statistics(backend, partition_object, source.schema))
+        object_design = ObjectDesign.from_bytes(attribute)
+        partitions.append(Partition(len(partitions), partition_object, table.num_rows, encoded.size, object_design))
+        after_each()
+        if options.progress:
+            options.progress(table.num_rows, table.nbytes)
+    return partitions, statistics, requested
+
+
+def asked_design(
     design: Design | None, format: str | None, row_group_size: int | None, compression: str | None
 ) -> Design | None:
     """The design a write asks for: design=, or a Design of the shorthand arguments given."""
@@ -169,6 +200,6 @@ def _asked_design(
     return Design(**shorthand) if shorthand else design
 
 
-def _current_manifest(backend: Backend, name: str) -> Manifest | None:
+def current_manifest(backend: Backend, name: str) -> Manifest | None:
     stored = backend.get_manifest(name)
     return None if stored is None else Manifest.from_bytes(stored.data, name)
