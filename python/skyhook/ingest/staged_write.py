@@ -70,24 +70,17 @@ def stage(backend: Backend, target: StagedTarget, part: int, data: DataSource) -
     if target.schema is not None:
         source = conform(source, target.schema, target.dataset)
     requested = target.design or ObjectDesign.request(target.asked, source.schema.names, 0)
-    written: list[str] = []
-    try:
-        partitions, statistics, design = store_partitions(
-            backend,
-            target.dataset,
-            target.generation,
-            source,
-            requested,
-            target.options,
-            part * PART_OBJECTS,
-            written,
-            lambda: None,
-            max_objects=PART_OBJECTS,
-        )
-    except BaseException:
-        for name in written:
-            backend.delete_object(name)
-        raise
+    partitions, statistics, design = store_partitions(
+        backend,
+        target.dataset,
+        target.generation,
+        source,
+        requested,
+        target.options,
+        part * PART_OBJECTS,
+        lambda: None,
+        max_objects=PART_OBJECTS,
+    )
     return StagedPart(part, source.schema, tuple(partitions), concat_statistics(statistics, source.schema), design)
 
 

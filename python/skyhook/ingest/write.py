@@ -111,20 +111,10 @@ def write_dataset(
     # objects of this write for orphans while it runs.
     pending = backend.begin_write(name, generation)
     try:
-        written: list[str] = []
+        partitions, statistics, requested = store_partitions(
+            backend, name, generation, source, requested, options, 0, pending.heartbeat, link_bytes_per_second
+        )
         try:
-            partitions, statistics, requested = store_partitions(
-                backend,
-                name,
-                generation,
-                source,
-                requested,
-                options,
-                0,
-                written,
-                pending.heartbeat,
-                link_bytes_per_second,
-            )
             manifest = Manifest(
                 name,
                 source.schema,
@@ -135,8 +125,8 @@ def write_dataset(
             )
             manifest = publish(backend, manifest, mode, must_exist)
         except BaseException:
-            for written_object in written:
-                backend.delete_object(written_object)
+            for partition in partitions:
+                backend.delete_object(partition.object_name)
             raise
     finally:
         pending.finish()
@@ -152,35 +142,44 @@ def store_partitions(
     requested: ObjectDesign,
     options: WriteOptions,
     first_number: int,
-    written: list[str],
     after_each: Callable[[], None],
     link_bytes_per_second: float | None = None,
     max_objects: int | None = None,
 ) -> tuple[list[Partition], list[pa.StructArray], ObjectDesign]:
-    """source's rows stored as objects of generation numbered from first_number
-    (each name added to written before its put: a failed put may have stored it),
+    """source's rows stored as objects of generation numbered from first_number,
     with their partitions and statistics, and the design asked for (its "auto"
-    codec chosen on the first object's rows). More than max_objects objects is an error."""
+    codec chosen on the first object's rows). More than max_objects objects is an
+    error. If any step fails, the objects it stored are deleted before it raises."""
     partitions: list[Partition] = []
     statistics: list[pa.StructArray] = []
-    for table in split_partitions(source.schema, source.batches, options.target_object_size, options.rows_per_object):
-        if max_objects is not None and len(partitions) == max_objects:
-            raise InvalidRequestError(f"one part of a write stores at most {max_objects} objects: write larger ones")
-        if requested.compression == AUTO_COMPRESSION:
-            choice = choose_codec(table, requested, link_bytes_per_second)
-            requested = replace(requested, compression=choice.codec)
-            if options.codec_chosen:
-                options.codec_chosen(choice)
-        partition_object = object_name(name, generation, first_number + len(partitions))
-        encoded, attribute = encode_object(table, requested.to_bytes())
-        written.append(partition_object)
-        backend.put_object(partition_object, encoded, {DESIGN_ATTRIBUTE: attribute})
-        statistics.append(partition_statistics(backend, partition_object, source.schema))
-        object_design = ObjectDesign.from_bytes(attribute)
-        partitions.append(Partition(len(partitions), partition_object, table.num_rows, encoded.size, object_design))
-        after_each()
-        if options.progress:
-            options.progress(table.num_rows, table.nbytes)
+    written: list[str] = []
+    try:
+        for table in split_partitions(
+            source.schema, source.batches, options.target_object_size, options.rows_per_object
+        ):
+            if max_objects is not None and len(partitions) == max_objects:
+                raise InvalidRequestError(
+                    f"one part of a write stores at most {max_objects} objects: write larger ones"
+                )
+            if requested.compression == AUTO_COMPRESSION:
+                choice = choose_codec(table, requested, link_bytes_per_second)
+                requested = replace(requested, compression=choice.codec)
+                if options.codec_chosen:
+                    options.codec_chosen(choice)
+            partition_object = object_name(name, generation, first_number + len(partitions))
+            encoded, attribute = encode_object(table, requested.to_bytes())
+            written.append(partition_object)
+            backend.put_object(partition_object, encoded, {DESIGN_ATTRIBUTE: attribute})
+            statistics.append(partition_statistics(backend, partition_object, source.schema))
+            object_design = ObjectDesign.from_bytes(attribute)
+            partitions.append(Partition(len(partitions), partition_object, table.num_rows, encoded.size, object_design))
+            after_each()
+            if options.progress:
+                options.progress(table.num_rows, table.nbytes)
+    except BaseException:
+        for object in written:  # a failed put may have stored its object too
+            backend.delete_object(object)
+        raise
     return partitions, statistics, requested
 
 
