@@ -87,13 +87,20 @@ def check_query(query: str) -> None:
     read-only server runs (an EXPLAIN ANALYZE would run any statement)."""
     import duckdb
 
-    try:
-        kinds = [statement.type for statement in duckdb.extract_statements(query)]
-    except duckdb.Error as error:
-        raise InvalidRequestError(f"invalid SQL: {first_line(error)}") from None
+    kinds = _statement_kinds(query)
     if kinds != [duckdb.StatementType.SELECT]:
         named = ", ".join(kind.name for kind in kinds) or "no statement"
         raise InvalidRequestError(f"read-only: one SELECT statement is served, not {named}")
+
+
+def _statement_kinds(query: str) -> list[Any]:
+    """The kind of each of query's statements (InvalidRequestError if it does not parse)."""
+    import duckdb
+
+    try:
+        return [statement.type for statement in duckdb.extract_statements(query)]
+    except duckdb.Error as error:
+        raise InvalidRequestError(f"invalid SQL: {first_line(error)}") from None
 
 
 def sql_schema(
@@ -172,13 +179,7 @@ def _cursor(query: str, memory_limit: str | None) -> Any:
     its own for a query that could create anything another would see."""
     import duckdb
 
-    try:
-        reads_only = all(
-            statement.type == duckdb.StatementType.SELECT for statement in duckdb.extract_statements(query)
-        )
-    except duckdb.Error as error:
-        raise InvalidRequestError(f"invalid SQL: {first_line(error)}") from None
-    if not reads_only:
+    if any(kind != duckdb.StatementType.SELECT for kind in _statement_kinds(query)):
         return _new_database(memory_limit)
     key = (os.getpid(), memory_limit)  # a forked child opens its own
     with _databases_lock:
