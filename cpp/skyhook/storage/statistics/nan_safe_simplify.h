@@ -9,32 +9,31 @@
 
 namespace skyhook {
 
+template <typename FloatingArray>
+bool AnyNan(const arrow::Array& array) {
+  const auto& values = static_cast<const FloatingArray&>(array);
+  for (int64_t i = 0; i < values.length(); ++i) {
+    if (values.IsValid(i) && std::isnan(values.Value(i))) return true;
+  }
+  return false;
+}
+
 // Whether an array (of any nesting) holds a floating-point NaN.
 inline bool HoldsNan(const arrow::Array& array) {
   switch (array.type_id()) {
     case arrow::Type::HALF_FLOAT:
       return true;  // not decoded here: treated as if it held one
-    case arrow::Type::FLOAT: {
-      const auto& values = static_cast<const arrow::FloatArray&>(array);
-      for (int64_t i = 0; i < values.length(); ++i) {
-        if (values.IsValid(i) && std::isnan(values.Value(i))) return true;
-      }
-      return false;
-    }
-    case arrow::Type::DOUBLE: {
-      const auto& values = static_cast<const arrow::DoubleArray&>(array);
-      for (int64_t i = 0; i < values.length(); ++i) {
-        if (values.IsValid(i) && std::isnan(values.Value(i))) return true;
-      }
-      return false;
-    }
+    case arrow::Type::FLOAT:
+      return AnyNan<arrow::FloatArray>(array);
+    case arrow::Type::DOUBLE:
+      return AnyNan<arrow::DoubleArray>(array);
     default:
       break;
   }
   const arrow::DataType& type = *array.type();
   if (type.num_fields() == 0 && type.id() != arrow::Type::DICTIONARY) return false;
-  // Nested values: anything holding floats is taken as holding a NaN (a rare
-  // literal; the filter then merely runs unsimplified).
+  // Nested values are not searched: taken as holding one (a rare literal; the
+  // filter then merely runs unsimplified).
   return true;
 }
 
