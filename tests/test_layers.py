@@ -44,7 +44,7 @@ LIBRARY: dict[str, set[str]] = {
     "store": {"dataset", "sql", "flight", "dask"} | CLIENT | FOUNDATION,
     "skyhook": {"store", "dataset", "sql", "dask"} | CLIENT | FOUNDATION,
     # The gene-expression use case (issue 12), over the whole client; only the CLI uses it.
-    "expression": {"skyhook", "store", "dataset"} | CLIENT | FOUNDATION,
+    "expression": {"skyhook", "store", "dataset", "dask"} | CLIENT | FOUNDATION,
     # Remote access (Flight SQL) over the whole client; only the CLI uses it.
     "remote": {"skyhook", "store", "dataset", "sql", "flight"} | CLIENT | FOUNDATION,
 }

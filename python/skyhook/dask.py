@@ -14,6 +14,7 @@ dataset in one commit: the rows of all of them or none.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -39,12 +40,12 @@ PARTITION_BYTES = 64 << 20
 WRITE_WINDOW = 4
 
 
-def _dask() -> Any:
+def require_dask(module: str = "dask.dataframe") -> Any:
+    """A module of Dask, or a clear error when Dask is not installed."""
     try:
-        import dask.dataframe
+        return importlib.import_module(module)
     except ImportError:
         raise SkyhookError("Dask is not installed: pip install 'skyhook[dask]'") from None
-    return dask.dataframe
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ def frame_of(
     dataset: Any, columns: list[str] | None, filter: pc.Expression | None, partition_bytes: int = PARTITION_BYTES
 ) -> Any:
     """dataset's rows as a Dask DataFrame (see the module); filter: the dataset's own and the caller's."""
-    dataframe = _dask()
+    dataframe = require_dask()
     if not isinstance(partition_bytes, int) or isinstance(partition_bytes, bool) or partition_bytes < 1:
         raise InvalidRequestError(f"partition_bytes must be a number of bytes >= 1, not {partition_bytes!r}")
     manifest = dataset.manifest
@@ -165,7 +166,7 @@ def aggregate(
     partition's objects aggregate in storage, Dask merges those partials in a
     tree (split_every), means are finished from sums and counts (as float64).
     Functions: sum, count, min, max, mean; groups with null keys kept."""
-    dataframe = _dask()
+    dataframe = require_dask()
     keys = [keys] if isinstance(keys, str) else list(keys)
     unsupported = sorted({function for _, function in aggregations} - set(_PARTIALS))
     if unsupported:

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from skyhook.dataset import Dataset
 from skyhook.execution.scan_options import AggregateKeywords
-from skyhook.expression.label_codes import group_key, group_sizes
+from skyhook.expression.label_codes import Groups, group_key
 from skyhook.expression.moments import Moments, measured
 from skyhook.plan.expressions import conjunction
 
@@ -132,24 +132,27 @@ def batches(values: Any, cell_metadata: pa.Table) -> Iterator[pa.Table]:
             yield pa.table(table)
 
 
-def moments(
+def data_moments(
     values: Dataset,
-    obs: Dataset,
+    record: list,
+    *,
     groupby: str | None,
+    groups: Groups,
     genes: np.ndarray,
     cells: pc.Expression | None,
     options: AggregateKeywords,
-    record: list,
     count_nonzero: bool = False,
     expm1_scale: float | None = None,
 ) -> Moments:
-    """count_nonzero: also count each group's cells with a non-zero value (in
-    storage); expm1_scale: moments of expm1 of the values (moments.measured)."""
-    labels, row_of, sizes = group_sizes(obs, groupby, cells, options, record)
+    """Per (group, gene) count, mean and M2 of the selected cells in values (a
+    matrix's values, or some of its objects); count_nonzero: also count each
+    group's cells with a non-zero value (in storage); expm1_scale: moments of
+    expm1 of the values (moments.measured)."""
     layout = GeneBlocks.of(values, int(genes.max(initial=0)) + 1)
     key = [group_key(values.schema, groupby)] if groupby else []
-    shape = (len(labels), len(genes))
-    mean, m2, nonzero = np.zeros(shape), np.zeros(shape), np.zeros(shape) if count_nonzero else None
+    shape = (len(groups.labels), len(genes))
+    count, mean, m2 = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    nonzero = np.zeros(shape) if count_nonzero else None
     for read in layout.reads(genes):
         columns = read.columns
         aggregates = [([], "count_all")]
@@ -160,16 +163,15 @@ def moments(
         by = [*key, *layout.keys()]
         part = values.group_by(by).aggregate(aggregates, filter=conjunction(cells, read.filter), **options)
         record.append(values.last_aggregate.stats)
-        keys = part.column(key[0]).to_pylist() if key else [None] * part.num_rows
-        rows = np.array([row_of[value] for value in keys], dtype=np.int64)
+        rows = groups.rows(part.column(key[0])) if key else np.zeros(part.num_rows, np.int64)
         n = part.column("count_all").to_numpy().astype(np.float64)
         for name, (wanted, at) in zip(columns, layout.targets(part, columns, genes)):
+            count[rows[wanted], at[wanted]] = n[wanted]
             mean[rows[wanted], at[wanted]] = _numbers(part, f"{name}_mean")[wanted]
             m2[rows[wanted], at[wanted]] = (_numbers(part, f"{name}_variance") * n)[wanted]
             if nonzero is not None:
                 nonzero[rows[wanted], at[wanted]] = _numbers(part, f"{name}_nonzero")[wanted]
-    count = np.repeat(sizes[:, None], len(genes), axis=1)
-    return Moments(labels, genes, count, mean, np.nan_to_num(m2), nonzero)
+    return Moments(groups.labels, genes, count, mean, np.nan_to_num(m2), nonzero)
 
 
 def _numbers(part: pa.Table, name: str) -> np.ndarray:

@@ -17,6 +17,7 @@ import pyarrow as pa
 from skyhook.errors import InvalidRequestError
 from skyhook.execution.scan_options import AggregateKeywords
 from skyhook.expression import rank_sums
+from skyhook.expression.distributed_moments import CLIENT, MomentsKeywords
 from skyhook.expression.errors import ExpressionInputWarning, GroupError, UnknownGeneError
 from skyhook.expression.moments import Moments
 from skyhook.expression.rank_sums import WILCOXON, Side
@@ -43,7 +44,7 @@ def rank_genes(
     cells: CellSelection = None,
     tie_correct: bool = False,
     pts: bool = False,
-    **options: Unpack[AggregateKeywords],
+    **options: Unpack[MomentsKeywords],
 ) -> pa.Table:
     """Tests of each group of groupby (or of groups) against reference: "rest"
     or a group's label. method: "welch" (scanpy's "t-test"), "student",
@@ -51,11 +52,14 @@ def rank_genes(
     sums, scanpy's "wilcoxon"; tie_correct as scanpy's). t-tests give a t and
     df per gene, Wilcoxon a z (score_column). pts: add the fraction of each
     side's cells that express the gene (pts_group, pts_reference; scanpy's
-    pts). options go to the storage aggregates (pushdown=True, ...)."""
+    pts). options go to the storage aggregates (pushdown=True, ...); t-tests
+    take engine="dask" too (their moments merge on a Dask cluster)."""
     if method not in (*METHODS, WILCOXON):
         raise InvalidRequestError(f"unknown method {method!r}; expected welch, student, overestim_var or wilcoxon")
     warn_if_not_log_normalised(matrix)
     if method == WILCOXON:
+        if options.get("engine", CLIENT) != CLIENT or "partition_bytes" in options:
+            raise InvalidRequestError("wilcoxon ranks at the client; engine='dask' runs the t-test methods")
         return _wilcoxon(matrix, groupby, reference, groups, genes, cells, tie_correct, pts, options)
     moments = matrix.moments(groupby, genes, cells, count_nonzero=pts, **options)
     tested, reference = _tested_groups(moments.groups, groupby, reference, groups)
@@ -169,7 +173,7 @@ def ttest_between(
     other_cells: CellSelection = None,
     genes: Sequence[str] | None = None,
     method: str = "welch",
-    **options: Unpack[AggregateKeywords],
+    **options: Unpack[MomentsKeywords],
 ) -> pa.Table:
     """t-tests of the cells of first (selected by cells) against those of second
     (by other_cells), gene by gene, matched by name: genes (names), or every

@@ -7,6 +7,8 @@ to labels and gives each group's size."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -17,6 +19,23 @@ from skyhook.execution.scan_options import AggregateKeywords
 from skyhook.expression.source import CATEGORIES
 
 SUFFIX = "__code"
+
+
+@dataclass(frozen=True)
+class Groups:
+    """The selected cells' groups: labels[row] (None: unlabelled), sizes[row],
+    and the row of each group key value (a code, or the label itself)."""
+
+    labels: list[Any]
+    sizes: np.ndarray
+    row_of: dict[Any, int]
+
+    def rows(self, keys: pa.ChunkedArray | pa.Array) -> np.ndarray:
+        """The group row of each key value (vectorised row_of)."""
+        labelled = [key for key in self.row_of if key is not None]
+        found = pc.index_in(keys, value_set=pa.array(labelled, keys.type))
+        by_index = np.array([self.row_of[key] for key in labelled] + [self.row_of.get(None, -1)], dtype=np.int64)
+        return by_index[found.fill_null(len(labelled)).to_numpy(zero_copy_only=False).astype(np.int64)]
 
 
 def with_codes(cell_metadata: pa.Table) -> pa.Table:
@@ -45,13 +64,13 @@ def group_key(schema: pa.Schema, groupby: str) -> str:
 
 def group_sizes(
     obs: Dataset, groupby: str | None, cells: pc.Expression | None, options: AggregateKeywords, record: list
-) -> tuple[list, dict, np.ndarray]:
-    """(labels, {group key value: row}, sizes) of the selected cells, counted
-    in storage; labels[row] is the text of each group (None: unlabelled)."""
+) -> Groups:
+    """The groups of the selected cells, counted in storage; labels[row] is
+    the text of each group (None: unlabelled)."""
     if groupby is None:
         counted = obs.aggregate([([], "count_all")], filter=cells, **options)
         record.append(obs.last_aggregate.stats)
-        return [None], {None: 0}, counted.column("count_all").to_numpy().astype(np.float64)
+        return Groups([None], counted.column("count_all").to_numpy().astype(np.float64), {None: 0})
     key = group_key(obs.schema, groupby)
     keys = list(dict.fromkeys([key, groupby]))
     counted = obs.group_by(keys).aggregate([([], "count_all")], filter=cells, **options)
@@ -68,4 +87,4 @@ def group_sizes(
         ),
     )
     rows = {key_values[i]: row for row, i in enumerate(order)}
-    return [labels[i] for i in order], rows, counted.column("count_all").to_numpy()[order].astype(np.float64)
+    return Groups([labels[i] for i in order], counted.column("count_all").to_numpy()[order].astype(np.float64), rows)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -14,11 +14,12 @@ import pyarrow.compute as pc
 
 from skyhook.dataset import Dataset
 from skyhook.errors import UnknownColumnError
-from skyhook.execution.scan_options import AggregateKeywords
 from skyhook.expression import dense_layout, sparse_layout
 from skyhook.expression.catalog import MatrixEntry
 from skyhook.expression.differential import rank_genes
+from skyhook.expression.distributed_moments import DASK, MomentsKeywords, dask_moments, split_engine
 from skyhook.expression.domains import matrix_entry
+from skyhook.expression.label_codes import group_sizes
 from skyhook.expression.moments import Moments
 from skyhook.expression.names import DEFAULT_DOMAIN
 from skyhook.expression.pseudobulk import pseudobulk
@@ -32,6 +33,7 @@ from skyhook.expression.selection import (
 )
 from skyhook.expression.source import GENE_NAME
 from skyhook.expression.variable_genes import highly_variable_genes
+from skyhook.plan.expressions import conjunction
 from skyhook.store import Store
 
 if TYPE_CHECKING:
@@ -106,50 +108,47 @@ class Matrix:
         cells: CellSelection = None,
         count_nonzero: bool = False,
         expm1_scale: float | None = None,
-        **options: Unpack[AggregateKeywords],
+        **options: Unpack[MomentsKeywords],
     ) -> Moments:
         """Per (group, gene) count, mean and M2 over the selected cells, from
         partials computed in storage, and the cells with a non-zero value
         (always in the sparse layout; with count_nonzero in the dense one);
-        with expm1_scale, of expm1 of the values (moments.measured). options go
-        to the aggregates (pushdown, ...)."""
+        with expm1_scale, of expm1 of the values (moments.measured). options:
+        engine ("client", or "dask": the partials merge in a tree on the
+        active Dask cluster, distributed_moments.py), partition_bytes (dask's
+        task size) and the aggregates' options (pushdown, ...)."""
+        engine, partition_bytes, options = split_engine(options)
         if groupby is not None:
             self.check_groupby(groupby)
         selected_cells = cell_filter(cells, self.obs_dataset.schema)
         positions = gene_indices(genes, self.var_dataset, self.gene_names)
         self.last_stats = []
+        groups = group_sizes(self.obs_dataset, groupby, selected_cells, options, self.last_stats)
+        selection = dict(groupby=groupby, groups=groups, genes=positions, cells=selected_cells, options=options)
+        prune = selected_cells
         if self.layout == sparse_layout.NAME:
-            return sparse_layout.moments(
-                self.values,
-                self.obs_dataset,
-                groupby,
-                positions,
-                selected_cells,
-                gene_filter(positions, self.shape[1]),
-                options,
-                self.last_stats,
-                expm1_scale,
+            genes_kept = gene_filter(positions, self.shape[1])
+            prune = conjunction(selected_cells, genes_kept)
+            measure = partial(sparse_layout.data_moments, **selection, gene_filter=genes_kept, expm1_scale=expm1_scale)
+        else:
+            measure = partial(
+                dense_layout.data_moments, **selection, count_nonzero=count_nonzero, expm1_scale=expm1_scale
             )
-        return dense_layout.moments(
-            self.values,
-            self.obs_dataset,
-            groupby,
-            positions,
-            selected_cells,
-            options,
-            self.last_stats,
-            count_nonzero,
-            expm1_scale,
-        )
+        if engine == DASK:
+            stored = dask_moments(self.values, measure, prune, self.last_stats, partition_bytes)
+        else:
+            stored = measure(self.values, self.last_stats)
+        return sparse_layout.completed(groups, stored) if self.layout == sparse_layout.NAME else stored
 
     def group_stats(
         self,
         groupby: str | None = None,
         genes: GeneSelection = None,
         cells: CellSelection = None,
-        **options: Unpack[AggregateKeywords],
+        **options: Unpack[MomentsKeywords],
     ) -> pa.Table:
-        """A row per (group, gene): n, mean and variance (ddof 1) over the selected cells."""
+        """A row per (group, gene): n, mean and variance (ddof 1) over the
+        selected cells; options as moments' (engine="dask": on a Dask cluster)."""
         moments = self.moments(groupby, genes, cells, **options)
         groups, genes_count = len(moments.groups), len(moments.genes)
         table = pa.table(

@@ -37,13 +37,28 @@ class Moments:
 
     def merged(self, rows: list[int]) -> Moments:
         """The moments of the union of the groups in rows (one group, no label)."""
-        count = self.count[rows].sum(axis=0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(count > 0, (self.count[rows] * self.mean[rows]).sum(axis=0) / count, 0.0)
-        spread = (self.count[rows] * (self.mean[rows] - mean) ** 2).sum(axis=0)
+        count, mean, m2 = _chan(self.count[rows], self.mean[rows], self.m2[rows])
         nonzero = None if self.nonzero is None else self.nonzero[rows].sum(axis=0)[None]
-        m2 = (self.m2[rows].sum(axis=0) + spread)[None]
-        return Moments([None], self.genes, count[None], mean[None], m2, nonzero)
+        return Moments([None], self.genes, count[None], mean[None], m2[None], nonzero)
+
+
+def combined(parts: list[Moments]) -> Moments:
+    """The moments of the same groups and genes over the cells of every part
+    (parts of disjoint cells: a matrix's objects, or groups of them)."""
+    first = parts[0]
+    count, mean, m2 = _chan(*(np.stack([getattr(part, name) for part in parts]) for name in ("count", "mean", "m2")))
+    nonzero = None if first.nonzero is None else np.sum([part.nonzero for part in parts], axis=0)
+    return Moments(first.groups, first.genes, count, mean, m2, nonzero)
+
+
+def _chan(count: np.ndarray, mean: np.ndarray, m2: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Chan's merge of the moments along the first axis: the count, the mean
+    and M2 around the merged mean (no sum-of-squares cancellation)."""
+    total = count.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        merged_mean = np.where(total > 0, (count * mean).sum(axis=0) / total, 0.0)
+    spread = (count * (mean - merged_mean) ** 2).sum(axis=0)
+    return total, merged_mean, m2.sum(axis=0) + spread
 
 
 def measured(column: str, expm1_scale: float | None) -> pc.Expression:

@@ -28,15 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.execution.scan_options import AggregateKeywords
 from skyhook.expression import dense_layout, sparse_layout
-from skyhook.expression.label_codes import group_key, group_sizes
+from skyhook.expression.label_codes import Groups, group_key, group_sizes
 from skyhook.expression.selection import gene_filter
 from skyhook.expression.stored_matrix import StoredMatrix
 from skyhook.plan.expressions import conjunction
@@ -44,22 +42,6 @@ from skyhook.plan.expressions import conjunction
 WILCOXON = "wilcoxon"
 #: Counts per block of genes the client holds at once (about 100 bytes each, ranking included).
 ENTRIES_PER_BLOCK = 1 << 21
-
-
-@dataclass
-class Groups:
-    """The selected cells' groups: labels[row] (None: unlabelled) and sizes[row]."""
-
-    labels: list[Any]
-    sizes: np.ndarray
-    row_of: dict[Any, int]
-
-    def rows(self, keys: pa.ChunkedArray | pa.Array) -> np.ndarray:
-        """The group row of each key value (vectorised row_of)."""
-        labelled = [key for key in self.row_of if key is not None]
-        found = pc.index_in(keys, value_set=pa.array(labelled, keys.type))
-        by_index = np.array([self.row_of[key] for key in labelled] + [self.row_of.get(None, -1)], dtype=np.int64)
-        return by_index[found.fill_null(len(labelled)).to_numpy(zero_copy_only=False).astype(np.int64)]
 
 
 @dataclass
@@ -95,8 +77,7 @@ class RankTest:
 
 
 def groups_of(matrix: StoredMatrix, groupby: str, cells: pc.Expression | None, options: AggregateKeywords) -> Groups:
-    labels, row_of, sizes = group_sizes(matrix.obs_dataset, groupby, cells, options, matrix.last_stats)
-    return Groups(labels, sizes, row_of)
+    return group_sizes(matrix.obs_dataset, groupby, cells, options, matrix.last_stats)
 
 
 def wilcoxon(

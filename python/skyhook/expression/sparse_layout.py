@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 
 from skyhook.dataset import Dataset
 from skyhook.execution.scan_options import AggregateKeywords
-from skyhook.expression.label_codes import group_key, group_sizes
+from skyhook.expression.label_codes import Groups, group_key
 from skyhook.expression.moments import Moments, measured, with_zeros
 from skyhook.plan.expressions import conjunction
 
@@ -49,34 +49,40 @@ def batches(values: Any, cell_metadata: pa.Table) -> Iterator[pa.Table]:
         start = stop
 
 
-def moments(
+def data_moments(
     values: Dataset,
-    obs: Dataset,
+    record: list,
+    *,
     groupby: str | None,
+    groups: Groups,
     genes: np.ndarray,
     cells: pc.Expression | None,
     gene_filter: pc.Expression | None,
     options: AggregateKeywords,
-    record: list,
     expm1_scale: float | None = None,
 ) -> Moments:
-    """expm1_scale: moments of expm1 of the values (moments.measured)."""
-    labels, row_of, sizes = group_sizes(obs, groupby, cells, options, record)
+    """Per (group, gene) count, mean and M2 of the stored (non-zero) values of
+    the selected cells in values (a matrix's values, or some of its objects);
+    expm1_scale: of expm1 of the values (moments.measured)."""
     key = [group_key(values.schema, groupby)] if groupby else []
     value = measured("value", expm1_scale)
     aggregates = [(value, "count", "value_count"), (value, "mean", "value_mean")]
     aggregates.append((value, "variance", "value_variance", _VARIANCE))
     partials = values.group_by([*key, "gene"]).aggregate(aggregates, filter=conjunction(cells, gene_filter), **options)
     record.append(values.last_aggregate.stats)
-    keys = partials.column(key[0]).to_pylist() if key else [None] * partials.num_rows
-    rows = np.array([row_of[value] for value in keys], dtype=np.int64)
+    rows = groups.rows(partials.column(key[0])) if key else np.zeros(partials.num_rows, np.int64)
     column_of = np.full(int(genes.max(initial=-1)) + 1, -1)
     column_of[genes] = np.arange(len(genes))
     columns = column_of[partials.column("gene").to_numpy()]
-    shape = (len(labels), len(genes))
+    shape = (len(groups.labels), len(genes))
     count, mean, m2 = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     nonzero_count = partials.column("value_count").to_numpy().astype(np.float64)
     count[rows, columns] = nonzero_count
     mean[rows, columns] = partials.column("value_mean").to_numpy(zero_copy_only=False)
     m2[rows, columns] = partials.column("value_variance").to_numpy(zero_copy_only=False) * nonzero_count
-    return with_zeros(labels, genes, sizes, Moments(labels, genes, count, mean, m2))
+    return Moments(groups.labels, genes, count, mean, m2)
+
+
+def completed(groups: Groups, stored: Moments) -> Moments:
+    """The moments over every selected cell: the zeros not stored folded in."""
+    return with_zeros(groups.labels, stored.genes, groups.sizes, stored)

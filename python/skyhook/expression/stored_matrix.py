@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 import pyarrow as pa
 
 from skyhook.dataset import Dataset
-from skyhook.execution.scan_options import AggregateKeywords
 from skyhook.expression.catalog import MatrixEntry
+from skyhook.expression.distributed_moments import MomentsKeywords
 from skyhook.expression.moments import Moments
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class StoredMatrix(Protocol):
         cells: Any = None,
         count_nonzero: bool = False,
         expm1_scale: float | None = None,
-        **options: Unpack[AggregateKeywords],
+        **options: Unpack[MomentsKeywords],
     ) -> Moments: ...
 
     def with_metadata(self, table: pa.Table) -> pa.Table: ...

@@ -23,7 +23,7 @@ import pyarrow as pa
 from scipy.stats import norm
 
 from skyhook.errors import InvalidRequestError
-from skyhook.execution.scan_options import AggregateKeywords
+from skyhook.expression.distributed_moments import MomentsKeywords
 from skyhook.expression.selection import CellSelection, GeneSelection
 from skyhook.expression.stored_matrix import StoredMatrix
 
@@ -49,7 +49,7 @@ def highly_variable_genes(
     max_disp: float = np.inf,
     genes: GeneSelection = None,
     cells: CellSelection = None,
-    **options: Unpack[AggregateKeywords],
+    **options: Unpack[MomentsKeywords],
 ) -> pa.Table:
     """A row per selected gene: gene, means, dispersions, dispersions_norm and
     highly_variable, as scanpy's var columns. n_top_genes: that many genes of
