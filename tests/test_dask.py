@@ -70,6 +70,27 @@ def test_dask_selections_are_scanned_in_storage(client, store):
     assert list(by_flag.index) == ["R"]
 
 
+def test_the_workload_log_shows_dask_filters_and_columns_ran_in_storage(client, store):
+    """Each worker's scan is logged in the store with what it read and where
+    the filter and projection ran (the same log every client writes)."""
+    import time
+
+    dataset = store.write_dataset("lineitem", TABLE, rows_per_object=5000)  # 6 objects
+    frame = dataset.to_dask(partition_bytes=1)
+    selected = frame[(frame.price > 400) & (frame.flag == "R")][["id"]]
+    expected = TABLE.filter((pc.field("price") > 400) & (pc.field("flag") == "R"))
+    assert sorted(selected.compute().id) == expected["id"].to_pylist()
+    deadline = time.monotonic() + 20
+    while len(scans := [r for r in dataset.workload() if r.kind == "scan"]) < 6 and time.monotonic() < deadline:
+        time.sleep(0.5)  # workers append their records once a second
+    assert scans
+    for record in scans:
+        assert record.in_storage
+        assert sorted(record.columns) == ["flag", "id", "price"]
+        assert {predicate.column for predicate in record.predicates} == {"flag", "price"}
+    assert sum(record.rows_returned for record in scans) <= expected.num_rows
+
+
 def test_an_overwrite_since_opening_is_refused(client, store):
     dataset = store.write_dataset("lineitem", TABLE)
     frame = dataset.to_dask()

@@ -23,7 +23,7 @@ from skyhook.cli import app
 from skyhook.distributed.lookup_reads import lookup_reads
 from skyhook.distributed.schedule import parse_rate
 from skyhook.execution import workload_log
-from skyhook.execution.workload_log import read_log
+from skyhook.execution.workload_log import QueryRecord, read_log
 from support.assertions import assert_same_table
 
 DAYS = 200
@@ -77,6 +77,14 @@ def test_queries_are_logged_bounded_and_never_failed_by_the_log(store, monkeypat
     assert aggregate.kind == "aggregate" and aggregate.columns == ["id", "v"]
     assert [(p.column, p.high) for p in aggregate.predicates] == [("id", 2500)]
     assert len(aggregate.objects) == 3  # the others pruned by statistics
+    assert scan.in_storage and aggregate.in_storage
+    dataset.to_table(["id"], filter=pc.field("id") < 10, pushdown=False)
+    assert dataset.workload()[-1].in_storage is False  # read plainly, filtered here
+    # Records written before the log said where queries ran still read (where: unknown).
+    legacy = {key: value for key, value in scan.to_json().items() if key != "in_storage"}
+    assert QueryRecord.from_json(legacy).in_storage is None
+    with pytest.raises(ValueError):
+        QueryRecord.from_json({**scan.to_json(), "in_storage": "yes"})
     # Bounded: the last N records per dataset.
     bounded = skyhook.connect(store.uri, workload_log=3)
     for first in range(5):

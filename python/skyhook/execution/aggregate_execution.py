@@ -128,6 +128,7 @@ class AggregateExecution:
                 rows_returned=None,
                 bytes_read=sum(bytes_read(partition, needed) for partition in scanned),
                 wall_s=time.perf_counter() - started,
+                in_storage=self.stats.aggregate_in_storage and self.stats.filter_in_storage,
             ),
             [partition.object_name for partition in scanned],
         )

@@ -135,10 +135,16 @@ class ScanExecution:
         self.scanned = {partition.number for partition in partitions}
         self.stats.objects_pruned += len(self.source.manifest.partitions) - len(partitions)
         before = (self.stats.rows_scanned, self.stats.rows_returned, self.stats.bytes_read, self.stats.wall_s)
+        at_client_before = self._objects_at_client()
         for table in self._tables(partitions):
             yield from table.to_batches(max_chunksize=self.batch_size)
         if not self.logged:
             return
+        in_storage = (
+            self.stats.filter_in_storage
+            and self.stats.projection_in_storage
+            and self._objects_at_client() == at_client_before
+        )
         rows_scanned, rows_returned, read, wall_s = (
             now - then
             for now, then in zip(
@@ -152,9 +158,19 @@ class ScanExecution:
             "scan",
             self.plan.needed,
             self.filter,
-            dict(rows_scanned=rows_scanned, rows_returned=rows_returned, bytes_read=read, wall_s=wall_s),
+            dict(
+                rows_scanned=rows_scanned,
+                rows_returned=rows_returned,
+                bytes_read=read,
+                wall_s=wall_s,
+                in_storage=in_storage,
+            ),
             [partition.object_name for partition in partitions],
         )
+
+    def _objects_at_client(self) -> int:
+        """Objects whose filter and projection the client ran (so far)."""
+        return self.stats.objects_read_plain + self.stats.objects_pushed_back + self.stats.objects_over_object
 
     def object_table(self, partition: Partition, decided: Decision | None = None) -> pa.Table:
         """One object's rows, for a fragment of the Arrow dataset (which Arrow

@@ -49,6 +49,8 @@ class QueryRecord:
     bytes_read: int  # bytes read in storage
     wall_s: float
     objects: list[str] = field(default_factory=list)  # objects scanned (not pruned)
+    #: The filter, projection and aggregate ran in storage at every object scanned (None: not recorded).
+    in_storage: bool | None = None
 
     @property
     def selectivity(self) -> float | None:
@@ -65,7 +67,7 @@ class QueryRecord:
     def from_json(value: object) -> QueryRecord:
         """A stored record, checked field by field (any writer of the namespace can
         store the log): ValueError if it is not one this module writes."""
-        if not (isinstance(value, dict) and value.keys() == _RECORD_FIELDS):
+        if not (isinstance(value, dict) and value.keys() in (_RECORD_FIELDS, _RECORD_FIELDS - {"in_storage"})):
             raise ValueError("not a query record")
         numbers = [value[key] for key in ("at", "rows_scanned", "bytes_read", "wall_s")]
         if not (
@@ -75,6 +77,7 @@ class QueryRecord:
             and _is_names(value["columns"])
             and _is_names(value["objects"])
             and isinstance(value["predicates"], list)
+            and value.get("in_storage") in (None, True, False)
         ):
             raise ValueError("malformed query record")
         return QueryRecord(**{**value, "predicates": [_column_range(p) for p in value["predicates"]]})
@@ -128,7 +131,7 @@ def record_query(
     objects: list[str],
 ) -> None:
     """Queues one record of a finished query (never raises). statistics:
-    rows_scanned, rows_returned, bytes_read, wall_s."""
+    rows_scanned, rows_returned, bytes_read, wall_s, in_storage."""
     try:
         limit = capacity(store)
         if limit <= 0:
