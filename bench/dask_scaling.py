@@ -11,7 +11,7 @@ storage partials (its result's bytes at the client). Medians of --repeat.
 Writes JSON and a PNG. Needs root.
 
     sudo .venv/bin/python bench/dask_scaling.py [--scale-factor 1] [--workers 1,2,4]
-        [--worker-cpu 0.4] [--repeat 3]
+        [--worker-cpu 0.4] [--partition-mib 16] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def _bytes_in_memory(partition: pd.DataFrame) -> pd.Series:
     return pd.Series([int(partition.memory_usage(deep=True).sum()), len(partition)])
 
 
-def measure(dataset: skyhook.Dataset, filters: dict, repeat: int) -> dict:
+def measure(dataset: skyhook.Dataset, filters: dict, repeat: int, partition_bytes: int) -> dict:
     """Median seconds of each query on the workers there are, and what reached this client."""
 
     def timed(run) -> tuple[float, object]:
@@ -99,13 +99,22 @@ def measure(dataset: skyhook.Dataset, filters: dict, repeat: int) -> dict:
             times.append(time.perf_counter() - started)
         return statistics.median(times[1:]), result
 
-    full_s, totals = timed(lambda: dataset.to_dask().map_partitions(_bytes_in_memory, meta=(None, "int64")).compute())
+    # Each run builds its frame anew: a frame kept and computed again may reuse results still held.
+    def full() -> pd.Series:
+        frame = dataset.to_dask(partition_bytes=partition_bytes)
+        return frame.map_partitions(_bytes_in_memory, meta=(None, "int64")).compute()
+
+    full_s, totals = timed(full)
     rows = int(totals.iloc[1::2].sum())
     if rows != dataset.count_rows():
         raise AssertionError(f"the workers read {rows} rows of {dataset.count_rows()}")
-    selective_s, selected = timed(lambda: dataset.to_dask(columns=COLUMNS, filter=filters["1%"]).compute())
-    q1_s, q1 = timed(lambda: aggregate(dataset, ["l_returnflag", "l_linestatus"], Q1_AGGREGATIONS).compute())
+    selective_s, selected = timed(
+        lambda: dataset.to_dask(columns=COLUMNS, filter=filters["1%"], partition_bytes=partition_bytes).compute()
+    )
+    keys = ["l_returnflag", "l_linestatus"]
+    q1_s, q1 = timed(lambda: aggregate(dataset, keys, Q1_AGGREGATIONS, partition_bytes=partition_bytes).compute())
     return {
+        "partitions": dataset.to_dask(partition_bytes=partition_bytes).npartitions,
         "all rows and columns_s": full_s,
         "bytes read into worker memory": int(totals.iloc[0::2].sum()),
         "1% / 3 columns_s": selective_s,
@@ -137,6 +146,8 @@ def main() -> None:
     parser = arguments(__doc__, "dask_scaling", repeat=3)
     parser.add_argument("--workers", default="1,2,4")
     parser.add_argument("--worker-cpu", type=float, default=0.4)
+    # Several partitions a worker, so that an uneven share of a few large ones does not decide the time.
+    parser.add_argument("--partition-mib", type=float, default=16)
     options = parser.parse_args()
     if options.cluster is not None:
         parser.error("the workers read an embedded store (--store or a temporary one): their CPU is what scales")
@@ -164,7 +175,9 @@ def main() -> None:
                     try:
                         with Client(address, timeout=60) as client:
                             client.wait_for_workers(count, timeout=120)
-                            results[str(count)] = measure(dataset, filters, options.repeat)
+                            results[str(count)] = measure(
+                                dataset, filters, options.repeat, int(options.partition_mib * 2**20)
+                            )
                     finally:
                         stop(workers)
                     print(count, "workers:", results[str(count)])
