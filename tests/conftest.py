@@ -43,6 +43,16 @@ def store(backend: str, request: pytest.FixtureRequest, tmp_path) -> Iterator[sk
 
 
 @pytest.fixture(scope="module")
+def dask_client() -> Iterator[object]:
+    """A local dask.distributed cluster of two single-threaded worker processes, and its client."""
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, distributed.Client(cluster) as connected:  # fmt: skip
+        yield connected
+
+
+@pytest.fixture(scope="module")
 def module_store(
     backend: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[skyhook.Store]:

@@ -203,6 +203,9 @@ def test_overwrite_replaces_objects(store, dataset):
     old_objects = [p.object_name for p in dataset.manifest.partitions]
     replaced = store.write_dataset("t", TABLE.slice(0, 10), mode="overwrite")
     assert replaced.to_table().equals(TABLE.slice(0, 10))
+    assert store.dataset("t", version=1).count_rows() == TABLE.num_rows  # kept for time travel
+    replaced.keep_versions(1)
+    store.collect_garbage()
     with pytest.raises(skyhook.ObjectNotFoundError):
         store.backend.read_object(old_objects[0])
     store.delete_dataset("t")

@@ -2,7 +2,8 @@
 so readers of the version before keep reading it until the retention is over,
 then get DatasetChangedError; garbage is collected after it; a writer killed
 before or after its manifest swap leaves nothing that fsck cannot account for.
-Oracles: the pyarrow tables each version was written from."""
+The datasets here keep no earlier version (keep_versions(1)): tests/test_versions.py
+covers what kept versions add. Oracles: the pyarrow tables each version was written from."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def test_readers_never_fail_while_a_writer_overwrites(store):
     kept = retaining(store, 600)
     versions = 5
     first = kept.write_dataset("t", version_table(0), rows_per_object=ROWS_PER_OBJECT)
+    store.dataset("t").keep_versions(1)  # no earlier version kept: overwrites retire
     stop, failures, answers = threading.Event(), [], []
 
     def read(reopen: bool) -> None:
@@ -85,6 +87,7 @@ def test_readers_never_fail_while_a_writer_overwrites(store):
 def test_retired_objects_go_after_the_retention_then_readers_get_dataset_changed(store):
     kept = retaining(store, 0.5)
     old = kept.write_dataset("t", version_table(1), rows_per_object=ROWS_PER_OBJECT)
+    store.dataset("t").keep_versions(1)  # no earlier version kept: overwrites retire
     new = kept.write_dataset("t", version_table(2), mode="overwrite", rows_per_object=ROWS_PER_OBJECT)
     assert kept.collect_garbage("t").deleted == []
     assert partition_objects(store, "t") == sorted(object_names(old) + object_names(new))
@@ -102,6 +105,7 @@ def test_retired_objects_go_after_the_retention_then_readers_get_dataset_changed
 def test_a_later_write_collects_what_is_due(store):
     kept = retaining(store, 0.3)
     old = kept.write_dataset("t", version_table(1), rows_per_object=ROWS_PER_OBJECT)
+    store.dataset("t").keep_versions(1)  # no earlier version kept: overwrites retire
     middle = kept.write_dataset("t", version_table(2), mode="overwrite", rows_per_object=ROWS_PER_OBJECT)
     time.sleep(0.4)
     newest = kept.write_dataset("t", version_table(3), mode="overwrite", rows_per_object=ROWS_PER_OBJECT)
@@ -143,6 +147,7 @@ def test_a_record_of_a_swap_not_yet_happened_deletes_nothing_and_is_kept(store):
 
 def test_a_record_of_a_swap_that_never_happened_goes_with_its_objects(store):
     dataset = store.write_dataset("t", version_table(1), rows_per_object=ROWS_PER_OBJECT)
+    store.dataset("t").keep_versions(1)  # no earlier version kept: overwrites retire
     retire_objects(store.backend, "t", "1700000000aaaaaa", object_names(dataset))  # its writer died
     newer = store.write_dataset("t", version_table(2), mode="overwrite", rows_per_object=ROWS_PER_OBJECT)
     assert partition_objects(store) == object_names(newer) and retirements(store.backend)[0] == []
@@ -200,6 +205,7 @@ store.write_dataset("t", table, mode="overwrite", rows_per_object=100)
 @pytest.mark.parametrize("where", ["before", "after"])
 def test_a_writer_killed_around_its_swap_leaves_nothing_orphaned(store, where):
     old = store.write_dataset("t", version_table(1), rows_per_object=ROWS_PER_OBJECT)
+    store.dataset("t").keep_versions(1)  # no earlier version kept: overwrites retire
     killed = subprocess.run([sys.executable, "-c", _KILLED_WRITER, store.uri, where], capture_output=True)
     assert killed.returncode == 3, killed.stderr.decode()
     current = version_table(2 if where == "after" else 1)
@@ -221,6 +227,7 @@ def test_a_writer_killed_around_its_swap_leaves_nothing_orphaned(store, where):
 
 def test_cli_fsck_of_one_dataset_reports_retired_objects_and_collects_them(store):
     old = retaining(store, 600).write_dataset("t", version_table(1), rows_per_object=ROWS_PER_OBJECT)
+    store.dataset("t").keep_versions(1)  # no earlier version kept: overwrites retire
     retaining(store, 600).write_dataset("t", version_table(2), mode="overwrite", rows_per_object=ROWS_PER_OBJECT)
     checked = CliRunner().invoke(app, ["fsck", "t", "--store", store.uri])
     assert checked.exit_code == 0 and "retired objects: 3 (deleted now: 0, kept: 3)" in checked.output

@@ -30,11 +30,8 @@ TABLE = pa.table(
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as connected:  # fmt: skip
-        yield connected
+def client(dask_client):
+    return dask_client
 
 
 def as_table(frame) -> pa.Table:
@@ -91,10 +88,14 @@ def test_the_workload_log_shows_dask_filters_and_columns_ran_in_storage(client, 
     assert sum(record.rows_returned for record in scans) <= expected.num_rows
 
 
-def test_an_overwrite_since_opening_is_refused(client, store):
+def test_an_overwrite_since_opening_reads_the_version_opened_while_kept(client, store):
     dataset = store.write_dataset("lineitem", TABLE)
     frame = dataset.to_dask()
     store.write_dataset("lineitem", TABLE.slice(0, 10), mode="overwrite")
+    assert len(frame.compute()) == TABLE.num_rows
+    frame = dataset.to_dask(columns=["id"])
+    store.dataset("lineitem").keep_versions(1)
+    store.collect_garbage()
     with pytest.raises(DatasetChangedError):
         frame.compute()
     with pytest.raises(InvalidRequestError, match="partition_bytes"):

@@ -30,11 +30,8 @@ def generated():
 
 
 @pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-    ) as cluster, distributed.Client(cluster) as connected:  # fmt: skip
-        yield connected
+def client(dask_client):
+    return dask_client
 
 
 def many_objects(store, layout: str) -> ex.Matrix:

@@ -27,7 +27,8 @@ LIBRARY: dict[str, set[str]] = {
     "native": set(),
     "rpc": {"errors"},
     "backends": {"native", "rpc"} | FOUNDATION,
-    "catalog": {"rpc"} | FOUNDATION,
+    # The table format: manifests, their statistics and versions, and the commit that publishes them.
+    "catalog": {"rpc", "backends"} | FOUNDATION,
     "plan": {"catalog"} | FOUNDATION,
     "ingest": {"catalog", "backends", "rpc"} | FOUNDATION,
     "execution": {"native", "plan", "catalog", "backends", "rpc"} | FOUNDATION,

@@ -80,9 +80,12 @@ def test_spawn_pool(store: skyhook.Store) -> None:
         assert_same_table(result, expected(TABLE, filter=filter))
 
 
-def test_overwritten_dataset_is_refused(store: skyhook.Store) -> None:
+def test_overwritten_dataset_reads_its_version_while_kept(store: skyhook.Store) -> None:
     pickled = pickle.dumps(write(store))
     store.write_dataset("t", TABLE.slice(0, 10), mode="overwrite")
+    assert_same_table(pickle.loads(pickled).to_table(), TABLE)
+    store.dataset("t").keep_versions(1)
+    store.collect_garbage()
     with pytest.raises(skyhook.DatasetChangedError, match="overwritten since it was pickled"):
         pickle.loads(pickled)
     store.delete_dataset("t")

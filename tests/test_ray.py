@@ -63,10 +63,14 @@ def test_ray_pushes_its_columns_and_filters_into_the_read(local_ray, store, caps
     assert "Filter" not in optimized and "Project" not in optimized and "ReadSkyhook(lineitem)" in optimized
 
 
-def test_an_overwrite_since_opening_is_refused(local_ray, store):
+def test_an_overwrite_since_opening_reads_the_version_opened_while_kept(local_ray, store):
     dataset = store.write_dataset("lineitem", TABLE)
     read = dataset.to_ray()
     store.write_dataset("lineitem", TABLE.slice(0, 10), mode="overwrite")
+    assert len(rows(read)) == TABLE.num_rows
+    read = dataset.to_ray()
+    store.dataset("lineitem").keep_versions(1)
+    store.collect_garbage()
     with pytest.raises(Exception) as error:  # Ray wraps a task's error in its own
         rows(read)
     assert isinstance(error.value, DatasetChangedError) or "DatasetChangedError" in str(error.value)

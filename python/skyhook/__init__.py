@@ -31,6 +31,7 @@ from skyhook.errors import (
     TypeMismatchError,
     UnknownColumnError,
     UnsupportedVersionError,
+    VersionNotFoundError,
 )
 from skyhook.execution.scan_options import AggregateKeywords, ScanKeywords, ScanOptions
 from skyhook.execution.scanner import Scanner, ScanStatistics
@@ -70,6 +71,7 @@ __all__ = [
     "DatasetExistsError",
     "StoreNotFoundError",
     "DatasetChangedError",
+    "VersionNotFoundError",
     "StorageError",
     "StorageTimeoutError",
     "CorruptManifestError",

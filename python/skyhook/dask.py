@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.catalog.pruning import matching_partitions
-from skyhook.errors import DatasetChangedError, InvalidRequestError, SkyhookError
+from skyhook.catalog.versions import read_version
+from skyhook.errors import DatasetChangedError, InvalidRequestError, SkyhookError, VersionNotFoundError
 from skyhook.execution.aggregate_execution import AggregateExecution
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.scan_execution import ScanExecution
@@ -60,15 +61,17 @@ class ObjectGroupReader:
     dataset: str
     generation: str
     filter: pc.Expression | None
+    #: The version opened: read while it is kept, after an overwrite too (catalog/versions.py).
+    version: int = 0
 
     def __dask_tokenize__(self) -> tuple:
         """What names the partitions' tasks (Dask cannot tokenize a store)."""
-        return (self.store.uri, self.dataset, self.generation, str(self.filter))
+        return (self.store.uri, self.dataset, self.generation, self.version, str(self.filter))
 
     def narrowed(self, predicate: pc.Expression) -> ObjectGroupReader:
         """This reader with predicate also applied (a filter Dask pushed down)."""
         combined = predicate if self.filter is None else self.filter & predicate
-        return ObjectGroupReader(self.store, self.dataset, self.generation, combined)
+        return replace(self, filter=combined)
 
     def __call__(self, numbers: list[int], columns: list[str] | None = None) -> Any:
         """A Dask partition: the objects' rows as pandas."""
@@ -80,12 +83,20 @@ class ObjectGroupReader:
         return ScanExecution(subset, None if columns is None else list(columns), self.filter).to_table()
 
     def manifest(self) -> Any:
-        """The manifest generation this reader reads; DatasetChangedError once it is replaced."""
-        manifest = self.store.manifest(self.dataset).version(self.generation)
-        if manifest is None:
+        """The manifest generation this reader reads (or its version while that is
+        kept); DatasetChangedError once neither is there."""
+        current = self.store.manifest(self.dataset)
+        manifest = current.at_generation(self.generation)
+        if manifest is None and self.version:
+            try:
+                manifest = read_version(self.store.backend, current, self.version)
+            except VersionNotFoundError:
+                manifest = None
+        if manifest is None or manifest.generation != self.generation:
             raise DatasetChangedError(
                 f"dataset {self.dataset!r} in {self.store.uri} was overwritten or transformed since it was "
-                f"opened (generation {self.generation}): open it again"
+                f"opened (generation {self.generation}, version {self.version}), and that version is no "
+                "longer kept: open it again"
             )
         return manifest
 
@@ -106,7 +117,7 @@ def frame_of(
         return dataframe.from_pandas(meta, npartitions=1)
     from skyhook.dask_pushdown import read_expression
 
-    reader = ObjectGroupReader(dataset.store, manifest.dataset, manifest.generation, filter)
+    reader = ObjectGroupReader(dataset.store, manifest.dataset, manifest.generation, filter, manifest.version)
     return read_expression(reader, groups, meta, f"skyhook-{manifest.dataset}")
 
 
@@ -177,7 +188,7 @@ def aggregate(
     manifest = dataset.manifest
     AggregateQuery.make(manifest.schema, keys, partials, filter)  # checked here, not in a task
     groups = object_groups(manifest, None, filter, partition_bytes=partition_bytes) or [[]]
-    reader = ObjectGroupReader(dataset.store, manifest.dataset, manifest.generation, filter)
+    reader = ObjectGroupReader(dataset.store, manifest.dataset, manifest.generation, filter, manifest.version)
     aggregator = PartialAggregator(reader, keys, partials)
     meta = aggregator([])
     frame = dataframe.from_map(aggregator, groups, meta=meta, label=f"skyhook-aggregate-{manifest.dataset}")

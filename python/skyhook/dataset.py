@@ -13,10 +13,20 @@ import pyarrow.dataset as pads
 
 from skyhook._arrow_dataset import ObjectDataset
 from skyhook.backends.base import Backend
+from skyhook.backends.object_store import StoredManifest
 from skyhook.catalog.design import AUTO_COMPRESSION, Design, ObjectDesign
 from skyhook.catalog.design_table import design_table
 from skyhook.catalog.manifest import Manifest
 from skyhook.catalog.pruning import guarantees
+from skyhook.catalog.versions import (
+    NextVersion,
+    commit_version,
+    read_version,
+    tagged,
+    version_table,
+    with_keep_versions,
+    with_tag,
+)
 from skyhook.design.transform import TransformProgress, TransformReport, transform_objects
 from skyhook.distributed import plan_store
 from skyhook.distributed.advisor import Advice, advise
@@ -25,7 +35,14 @@ from skyhook.distributed.planner import make_plan
 from skyhook.distributed.runner import PlanProgress, run_plan
 from skyhook.distributed.schedule import Schedule
 from skyhook.distributed.target import TransformTarget, resolve
-from skyhook.errors import DatasetChangedError, DatasetExistsError, InvalidRequestError, options_from
+from skyhook.errors import (
+    DatasetChangedError,
+    DatasetExistsError,
+    DatasetNotFoundError,
+    InvalidRequestError,
+    VersionNotFoundError,
+    options_from,
+)
 from skyhook.execution import secondary_design
 from skyhook.execution.aggregate_execution import AggregateExecution
 from skyhook.execution.dataset_objects import DatasetObjects
@@ -37,6 +54,7 @@ from skyhook.execution.scan_options import AggregateKeywords, ScanKeywords, Scan
 from skyhook.execution.scanner import Scanner
 from skyhook.execution.workload_log import QueryRecord, read_log
 from skyhook.ingest.codec_choice import SAMPLE_ROWS, CodecChoice, choose_codec
+from skyhook.ingest.publish import restore
 from skyhook.ingest.sources import DataSource
 from skyhook.ingest.write import WriteKeywords, WriteOptions, write_dataset
 from skyhook.names import counted
@@ -94,7 +112,7 @@ class Dataset(ObjectDataset):
         dataset was overwritten since, it raises DatasetChangedError (and if it was
         deleted, DatasetNotFoundError) rather than read other data. deepcopy reopens
         it the same way."""
-        return (reopen_dataset, (self.store, self.name, self.manifest.generation, self._filter))
+        return (reopen_dataset, (self.store, self.name, self.manifest.generation, self._filter, self.version))
 
     def __repr__(self) -> str:
         return (
@@ -203,6 +221,58 @@ class Dataset(ObjectDataset):
         format, column_groups (each group's columns), group_bytes, sort_by,
         compression, row_group_size, rows, bytes and generation."""
         return design_table(self.manifest)
+
+    @property
+    def version(self) -> int:
+        """The dataset's version this Dataset reads (0: published before versions were numbered)."""
+        return self.manifest.version
+
+    def versions(self) -> pa.Table:
+        """The dataset's kept versions, oldest first: version, committed_at,
+        operation (create, overwrite, append, transform, plan, restore),
+        num_rows, size_bytes and tags. Any of them opens with
+        store.dataset(name, version=...), as_of= or tag=."""
+        return version_table(self.store.backend, self.store.manifest(self.name))
+
+    def tag(self, tag: str, version: int | None = None) -> None:
+        """Name a kept version (default: the one this Dataset reads); a tagged
+        version is kept until untagged. Tags do not make versions."""
+        version = self.version if version is None else version
+
+        def change(stored: StoredManifest | None) -> NextVersion:
+            current = self._current(stored)
+            read_version(self.store.backend, current, version)  # a kept one
+            return NextVersion(with_tag(current, tag, version), None)
+
+        commit_version(self.store.backend, self.name, change)
+
+    def untag(self, tag: str) -> None:
+        def change(stored: StoredManifest | None) -> NextVersion:
+            current = self._current(stored)
+            tagged(current, tag)  # a tag it has
+            return NextVersion(with_tag(current, tag, None), None)
+
+        commit_version(self.store.backend, self.name, change)
+
+    def keep_versions(self, versions: int) -> None:
+        """Keep this many newest versions (and the tagged ones) for time travel;
+        garbage collection removes the others' archives, and their objects once
+        the store's retention period has passed."""
+
+        def change(stored: StoredManifest | None) -> NextVersion:
+            return NextVersion(with_keep_versions(self._current(stored), versions), None)
+
+        commit_version(self.store.backend, self.name, change)
+
+    def restore(self, version: int) -> Dataset:
+        """Publish a kept version again, as the dataset's next version (what
+        the current version holds is retired, as by an overwrite)."""
+        return Dataset(self.store, restore(self.store.backend, self.name, version))
+
+    def _current(self, stored: StoredManifest | None) -> Manifest:
+        if stored is None:
+            raise DatasetNotFoundError(f"dataset {self.name!r} was deleted")
+        return Manifest.from_bytes(stored.data, self.name)
 
     def append(self, data: DataSource, **options: Unpack[WriteKeywords]) -> Dataset:
         """Add data's rows to this dataset in storage and return the new version.
@@ -401,11 +471,21 @@ class Dataset(ObjectDataset):
         return conjunction(self._filter, filter)
 
 
-def reopen_dataset(store: DatasetStore, name: str, generation: str, filter: pc.Expression | None) -> Dataset:
-    """A pickled dataset: generation of name in store, refused once it is replaced.
-    Appends since leave it readable: it reads the rows it had then, exactly."""
+def reopen_dataset(
+    store: DatasetStore, name: str, generation: str, filter: pc.Expression | None, version: int = 0
+) -> Dataset:
+    """A pickled dataset: generation of name in store (appends since leave it
+    readable: it reads the rows it had then, exactly), else its version while
+    that is kept; refused once neither is there."""
     current = store.manifest(name)
-    manifest = current.version(generation)
+    manifest = current.at_generation(generation)
+    if manifest is None and version:
+        try:
+            manifest = read_version(store.backend, current, version)
+        except VersionNotFoundError:
+            manifest = None
+        if manifest is not None and manifest.generation != generation:
+            manifest = None
     if manifest is None:
         raise DatasetChangedError(
             f"dataset {name!r} in {store.uri} was overwritten since it was pickled, or transformed (generation "

@@ -76,6 +76,13 @@ class DatasetExistsError(SkyhookError):
     """A dataset of that name exists and the write did not ask to replace it."""
 
 
+class VersionNotFoundError(SkyhookError, KeyError):
+    """The dataset has no kept version of that number, tag or time."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 class DatasetChangedError(SkyhookError):
     """The version of a dataset asked for is gone: a pickled dataset was overwritten
     since, or a scan of a replaced version outlived the retention of its objects."""

@@ -17,6 +17,8 @@ from skyhook.errors import InvalidRequestError
 
 # No dots: "<dataset>." is a prefix no other dataset's names share.
 DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-]{0,127}")
+# A name given to a version of a dataset (Dataset.tag).
+TAG_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}")
 # Unix seconds and random hex (older stores used 6 hex digits, new writes 16).
 GENERATION = re.compile(r"[0-9]{1,20}[0-9a-f]{6,16}")
 _OBJECT_NAME = re.compile(

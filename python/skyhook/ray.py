@@ -44,6 +44,7 @@ class SkyhookDatasource(Datasource):
         super().__init__()
         self._projection_map: dict[str, str] | None = None  # Ray's projection pushdown sets it
         self.store, self.name, self.generation = dataset.store, dataset.name, dataset.manifest.generation
+        self.version = dataset.manifest.version
         self.manifest = dataset.manifest
         self.filter = filter
 
@@ -67,7 +68,7 @@ class SkyhookDatasource(Datasource):
         if columns == []:  # a count: Ray loses the rows of blocks without columns, so one column comes
             columns = self.manifest.schema.names[:1]
         groups = object_groups(self.manifest, columns, filter, parallelism=max(1, parallelism))
-        reader = ObjectGroupReader(self.store, self.name, self.generation, filter)
+        reader = ObjectGroupReader(self.store, self.name, self.generation, filter, self.version)
         by_number = {partition.number: partition for partition in self.manifest.partitions}
         tasks = []
         for numbers in groups:

@@ -8,17 +8,25 @@ import os
 import threading
 import weakref
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 import pyarrow as pa
 
 from skyhook.backends.base import Backend
-from skyhook.backends.manifest_commit import Publication, commit
 from skyhook.backends.object_store import StoredManifest
 from skyhook.backends.retirement import retirements
 from skyhook.catalog.design import DESIGN_ATTRIBUTE
 from skyhook.catalog.manifest import Manifest
+from skyhook.catalog.versions import (
+    NextVersion,
+    commit_version,
+    forget_versions,
+    read_version,
+    tagged,
+    version_as_of,
+)
 from skyhook.dataset import Dataset
 from skyhook.distributed import plan_store
 from skyhook.distributed.plan import Plan
@@ -233,8 +241,22 @@ class Store:
         storage (skyhook.sql)."""
         return run_sql(self, query)
 
-    def dataset(self, name: str) -> Dataset:
-        return Dataset(self, self.manifest(name))
+    def dataset(
+        self, name: str, version: int | None = None, *, as_of: datetime | None = None, tag: str | None = None
+    ) -> Dataset:
+        """The dataset name as it is now, or a version of it kept for time
+        travel: by number (ds.versions() lists them), as of a time (the newest
+        committed then; a datetime with a time zone) or by tag."""
+        current = self.manifest(name)
+        if sum(asked is not None for asked in (version, as_of, tag)) > 1:
+            raise InvalidRequestError("give one of version, as_of and tag")
+        if tag is not None:
+            version = tagged(current, tag)
+        if version is not None:
+            return Dataset(self, read_version(self.backend, current, version))
+        if as_of is not None:
+            return Dataset(self, version_as_of(self.backend, current, as_of))
+        return Dataset(self, current)
 
     def manifest(self, name: str) -> Manifest:
         return Manifest.from_bytes(self._stored_manifest(name).data, name)
@@ -304,15 +326,18 @@ class Store:
         CorruptManifestError and nothing is deleted."""
         check_dataset_name(name)
 
-        def change(stored: StoredManifest | None) -> Publication[None]:
+        deleted: list[Manifest] = []
+
+        def change(stored: StoredManifest | None) -> NextVersion:
             # Replaced meanwhile: delete what is there now (its writer retired the old objects).
             if stored is None:
                 raise self._missing(name)
-            Manifest.from_bytes(stored.data, name)  # a corrupt one is refused
-            return Publication(None, None, retiring(self.backend, name, stored, ""))
+            deleted[:] = [Manifest.from_bytes(stored.data, name)]  # a corrupt one is refused
+            return NextVersion(None, None, retiring(self.backend, name, stored, ""))
 
-        commit(self.backend, name, change)
+        commit_version(self.backend, name, change)
         clear_log(self.backend, name)
+        forget_versions(self.backend, deleted[0])
         collect_after_write(self.backend, self.retention_seconds, name)
 
     def collect_garbage(self, name: str | None = None) -> Collection:

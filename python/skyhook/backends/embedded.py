@@ -11,7 +11,8 @@ A manifest is compared and swapped under an exclusive ``flock`` of
 "the" lock at once). A write in progress holds an ``flock`` on its record
 ``pending/<dataset>.<generation>`` until it finishes; the kernel drops the lock
 when the writer dies, which is how fsck tells abandoned writes from live ones.
-Retirement records are files ``retired/<dataset>.<key>``, each written once.
+Retirement records are files ``retired/<dataset>.<key>``, each written once;
+earlier versions of a manifest are files ``versions/<dataset>/<version>``.
 """
 
 from __future__ import annotations
@@ -61,12 +62,13 @@ class EmbeddedBackend(Backend):
         self.locks = self.root / "locks"
         self.pending = self.root / "pending"
         self.retired = self.root / "retired"
+        self.versions = self.root / "versions"
         self.parallelism = parallelism or os.cpu_count() or 1
         if not create and not (self.root / _MARKER).exists():
             raise StoreNotFoundError(f"no skyhook store at {self.root}")
         if self.root.exists() and any(self.root.iterdir()) and not (self.root / _MARKER).exists():
             raise SkyhookError(f"{self.root} exists and is not a skyhook store")
-        for directory in (self.objects, self.manifests, self.locks, self.pending, self.retired):
+        for directory in (self.objects, self.manifests, self.locks, self.pending, self.retired, self.versions):
             directory.mkdir(parents=True, exist_ok=True)
         if not (self.root / _MARKER).exists():
             _atomic_write(self.root / _MARKER, b"skyhook embedded store, layout 1\n", {})
@@ -264,6 +266,28 @@ class EmbeddedBackend(Backend):
     def drop_retirement(self, dataset: str, key: str) -> None:
         self._retirement_path(dataset, key).unlink(missing_ok=True)
 
+    def put_archived_manifest(self, dataset: str, version: int, data: bytes) -> None:
+        path = self._archive_path(dataset, version)
+        path.parent.mkdir(exist_ok=True)
+        _atomic_write(path, data, {})
+
+    def archived_manifest(self, dataset: str, version: int) -> bytes | None:
+        try:
+            return self._archive_path(dataset, version).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def archived_versions(self, dataset: str) -> list[int]:
+        check_dataset_name(dataset)
+        try:
+            names = [path.name for path in (self.versions / dataset).iterdir()]
+        except FileNotFoundError:
+            return []
+        return sorted(int(name) for name in names if name.isdigit())
+
+    def drop_archived_manifest(self, dataset: str, version: int) -> None:
+        self._archive_path(dataset, version).unlink(missing_ok=True)
+
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
@@ -276,6 +300,10 @@ class EmbeddedBackend(Backend):
     def _manifest_path(self, dataset: str) -> Path:
         check_dataset_name(dataset)
         return self.manifests / dataset
+
+    def _archive_path(self, dataset: str, version: int) -> Path:
+        check_dataset_name(dataset)
+        return self.versions / dataset / str(int(version))
 
     def _retirement_path(self, dataset: str, key: str) -> Path:
         """retired/DATASET.KEY, refusing any name that could lead outside retired/."""

@@ -178,3 +178,22 @@ class ObjectStore(ABC):
     @abstractmethod
     def drop_retirement(self, dataset: str, key: str) -> None:
         """Remove a retirement record; a missing one is not an error."""
+
+    # Earlier versions of a dataset's manifest (skyhook.catalog.versions): each
+    # stored once, by the commit that replaces it, under its version number.
+
+    @abstractmethod
+    def put_archived_manifest(self, dataset: str, version: int, data: bytes) -> None:
+        """Store the manifest of version (replacing any stored under that number)."""
+
+    @abstractmethod
+    def archived_manifest(self, dataset: str, version: int) -> bytes | None:
+        """The manifest stored as version, or None."""
+
+    @abstractmethod
+    def archived_versions(self, dataset: str) -> list[int]:
+        """The versions stored, ascending."""
+
+    @abstractmethod
+    def drop_archived_manifest(self, dataset: str, version: int) -> None:
+        """Remove an archived version; a missing one is not an error."""

@@ -67,6 +67,8 @@ DATASET_INDEX = "_skyhook.datasets"
 PENDING_WRITES = "_skyhook.pending"
 RETIREMENTS = "_skyhook.retired"
 MANIFEST_SUFFIX = ".manifest"
+#: The index of a dataset's archived manifests (omap keys: versions), each an object <dataset>.version.<n>.
+VERSIONS_SUFFIX = ".versions"
 DEFAULT_TIMEOUT_SECONDS = 30
 #: Reading calls in flight at most by default: their replies wait in memory until taken in order.
 MAX_IN_FLIGHT = 64
@@ -356,6 +358,33 @@ class RadosBackend(Backend):
     def drop_retirement(self, dataset: str, key: str) -> None:
         self._do(self._pool.omap_remove, RETIREMENTS, [f"{dataset}.{key}"])
 
+    def put_archived_manifest(self, dataset: str, version: int, data: bytes) -> None:
+        self._do(self._pool.put, _archive_object(dataset, version), data, {})
+        self._do(self._pool.omap_set, dataset + VERSIONS_SUFFIX, {f"{version:020d}": b""})
+
+    def archived_manifest(self, dataset: str, version: int) -> bytes | None:
+        try:
+            return self._do(self._pool.read, _archive_object(dataset, version))
+        except ObjectNotFoundError:
+            return None
+
+    def archived_versions(self, dataset: str) -> list[int]:
+        try:
+            keys = self._do(self._pool.omap_keys, dataset + VERSIONS_SUFFIX)
+        except ObjectNotFoundError:
+            return []
+        return sorted(int(key) for key in keys if key.isdigit())
+
+    def drop_archived_manifest(self, dataset: str, version: int) -> None:
+        try:
+            self._do(self._pool.remove, _archive_object(dataset, version))
+        except ObjectNotFoundError:
+            pass
+        try:
+            self._do(self._pool.omap_remove, dataset + VERSIONS_SUFFIX, [f"{version:020d}"])
+        except ObjectNotFoundError:
+            pass
+
     def close(self) -> None:
         """Closes the pool once the operations running on it have finished
         (librados' own timeouts bound them); later ones raise StorageError."""
@@ -427,6 +456,10 @@ class _ClosedPool:
 
 def _manifest_object(dataset: str) -> str:
     return dataset + MANIFEST_SUFFIX
+
+
+def _archive_object(dataset: str, version: int) -> str:
+    return f"{dataset}.version.{int(version)}"
 
 
 class _OpenedRadosObject(OpenedObject):

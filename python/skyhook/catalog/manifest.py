@@ -49,13 +49,16 @@ from skyhook.catalog.design import FORMATS, Design, ObjectDesign
 from skyhook.catalog.manifest_memo import per_manifest
 from skyhook.catalog.object_statistics import DataTag, object_statistics_type
 from skyhook.errors import CorruptManifestError
-from skyhook.names import GENERATION, object_owner
+from skyhook.names import GENERATION, TAG_NAME, object_owner
 
-MANIFEST_VERSION = b"5"
+MANIFEST_VERSION = b"6"
 #: Version 1 (before appends) had no history and objects of one generation, versions 1
 #: and 2 one format for every object and no designs: still readable, as legacy designs.
-#: Versions 1 to 3 had no object statistics: read as none; versions 1 to 4 no column objects.
-READABLE_VERSIONS = (b"1", b"2", b"3", b"4", MANIFEST_VERSION)
+#: Versions 1 to 3 had no object statistics: read as none; versions 1 to 4 no column
+#: objects; versions 1 to 5 no version number (read as version 0, see catalog/versions.py).
+READABLE_VERSIONS = (b"1", b"2", b"3", b"4", b"5", MANIFEST_VERSION)
+#: Earlier versions kept for time travel unless asked otherwise (tagged ones are kept too).
+DEFAULT_KEEP_VERSIONS = 10
 COLUMN_OBJECT_TYPE = pa.struct(
     [("object", pa.string()), ("columns", pa.list_(pa.string())), ("size_bytes", pa.int64()), ("design", pa.binary())]
 )
@@ -142,6 +145,16 @@ class Manifest:
     kept: tuple[str, ...] = ()
     #: One row per partition, of object_statistics_type(schema); null where none (None: none at all).
     object_statistics: pa.StructArray | None = None
+    #: The dataset's version this manifest is (catalog/versions.py), when it was
+    #: committed and by what operation; 0: published before versions were numbered.
+    version: int = 0
+    committed_at: float = 0.0
+    operation: str = ""
+    #: Names of versions, as (tag, version) pairs, and how many versions are kept.
+    tags: tuple[tuple[str, int], ...] = ()
+    keep_versions: int = DEFAULT_KEEP_VERSIONS
+    #: The generation of the dataset's first version ("": first published before versions).
+    lineage: str = ""
 
     def __post_init__(self) -> None:
         if self.object_statistics is None:
@@ -228,7 +241,7 @@ class Manifest:
             kept=self.kept,
         )
 
-    def version(self, generation: str) -> Manifest | None:
+    def at_generation(self, generation: str) -> Manifest | None:
         """The earlier version of this dataset published as generation (a prefix of
         this one, as appends leave it), or None if it is not in this one's history."""
         if generation == self.generation:
@@ -304,6 +317,16 @@ class Manifest:
                 b"skyhook.schema": self.schema.serialize().to_pybytes(),
                 b"skyhook.history": json.dumps(self.history).encode(),
                 b"skyhook.kept": json.dumps(self.kept).encode(),
+                b"skyhook.versioning": json.dumps(
+                    {
+                        "version": self.version,
+                        "committed_at": self.committed_at,
+                        "operation": self.operation,
+                        "tags": dict(self.tags),
+                        "keep_versions": self.keep_versions,
+                        "lineage": self.lineage,
+                    }
+                ).encode(),
             }
         )
         sink = pa.BufferOutputStream()
@@ -335,7 +358,7 @@ class Manifest:
             raise ValueError(f"unsupported manifest version {metadata.get(b'skyhook.manifest_version')!r}")
         schema = pa.ipc.read_schema(pa.py_buffer(metadata[b"skyhook.schema"]))
         version = metadata[b"skyhook.manifest_version"]
-        if version in (b"3", b"4", MANIFEST_VERSION):
+        if version not in (b"1", b"2"):
             write_design = ObjectDesign.from_bytes(metadata[b"skyhook.write_design"])
             designs = [ObjectDesign.from_bytes(value) for value in table.column("design").to_pylist()]
         else:  # one format for all, every object as one extent
@@ -344,7 +367,7 @@ class Manifest:
             write_design = replace(write_design, format=format)
             designs = [ObjectDesign.legacy(format, size) for size in table.column("size_bytes").to_pylist()]
         columns = [()] * table.num_rows
-        if version == MANIFEST_VERSION:
+        if version not in (b"1", b"2", b"3", b"4"):
             columns = [
                 tuple(
                     ColumnObject(
@@ -369,10 +392,11 @@ class Manifest:
         history = stored_json.load(metadata.get(b"skyhook.history", b"[]"))
         kept = stored_json.load(metadata.get(b"skyhook.kept", b"[]"))
         object_statistics = None
-        if version in (b"4", MANIFEST_VERSION):
+        if version not in (b"1", b"2", b"3"):
             object_statistics = table.column("object_statistics").combine_chunks()
             if len(object_statistics) == 0:
                 object_statistics = pa.array([], object_statistics_type(schema))
+        versioning = stored_json.load(metadata.get(b"skyhook.versioning", b"{}"))
         return cls(
             metadata[b"skyhook.dataset"].decode(),
             schema,
@@ -383,6 +407,12 @@ class Manifest:
             tuple((generation, count) for generation, count in history),
             tuple(kept),
             object_statistics,
+            versioning.get("version", 0),
+            versioning.get("committed_at", 0.0),
+            versioning.get("operation", ""),
+            tuple(versioning.get("tags", {}).items()),
+            versioning.get("keep_versions", DEFAULT_KEEP_VERSIONS),
+            versioning.get("lineage", ""),
         )
 
     def _check(self, dataset: str) -> None:
@@ -413,6 +443,9 @@ class Manifest:
             raise corrupt("its history does not match its partitions")
         if not all(isinstance(generation, str) and GENERATION.fullmatch(generation) for generation in self.kept):
             raise corrupt("it keeps objects of an invalid generation")
+        problem = _versioning_problem(self)
+        if problem:
+            raise corrupt(problem)
         names = [name for partition in self.partitions for name in partition.object_names]
         if len(set(names)) != len(names):
             raise corrupt("it names an object twice")
@@ -458,6 +491,26 @@ _subsets_lock = threading.Lock()
 @per_manifest
 def _subsets(manifest: Manifest) -> dict[tuple[int, ...], Manifest]:
     return {}
+
+
+def _versioning_problem(manifest: Manifest) -> str | None:
+    """What makes a manifest's version number, tags or retention impossible, or None."""
+
+    def count(value: object, least: int) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+    if not count(manifest.version, 0) or not count(manifest.keep_versions, 1):
+        return "its version number or retention is invalid"
+    if not isinstance(manifest.committed_at, (int, float)) or not isinstance(manifest.operation, str):
+        return "its commit time or operation is invalid"
+    if not isinstance(manifest.lineage, str) or not (manifest.lineage == "" or GENERATION.fullmatch(manifest.lineage)):
+        return "its lineage is invalid"
+    if not all(
+        isinstance(tag, str) and TAG_NAME.fullmatch(tag) and count(version, 0) and version <= manifest.version
+        for tag, version in manifest.tags
+    ):
+        return "it tags an invalid version"
+    return None
 
 
 def _column_object_problem(column: ColumnObject, num_rows: int, names: list[str]) -> str | None:

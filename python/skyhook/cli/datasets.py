@@ -238,6 +238,10 @@ def query(
     analyze: Annotated[
         bool, typer.Option("--analyze", help="Run the query and say what ran in storage and what at the client.")
     ] = False,
+    version: Annotated[
+        Optional[int], typer.Option("--version", min=0, help="Query this kept version (skyhook versions NAME).")
+    ] = None,
+    tag: Annotated[Optional[str], typer.Option("--tag", help="Query the version of this tag.")] = None,
 ) -> None:
     """Filter and project (or aggregate) a dataset in storage; print the result and statistics."""
     modes = {"auto": "auto", "on": True, "off": False}
@@ -250,7 +254,7 @@ def query(
     if keys and not aggregations:
         raise InvalidRequestError("--group-by needs at least one --agg COLUMN:FUNCTION")
     with open_store(store) as source:
-        data = source.dataset(dataset)
+        data = source.dataset(dataset, version, tag=tag)
         names = [name.strip() for name in columns.split(",")] if columns else None
         if explain or analyze:
             describe = data.analyze if analyze else data.explain
@@ -269,6 +273,25 @@ def query(
         else:  # one row past the limit tells whether there are more
             show(scanner.head(limit + 1), output, limit, complete=False)
         print_statistics(scanner.stats.as_dict())
+
+
+@app.command()
+def versions(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
+    """The kept versions of a dataset: number, time, operation, rows, size and tags."""
+    with open_store(store) as source:
+        listed = source.dataset(dataset).versions()
+        table = Table("version", "committed", "operation", "rows", "size", "tags", title=dataset)
+        for row in listed.to_pylist():
+            committed = row["committed_at"]
+            table.add_row(
+                str(row["version"]),
+                "" if committed is None else committed.strftime("%Y-%m-%d %H:%M:%S %Z"),
+                Text(row["operation"] or ""),
+                f"{row['num_rows']:,}",
+                size_text(row["size_bytes"]),
+                Text(", ".join(row["tags"])),
+            )
+        console.print(table)
 
 
 @app.command("sql")

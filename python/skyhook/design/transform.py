@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from skyhook.backends.base import Backend
-from skyhook.backends.manifest_commit import Publication, commit
 from skyhook.backends.object_store import StoredManifest
 from skyhook.catalog.design import Design
 from skyhook.catalog.manifest import ColumnObject, Manifest, Partition
+from skyhook.catalog.versions import NextVersion, commit_version
 from skyhook.design.object_transform import ObjectTransform, TargetDesign, at_client, in_storage
 from skyhook.errors import DatasetChangedError, DatasetNotFoundError, InvalidRequestError
 
@@ -125,7 +125,7 @@ def _object_design(design: Design, held: ColumnObject, columns: list[str]) -> De
 def _published(backend: Backend, dataset: str, results: dict[str, ObjectTransform]) -> Manifest:
     """The current manifest with the transformed objects' designs and sizes, committed."""
 
-    def change(stored: StoredManifest | None) -> Publication[Manifest] | Manifest:
+    def change(stored: StoredManifest | None) -> NextVersion | Manifest:
         if stored is None:
             raise DatasetNotFoundError(f"dataset {dataset!r} was deleted while its objects were transformed")
         current = Manifest.from_bytes(stored.data, dataset)
@@ -143,10 +143,11 @@ def _published(backend: Backend, dataset: str, results: dict[str, ObjectTransfor
         )
         if partitions == current.partitions:
             return current
-        updated = replace(current, partitions=partitions)
-        return Publication(updated.to_bytes(), updated)
+        return NextVersion(replace(current, partitions=partitions), "transform")
 
-    return commit(backend, dataset, change)
+    published = commit_version(backend, dataset, change)
+    assert published is not None
+    return published
 
 
 def _rewritten(held: Partition | ColumnObject, results: dict[str, ObjectTransform]) -> Partition | ColumnObject:

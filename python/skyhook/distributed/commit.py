@@ -14,11 +14,11 @@ from dataclasses import replace
 import pyarrow as pa
 
 from skyhook.backends.base import Backend
-from skyhook.backends.manifest_commit import Publication, commit
 from skyhook.backends.object_store import StoredManifest
 from skyhook.backends.retirement import retire_objects, withdraw_retirement
 from skyhook.catalog.design import DESIGN_ATTRIBUTE, ObjectDesign
 from skyhook.catalog.manifest import ColumnObject, Manifest, Partition, statistics_type
+from skyhook.catalog.versions import NextVersion, commit_version
 from skyhook.errors import DatasetChangedError, DatasetNotFoundError, ObjectNotFoundError
 from skyhook.ingest.publish import publish
 from skyhook.ingest.statistics import concat_statistics, objects_statistics
@@ -90,7 +90,7 @@ def commit_in_place(
     the runner may no longer publish (its lease lost)."""
     built: tuple[list[Partition], pa.StructArray] | None = None
 
-    def change(stored: StoredManifest | None) -> Publication[tuple[Manifest, bool]] | tuple[Manifest, bool]:
+    def change(stored: StoredManifest | None) -> NextVersion | tuple[Manifest, bool]:
         nonlocal built
         if stored is None:
             raise DatasetNotFoundError(f"dataset {dataset!r} was deleted while a plan was transforming it")
@@ -108,7 +108,7 @@ def commit_in_place(
             built = built_partitions(backend, targets, current.schema, layout)
         updated = _swapped(current, generation, set(sources), *built)
         retiring = [name for p in current.partitions if p.object_name in sources for name in p.object_names]
-        return Publication(updated.to_bytes(), (updated, True), lambda: _retired_while_held(retiring))
+        return NextVersion(updated, "plan", lambda: _retired_while_held(retiring))
 
     def _retired_while_held(retiring: list[str]) -> Callable[[], None]:
         """The commit protocol: the sources are retired before the swap (readers of
@@ -122,7 +122,8 @@ def commit_in_place(
         return lambda: withdraw_retirement(backend, records)
 
     # Against another writer's publication (an append), the swap is made again on its manifest.
-    return commit(backend, dataset, change)
+    outcome = commit_version(backend, dataset, change)
+    return outcome if isinstance(outcome, tuple) else (outcome, True)
 
 
 def _swapped(

@@ -35,7 +35,7 @@ class DatasetObjects:
             current = None if stored is None else Manifest.from_bytes(stored.data, self.name)
         except CorruptManifestError:
             return error
-        if current is not None and current.version(self.manifest.generation) is not None:
+        if current is not None and current.at_generation(self.manifest.generation) is not None:
             return error
         now = "deleted" if current is None else f"now generation {current.generation}"
         return DatasetChangedError(

@@ -14,10 +14,10 @@ from typing import Protocol
 
 import pyarrow as pa
 
-from skyhook.backends.manifest_commit import Publication, commit
 from skyhook.backends.object_store import StoredManifest
 from skyhook.catalog.manifest import Manifest
 from skyhook.catalog.object_statistics import statistics_row
+from skyhook.catalog.versions import NextVersion, commit_version
 from skyhook.errors import DatasetNotFoundError, TypeMismatchError, UnknownColumnError
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.rpc.reply import Reply, decode_reply
@@ -86,14 +86,16 @@ def publish_object_statistics(objects: DatasetObjects, rows: dict[str, pa.Struct
     still describe the partition's objects, committed (an append's partitions,
     a transform's designs, an overwrite's objects published meanwhile are kept)."""
 
-    def change(stored: StoredManifest | None) -> Publication[Manifest] | Manifest:
+    def change(stored: StoredManifest | None) -> NextVersion | Manifest:
         if stored is None:
             raise DatasetNotFoundError(f"dataset {objects.name!r} was deleted while its statistics were computed")
         current = Manifest.from_bytes(stored.data, objects.name)
         updated, attached = current.with_object_statistics(rows)
-        return Publication(updated.to_bytes(), updated) if attached else current
+        return NextVersion(updated, None) if attached else current  # the same version, described better
 
-    return commit(objects.backend, objects.name, change)
+    published = commit_version(objects.backend, objects.name, change)
+    assert published is not None
+    return published
 
 
 def create_index(objects: DatasetObjects, column: str, progress: Progress | None = None) -> None:

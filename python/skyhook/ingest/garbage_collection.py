@@ -14,8 +14,9 @@ import time
 from dataclasses import dataclass, field
 
 from skyhook.backends.object_store import ObjectStore
-from skyhook.backends.retirement import retirements
+from skyhook.backends.retirement import Retirement, retire_objects, retirements
 from skyhook.catalog.manifest import Manifest
+from skyhook.catalog.versions import expire_versions, kept_manifests
 from skyhook.errors import CorruptManifestError, SkyhookError
 
 #: How long replaced objects outlive the publication that replaced them: far
@@ -39,7 +40,12 @@ def collect_garbage(store: ObjectStore, retention_seconds: float, dataset: str |
     # are kept; one that happened has stopped naming them for good.
     records = retirements(store, dataset)[0]
     datasets = [dataset] if dataset is not None else sorted({record.dataset for record in records})
-    current = {name: named for name in datasets if (named := current_objects(store, name)) is not None}
+    current: dict[str, set[str]] = {}
+    for name in datasets:
+        kept = kept_objects(store, name)
+        if kept is not None:
+            current[name], expired = kept
+            records += expired
     records = [record for record in records if record.dataset in current]
     latest: dict[str, float] = {}  # object -> its latest retirement
     for record in records:
@@ -76,12 +82,27 @@ def collect_after_write(store: ObjectStore, retention_seconds: float, dataset: s
         pass
 
 
-def current_objects(store: ObjectStore, dataset: str) -> set[str] | None:
-    """The objects the dataset's manifest names (none once it is deleted); None
-    if the manifest cannot be trusted, whose dataset is then left alone."""
+def kept_objects(store: ObjectStore, dataset: str) -> tuple[set[str], list[Retirement]] | None:
+    """The objects the dataset's manifest and its kept earlier versions name
+    (none once it is deleted); None if the manifest cannot be trusted, whose
+    dataset is then left alone. Versions no longer kept are expired here: the
+    objects only they named are retired anew (the records returned), so that a
+    reader who opened such a version just before has the retention period."""
     stored = store.get_manifest(dataset)
     try:
         manifest = None if stored is None else Manifest.from_bytes(stored.data, dataset)
+        if manifest is None:
+            return set(), []
+        named = _named(manifest)
+        for earlier in kept_manifests(store, manifest):
+            named |= _named(earlier)
     except CorruptManifestError:
         return None
-    return {name for partition in manifest.partitions for name in partition.object_names} if manifest else set()
+    unkept: set[str] = set()
+    for expired in expire_versions(store, manifest):
+        unkept |= _named(expired) - named
+    return named, retire_objects(store, dataset, "", unkept) if unkept else []
+
+
+def _named(manifest: Manifest) -> set[str]:
+    return {name for partition in manifest.partitions for name in partition.object_names}
