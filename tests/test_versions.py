@@ -202,3 +202,29 @@ def test_concurrent_appends_make_one_version_each(store):
     assert listed.column("num_rows").to_pylist() == [10 * v for v in range(1, 14)]
     for version in range(1, 14):
         assert store.dataset("t", version=version).count_rows() == 10 * version
+
+
+@pytest.mark.parametrize(
+    "versioning",
+    [
+        b"[]",
+        b'{"tags": ["a"]}',
+        b'{"tags": {"a": 5}}',  # a version it does not have
+        b'{"tags": {"../x": 1}}',
+        b'{"version": -1}',
+        b'{"version": true}',
+        b'{"keep_versions": 0}',
+        b'{"operation": 3}',
+        b'{"lineage": "../x"}',
+        b"{",
+    ],
+)
+def test_hostile_versioning_is_a_corrupt_manifest(store, versioning):
+    manifest = store.write_dataset("t", rows(0, 5)).manifest
+    table = pa.ipc.open_file(pa.py_buffer(manifest.to_bytes())).read_all()
+    metadata = {**table.schema.metadata, b"skyhook.versioning": versioning}
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, table.schema.with_metadata(metadata)) as writer:
+        writer.write_table(table.replace_schema_metadata(metadata))
+    with pytest.raises(CorruptManifestError, match="manifest of dataset 't'"):
+        Manifest.from_bytes(sink.getvalue().to_pybytes(), "t")

@@ -397,6 +397,8 @@ class Manifest:
             if len(object_statistics) == 0:
                 object_statistics = pa.array([], object_statistics_type(schema))
         versioning = stored_json.load(metadata.get(b"skyhook.versioning", b"{}"))
+        if not isinstance(versioning, dict) or not isinstance(versioning.get("tags", {}), dict):
+            raise ValueError("malformed versioning")
         return cls(
             metadata[b"skyhook.dataset"].decode(),
             schema,
