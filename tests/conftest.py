@@ -88,6 +88,7 @@ SLOW_MODULES = {
     "test_pruning_units",
     "test_expression_r",
     "test_dask",  # clusters of worker processes, a local Ray, servers killed on purpose
+    "test_expression_dask",
     "test_ray",
     "test_flight_sql_failures",
 }
