@@ -28,6 +28,7 @@ import shutil
 import sqlite3
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -38,6 +39,8 @@ import skyhook
 from skyhook.backends.object_codec import encode_object
 from skyhook.catalog.design import DESIGN_ATTRIBUTE, Design, ObjectDesign
 from skyhook.design.object_transform import TargetDesign
+from skyhook.plan.expressions import place_filter
+from skyhook.rpc.requests import ScanRequest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "tests"))
@@ -235,6 +238,7 @@ def written_seeds(table: pa.Table) -> None:
                 omaps.append(omap_of(Path(scratch), partition.object_name))
             columns = tuple(table.column_names)
             requests += [("transform", TargetDesign(target, columns).request(0).encode()) for target in TRANSFORMS]
+            requests += [("transform", request) for request in row_rewrites(table, design, columns)]
             selector_of = lambda method: WRITING_METHODS.index(method) + len(WRITING_METHODS) * number  # noqa: E731
             for method, request in requests:
                 for omap in omaps[:: 2 if method == "transform" else 1]:
@@ -244,6 +248,16 @@ def written_seeds(table: pa.Table) -> None:
                         for key, value in sorted(omap.items())
                     )
                     write_file(HERE / "corpus/fuzz_writes", digest(entry), entry)
+
+
+def row_rewrites(table: pa.Table, design: Design, columns: tuple[str, ...]) -> list[bytes]:
+    """Transform requests that keep some rows, as a delete sends them (distributed/row_changes.py)."""
+    requests = []
+    for deleted in (pc.field("i32") > 0, pc.field("s") == "a"):
+        kept = place_filter(~deleted | deleted.is_null(), table.schema).storage
+        base = TargetDesign(design, columns).request(0)
+        requests.append(replace(base, rows=ScanRequest(filter=kept).encode()).encode())
+    return requests
 
 
 def omap_of(store: Path, object_name: str) -> dict[bytes, bytes]:

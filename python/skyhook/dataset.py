@@ -32,6 +32,7 @@ from skyhook.distributed import plan_store
 from skyhook.distributed.advisor import Advice, advise
 from skyhook.distributed.plan import Plan
 from skyhook.distributed.planner import make_plan
+from skyhook.distributed.row_changes import RowChange, delete_rows
 from skyhook.distributed.runner import PlanProgress, run_plan
 from skyhook.distributed.schedule import Schedule
 from skyhook.distributed.target import TransformTarget, resolve
@@ -268,6 +269,17 @@ class Dataset(ObjectDataset):
         """Publish a kept version again, as the dataset's next version (what
         the current version holds is retired, as by an overwrite)."""
         return Dataset(self.store, restore(self.store.backend, self.name, version))
+
+    def delete(self, filter: pc.Expression | str) -> RowChange:
+        """Delete the rows where filter is true (null: kept, as SQL's DELETE), in
+        storage: each object the filter touches is copied by the store and the
+        copy rewritten there without them; one commit publishes the next version
+        (earlier versions keep the rows). Returns the rows deleted and objects
+        rewritten (distributed/row_changes.py)."""
+        expression = self._expression(filter)
+        if expression is None:
+            raise InvalidRequestError("delete takes a filter (to delete every row, overwrite or delete the dataset)")
+        return delete_rows(self.store.backend, self.store.manifest(self.name), expression)
 
     def _current(self, stored: StoredManifest | None) -> Manifest:
         if stored is None:

@@ -16,7 +16,14 @@ arrow::Result<TransformRequest> TransformRequest::Decode(
     return Error(ErrorCode::kInvalidRequest,
                  "the request carries no expected_generation (0 or more)");
   }
-  return TransformRequest{std::move(*design), *generation};
+  TransformRequest request{std::move(*design), *generation, std::nullopt};
+  ARROW_ASSIGN_OR_RAISE(auto rows, header.Binary("rows"));
+  if (rows) {
+    auto decoded = ScanRequest::Decode(*rows);
+    if (!decoded.ok()) return WithContext(decoded.status(), "the request's rows");
+    request.rows = std::move(*decoded);
+  }
+  return request;
 }
 
 }  // namespace skyhook

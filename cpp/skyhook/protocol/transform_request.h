@@ -4,9 +4,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include <arrow/buffer.h>
 #include <arrow/result.h>
+
+#include "skyhook/protocol/scan_request.h"
 
 namespace skyhook {
 
@@ -16,6 +19,10 @@ struct TransformRequest {
   std::shared_ptr<arrow::Buffer> design;
   /// The object is rewritten only while its design has this generation.
   int64_t expected_generation = 0;
+  /// The rows the new object holds: those a scan request's filter keeps, as its
+  /// projection computes them, which must give the object's own columns and
+  /// types (a delete or an update made in storage); nullopt: every row as it is.
+  std::optional<ScanRequest> rows;
 
   /// kInvalidRequest for a missing or malformed field.
   static arrow::Result<TransformRequest> Decode(const std::shared_ptr<arrow::Buffer>& message);

@@ -275,6 +275,25 @@ def query(
         print_statistics(scanner.stats.as_dict())
 
 
+@app.command("delete")
+def delete_rows(
+    dataset: str,
+    where: Annotated[str, typer.Option("--where", "-w", help="The rows to delete, e.g. \"flag = 'R'\".")],
+    store: StoreOption = DEFAULT_STORE,
+) -> None:
+    """Delete the rows where a filter is true, in storage, as the dataset's next version."""
+    with open_store(store) as source:
+        change = source.dataset(dataset).delete(where)
+        if change.manifest is None:
+            console.print("no row matches: nothing deleted")
+            return
+        console.print(
+            f"deleted {counted(change.rows_deleted, 'row')}: {counted(change.objects_rewritten, 'object')} "
+            f"rewritten in storage, {counted(change.objects_dropped, 'object')} dropped; "
+            f"version {change.manifest.version}"
+        )
+
+
 @app.command()
 def versions(dataset: str, store: StoreOption = DEFAULT_STORE) -> None:
     """The kept versions of a dataset: number, time, operation, rows, size and tags."""

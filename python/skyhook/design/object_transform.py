@@ -103,19 +103,23 @@ def _in_storage(backend: Backend, name: str, target: TargetDesign) -> ObjectTran
     design = stored_design(backend.object_attribute(name, DESIGN_ATTRIBUTE))
     if target.built_by(design):
         return _unchanged(name, design)
-    request = target.request(_generation(design))
     try:
-        if backend.writer_replies:
-            return _done(name, _checked(backend.call(name, request.METHOD, request.encode()), name))
-        # A refusal comes back as an error class only: the check says why first.
-        check = replace(request, method=CHECK_METHOD)
-        checked = _checked(backend.call(name, CHECK_METHOD, check.encode()), name)
-        backend.call(name, request.METHOD, request.encode())
-        return _written(backend, name, checked)
+        return rewrite_in_storage(backend, name, target.request(_generation(design)))
     except ObjectChangedError:
         # A resent call whose first attempt was applied (an OSD failed over)
         # finds its own result: done, not a conflict.
         return _settled(backend, name, target)
+
+
+def rewrite_in_storage(backend: Backend, name: str, request: TransformRequest) -> ObjectTransform:
+    """One storage-side call rewriting object name as request asks."""
+    if backend.writer_replies:
+        return _done(name, _checked(backend.call(name, request.METHOD, request.encode()), name))
+    # A refusal comes back as an error class only: the check says why first.
+    check = replace(request, method=CHECK_METHOD)
+    checked = _checked(backend.call(name, CHECK_METHOD, check.encode()), name)
+    backend.call(name, request.METHOD, request.encode())
+    return _written(backend, name, checked)
 
 
 def _at_client(backend: Backend, name: str, target: TargetDesign) -> ObjectTransform:

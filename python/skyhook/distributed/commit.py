@@ -82,12 +82,13 @@ def commit_in_place(
     layout: list[list[str]] | None = None,
     *,
     held: Callable[[], None],
+    operation: str = "plan",
 ) -> tuple[Manifest, bool]:
     """Swaps sources for targets (object -> design attribute; for column
     objects, an object per group of layout each) in dataset's current
-    manifest; (the manifest, whether this call published it: False when an
-    earlier run did). held() is called just before each swap: it raises if
-    the runner may no longer publish (its lease lost)."""
+    manifest, as the version operation makes; (the manifest, whether this call
+    published it: False when an earlier run did). held() is called just before
+    each swap: it raises if the runner may no longer publish (its lease lost)."""
     built: tuple[list[Partition], pa.StructArray] | None = None
 
     def change(stored: StoredManifest | None) -> NextVersion | tuple[Manifest, bool]:
@@ -108,7 +109,7 @@ def commit_in_place(
             built = built_partitions(backend, targets, current.schema, layout)
         updated = _swapped(current, generation, set(sources), *built)
         retiring = [name for p in current.partitions if p.object_name in sources for name in p.object_names]
-        return NextVersion(updated, "plan", lambda: _retired_while_held(retiring))
+        return NextVersion(updated, operation, lambda: _retired_while_held(retiring))
 
     def _retired_while_held(retiring: list[str]) -> Callable[[], None]:
         """The commit protocol: the sources are retired before the swap (readers of

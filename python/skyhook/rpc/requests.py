@@ -124,8 +124,16 @@ class TransformRequest:
     design: bytes  # a skyhook.design attribute value in request form (catalog/design.py)
     expected_generation: int
     method: str = METHOD
+    #: The rows the new object holds: an encoded ScanRequest whose filter keeps
+    #: them and whose projection (if any) computes every column (None: all, unchanged).
+    rows: bytes | None = None
 
     def encode(self) -> bytes:
         return encode_request_frame(
-            {"method": self.method, "design": self.design, "expected_generation": self.expected_generation}
+            {
+                "method": self.method,
+                "design": self.design,
+                "expected_generation": self.expected_generation,
+                "rows": self.rows,
+            }
         )

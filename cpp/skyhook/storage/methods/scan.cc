@@ -4,9 +4,7 @@
 #include <string>
 #include <vector>
 
-#include <arrow/array/util.h>
 #include <arrow/compute/expression.h>
-#include <arrow/scalar.h>
 
 #include "skyhook/protocol/scan_request.h"
 #include "skyhook/storage/methods/execution.h"
@@ -14,36 +12,16 @@
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/runtime/call_resources.h"
 #include "skyhook/storage/runtime/cpu_timer.h"
-#include "skyhook/storage/runtime/kept_rows.h"
 #include "skyhook/storage/runtime/pushback.h"
 #include "skyhook/storage/runtime/rebind_expressions.h"
 #include "skyhook/storage/runtime/result_writer.h"
+#include "skyhook/storage/runtime/row_expressions.h"
 #include "skyhook/storage/secondary/scan_zones.h"
 
 namespace skyhook {
 namespace {
 
 using arrow::engine::BoundExpressions;
-
-// The fields of its bound schema an expression set reads.
-arrow::Result<arrow::FieldVector> ReferencedFields(const BoundExpressions& bound) {
-  arrow::FieldVector fields;
-  for (const auto& named : bound.named_expressions) {
-    for (const auto& ref : arrow::compute::FieldsInExpression(named.expression)) {
-      ARROW_ASSIGN_OR_RAISE(auto path, ref.FindOne(*bound.schema));
-      fields.push_back(bound.schema->field(path[0]));
-    }
-  }
-  return fields;
-}
-
-// The object's fields an expression set reads. Each must exist in the object
-// with the type the client bound the expression to, or one it converts to.
-arrow::Status AddReferencedFields(const BoundExpressions& bound, RequestedColumns* columns) {
-  ARROW_ASSIGN_OR_RAISE(auto fields, ReferencedFields(bound));
-  for (const auto& field : fields) ARROW_RETURN_NOT_OK(columns->Add(*field));
-  return arrow::Status::OK();
-}
 
 // The names of the columns a request reads, so that only the column groups
 // holding them are opened; nullopt when it reads every column.
@@ -56,24 +34,6 @@ arrow::Result<std::optional<std::vector<std::string>>> ColumnsRead(const ScanReq
     for (const auto& field : fields) names.push_back(field->name());
   }
   return names;
-}
-
-arrow::Result<std::shared_ptr<arrow::Array>> Evaluate(
-    const arrow::compute::Expression& expression, const arrow::Schema& bound_schema,
-    const std::shared_ptr<arrow::RecordBatch>& batch, arrow::compute::ExecContext* context) {
-  ARROW_ASSIGN_OR_RAISE(auto datum, arrow::compute::ExecuteScalarExpression(
-                                        expression, bound_schema, batch, context));
-  if (datum.is_array()) return datum.make_array();
-  return arrow::MakeArrayFromScalar(*datum.scalar(), batch->num_rows(), context->memory_pool());
-}
-
-// Evaluation errors (overflow, division by zero, bad casts) come from the
-// client's expressions, so they are the client's to fix.
-template <typename T>
-arrow::Result<T> AsInvalidRequest(const char* what, arrow::Result<T> result) {
-  if (result.ok() || CodeOf(result.status()) != ErrorCode::kInternal) return result;
-  return Error(ErrorCode::kInvalidRequest, "evaluating the ", what,
-               " failed: ", result.status().message());
 }
 
 class ScanExecution {
@@ -99,11 +59,7 @@ class ScanExecution {
     std::shared_ptr<arrow::Schema> output_schema;
     if (request_.projection) {
       ARROW_RETURN_NOT_OK(AddReferencedFields(*request_.projection, &needed));
-      arrow::FieldVector fields;
-      for (const auto& named : request_.projection->named_expressions) {
-        fields.push_back(arrow::field(named.name, named.expression.type()->GetSharedPtr()));
-      }
-      output_schema = arrow::schema(fields);
+      output_schema = ProjectedSchema(*request_.projection);
     } else {
       needed.AddAll();
       output_schema = needed.schema();  // the columns the filter names, as it names them
@@ -189,26 +145,13 @@ class ScanExecution {
 
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Filter(
       const std::shared_ptr<arrow::RecordBatch>& batch) const {
-    if (!request_.filter) return batch;
-    const auto& bound = *request_.filter;
-    ARROW_ASSIGN_OR_RAISE(auto mask, arrow::compute::ExecuteScalarExpression(
-                                         bound.named_expressions[0].expression, *bound.schema,
-                                         batch, resources_->exec_context()));
-    return KeptRows(batch, mask, resources_->exec_context());
+    return FilterRows(request_.filter, batch, resources_->exec_context());
   }
 
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Project(
       const std::shared_ptr<arrow::RecordBatch>& batch,
       const std::shared_ptr<arrow::Schema>& output_schema) const {
-    if (!request_.projection) return batch;
-    const auto& bound = *request_.projection;
-    arrow::ArrayVector columns;
-    for (const auto& named : bound.named_expressions) {
-      ARROW_ASSIGN_OR_RAISE(auto column, Evaluate(named.expression, *bound.schema, batch,
-                                                  resources_->exec_context()));
-      columns.push_back(std::move(column));
-    }
-    return arrow::RecordBatch::Make(output_schema, batch->num_rows(), std::move(columns));
+    return ProjectRows(request_.projection, batch, output_schema, resources_->exec_context());
   }
 
   ScanRequest request_;

@@ -14,10 +14,14 @@
 #include "skyhook/errors/error.h"
 #include "skyhook/protocol/transform_request.h"
 #include "skyhook/storage/methods/execution.h"
+#include "skyhook/storage/object/object_columns.h"
 #include "skyhook/storage/object/object_design.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/object/object_writer.h"
 #include "skyhook/storage/object/replacement_view.h"
+#include "skyhook/storage/runtime/kept_rows.h"
+#include "skyhook/storage/runtime/rebind_expressions.h"
+#include "skyhook/storage/runtime/row_expressions.h"
 #include "skyhook/storage/secondary/secondary_design.h"
 
 namespace skyhook {
@@ -129,14 +133,69 @@ class TransformExecution {
     std::vector<int> fields(reader_->schema()->num_fields());
     std::iota(fields.begin(), fields.end(), 0);
     ARROW_ASSIGN_OR_RAISE(auto batches, reader_->ReadFields(fields, kReadBatchRows));
+    ARROW_ASSIGN_OR_RAISE(auto rows, RowsKept());
     std::vector<std::shared_ptr<arrow::RecordBatch>> read;
     while (true) {
       ARROW_RETURN_NOT_OK(WithinLimits("reading"));
       ARROW_ASSIGN_OR_RAISE(auto batch, batches->Next());
       if (batch == nullptr) break;
+      if (rows) {
+        ARROW_ASSIGN_OR_RAISE(batch, rows->Of(batch, resources_->exec_context()));
+      }
       read.push_back(std::move(batch));
     }
     return arrow::Table::FromRecordBatches(reader_->schema(), std::move(read));
+  }
+
+  // The request's rows: its expressions bound to this call, reading the
+  // object's columns, giving the object's columns back.
+  struct Rows {
+    ScanRequest request;
+    std::shared_ptr<arrow::Schema> requested;
+    std::shared_ptr<arrow::Schema> output;
+
+    arrow::Result<std::shared_ptr<arrow::RecordBatch>> Of(
+        const std::shared_ptr<arrow::RecordBatch>& batch,
+        arrow::compute::ExecContext* context) const {
+      ARROW_ASSIGN_OR_RAISE(auto converted, AsRequested(batch, requested, context));
+      if (!request.projection) {  // the rows kept, as the object stores them
+        if (!request.filter) return batch;
+        ARROW_ASSIGN_OR_RAISE(
+            auto mask, AsInvalidRequest("filter", FilterMask(*request.filter, converted, context)));
+        return KeptRows(batch, mask, context);
+      }
+      ARROW_ASSIGN_OR_RAISE(
+          auto kept, AsInvalidRequest("filter", FilterRows(request.filter, converted, context)));
+      ARROW_ASSIGN_OR_RAISE(
+          auto projected,
+          AsInvalidRequest("projection", ProjectRows(request.projection, kept, output, context)));
+      return projected->ReplaceSchemaMetadata(batch->schema()->metadata());
+    }
+  };
+
+  arrow::Result<std::optional<Rows>> RowsKept() {
+    if (!request_.rows) return std::nullopt;
+    Rows rows{*request_.rows, nullptr, nullptr};
+    for (auto* bound : {&rows.request.filter, &rows.request.projection}) {
+      if (!*bound) continue;
+      ARROW_ASSIGN_OR_RAISE(**bound, RebindExpressions(**bound, resources_->exec_context()));
+    }
+    auto schema = reader_->schema();
+    RequestedColumns needed(schema);
+    if (rows.request.filter)
+      ARROW_RETURN_NOT_OK(AddReferencedFields(*rows.request.filter, &needed));
+    if (rows.request.projection) {
+      ARROW_RETURN_NOT_OK(AddReferencedFields(*rows.request.projection, &needed));
+    }
+    needed.AddAll();
+    rows.requested = needed.schema();
+    if (!rows.request.projection) return rows;
+    rows.output = ProjectedSchema(*rows.request.projection);
+    if (!rows.output->Equals(*schema, /*check_metadata=*/false)) {
+      return Error(ErrorCode::kInvalidRequest, "the rows of a rewrite must keep the object's ",
+                   "columns and types (", schema->ToString(), "), not ", rows.output->ToString());
+    }
+    return rows;
   }
 
   arrow::Status WithinLimits(const char* step) const {
