@@ -8,6 +8,7 @@
 
 #include "skyhook/protocol/scan_request.h"
 #include "skyhook/storage/methods/execution.h"
+#include "skyhook/storage/methods/row_expressions.h"
 #include "skyhook/storage/object/object_columns.h"
 #include "skyhook/storage/object/object_reader.h"
 #include "skyhook/storage/runtime/call_resources.h"
@@ -15,7 +16,6 @@
 #include "skyhook/storage/runtime/pushback.h"
 #include "skyhook/storage/runtime/rebind_expressions.h"
 #include "skyhook/storage/runtime/result_writer.h"
-#include "skyhook/storage/runtime/row_expressions.h"
 #include "skyhook/storage/secondary/scan_zones.h"
 
 namespace skyhook {

@@ -14,6 +14,7 @@
 #include "skyhook/errors/error.h"
 #include "skyhook/protocol/transform_request.h"
 #include "skyhook/storage/methods/execution.h"
+#include "skyhook/storage/methods/row_expressions.h"
 #include "skyhook/storage/object/object_columns.h"
 #include "skyhook/storage/object/object_design.h"
 #include "skyhook/storage/object/object_reader.h"
@@ -21,7 +22,6 @@
 #include "skyhook/storage/object/replacement_view.h"
 #include "skyhook/storage/runtime/kept_rows.h"
 #include "skyhook/storage/runtime/rebind_expressions.h"
-#include "skyhook/storage/runtime/row_expressions.h"
 #include "skyhook/storage/secondary/secondary_design.h"
 
 namespace skyhook {

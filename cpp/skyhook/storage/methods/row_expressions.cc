@@ -1,4 +1,4 @@
-#include "skyhook/storage/runtime/row_expressions.h"
+#include "skyhook/storage/methods/row_expressions.h"
 
 #include <utility>
 
