@@ -76,9 +76,13 @@ def delete_rows(backend: Backend, manifest: Manifest, filter: pc.Expression) -> 
         ]
         rows = ScanRequest(filter=placement.storage).encode()
         try:
-            designs = dict(
-                ordered_map(pool, lambda item: _rewritten(backend, *item, rows, pending), rewritten, PARALLELISM)
-            )
+            # A pool of its own: leaving it waits for every rewrite, so none stores a copy after the cleanup.
+            with ThreadPoolExecutor(PARALLELISM, thread_name_prefix="skyhook-delete") as rewriting:
+                designs = dict(
+                    ordered_map(
+                        rewriting, lambda item: _rewritten(backend, *item, rows, pending), rewritten, PARALLELISM
+                    )
+                )
             published, _ = commit_in_place(
                 backend,
                 manifest.dataset,
