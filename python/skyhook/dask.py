@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from skyhook.catalog.pruning import matching_partitions
-from skyhook.catalog.versions import read_version
-from skyhook.errors import DatasetChangedError, InvalidRequestError, SkyhookError, VersionNotFoundError
+from skyhook.catalog.versions import reopened
+from skyhook.errors import DatasetChangedError, InvalidRequestError, SkyhookError
 from skyhook.execution.aggregate_execution import AggregateExecution
 from skyhook.execution.dataset_objects import DatasetObjects
 from skyhook.execution.scan_execution import ScanExecution
@@ -85,14 +85,8 @@ class ObjectGroupReader:
     def manifest(self) -> Any:
         """The manifest generation this reader reads (or its version while that is
         kept); DatasetChangedError once neither is there."""
-        current = self.store.manifest(self.dataset)
-        manifest = current.at_generation(self.generation)
-        if manifest is None and self.version:
-            try:
-                manifest = read_version(self.store.backend, current, self.version)
-            except VersionNotFoundError:
-                manifest = None
-        if manifest is None or manifest.generation != self.generation:
+        manifest = reopened(self.store.backend, self.store.manifest(self.dataset), self.generation, self.version)
+        if manifest is None:
             raise DatasetChangedError(
                 f"dataset {self.dataset!r} in {self.store.uri} was overwritten or transformed since it was "
                 f"opened (generation {self.generation}, version {self.version}), and that version is no "

@@ -22,6 +22,7 @@ from skyhook.catalog.versions import (
     NextVersion,
     commit_version,
     read_version,
+    reopened,
     tagged,
     version_table,
     with_keep_versions,
@@ -41,7 +42,6 @@ from skyhook.errors import (
     DatasetExistsError,
     DatasetNotFoundError,
     InvalidRequestError,
-    VersionNotFoundError,
     options_from,
 )
 from skyhook.execution import secondary_design
@@ -490,14 +490,7 @@ def reopen_dataset(
     readable: it reads the rows it had then, exactly), else its version while
     that is kept; refused once neither is there."""
     current = store.manifest(name)
-    manifest = current.at_generation(generation)
-    if manifest is None and version:
-        try:
-            manifest = read_version(store.backend, current, version)
-        except VersionNotFoundError:
-            manifest = None
-        if manifest is not None and manifest.generation != generation:
-            manifest = None
+    manifest = reopened(store.backend, current, generation, version)
     if manifest is None:
         raise DatasetChangedError(
             f"dataset {name!r} in {store.uri} was overwritten since it was pickled, or transformed (generation "

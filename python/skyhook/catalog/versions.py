@@ -124,6 +124,19 @@ def read_version(store: ObjectStore, current: Manifest, version: int) -> Manifes
     return _refreshed(store, current, earlier)
 
 
+def reopened(store: ObjectStore, current: Manifest, generation: str, version: int) -> Manifest | None:
+    """What a dataset opened at generation and version reads now: that
+    generation (appends since leave it readable, exactly), else the version
+    while it is kept; None once neither is there."""
+    manifest = current.at_generation(generation)
+    if manifest is None and version:
+        try:
+            manifest = read_version(store, current, version)
+        except VersionNotFoundError:
+            return None
+    return manifest if manifest is not None and manifest.generation == generation else None
+
+
 def version_as_of(store: ObjectStore, current: Manifest, moment: datetime) -> Manifest:
     """The newest kept version committed at or before moment."""
     if not isinstance(moment, datetime) or moment.tzinfo is None:
